@@ -1,0 +1,94 @@
+"""validate, schema, init: the inventory's own commands."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from hybridctl.commands.app import app
+from hybridctl.errors import ExitCode
+
+
+class ValidateFormat(StrEnum):
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+@app.command()
+def validate(
+    paths: list[Path] = typer.Argument(..., help="Inventory files or directories; each is one inventory.",
+                                       show_default=False),
+    output_format: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
+    strict: bool = typer.Option(False, "--strict", help="Fail (exit 1) on warnings too."),
+) -> None:
+    """Check inventories against format v1: schema, references, and whether every workload can be placed.
+
+    Exit codes: 0 valid, 1 invalid, 2 usage error (missing path, unreadable file).
+    """
+    from hybridctl.core.diagnostics import Diagnostic, InvalidInventoryError
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.errors import UsageError
+    from hybridctl.render import diagnostics as render
+    from hybridctl.render.console import stdout
+
+    reports: list[render.InventoryReport] = []
+    usage_failed = False
+    for path in paths:
+        try:
+            loaded = load_inventory(path)
+        except InvalidInventoryError as invalid:
+            reports.append(render.InventoryReport(str(path), tuple(invalid.diagnostics)))
+        except UsageError as error:
+            usage_failed = True
+            reports.append(render.InventoryReport(str(path), (
+                Diagnostic("usage", error.message, error.location, error.hint),)))
+        else:
+            inv = loaded.inventory
+            reports.append(render.InventoryReport(str(path), loaded.warnings, len(inv.workloads), len(inv.sites),
+                                                  sum(len(s.pools) for s in inv.sites)))
+    if output_format is ValidateFormat.json:
+        typer.echo(render.render_json(reports))
+    elif output_format is ValidateFormat.github:
+        text = render.render_github(reports)
+        if text:
+            typer.echo(text)
+    elif output_format is ValidateFormat.sarif:
+        typer.echo(render.render_sarif(reports))
+    else:
+        render.render_text(stdout(), reports)
+    if usage_failed:
+        raise typer.Exit(ExitCode.USAGE)
+    if any(r.errors for r in reports) or (strict and any(r.warnings for r in reports)):
+        raise typer.Exit(ExitCode.FAILED)
+
+
+@app.command()
+def schema() -> None:
+    """Print the inventory's JSON Schema (for editors' YAML language servers)."""
+    import json
+
+    from hybridctl.core.inventory.models import Inventory
+
+    document = Inventory.model_json_schema()
+    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    document["$id"] = "https://hybridctl.dev/schema/inventory-v1.json"
+    typer.echo(json.dumps(document, indent=2))
+
+
+@app.command()
+def init(
+    directory: Path = typer.Argument(Path("."), help="Where to write the starter inventory."),
+    pattern: str = typer.Option("cloud-burst", "--pattern", "-p",
+                                help="Deployment pattern: cloud-burst, split-inference, train-onprem-serve-cloud, "
+                                     "federated, enterprise."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing inventory.yaml."),
+) -> None:
+    """Write a starter inventory for a deployment pattern, from templates/."""
+    from hybridctl.render.starter import write_starter
+
+    target = write_starter(directory, pattern, force=force)
+    typer.echo(f"wrote {target}; next: hybridctl validate {target}")

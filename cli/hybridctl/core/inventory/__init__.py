@@ -1,0 +1,1 @@
+"""The inventory: the one input a user writes (spec/inventory-v1.md)."""

@@ -1,0 +1,238 @@
+"""Semantic checks beyond the schema: references, site kinds, the catalog, and feasibility."""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+
+from hybridctl.core.catalog import catalog
+from hybridctl.core.diagnostics import Diagnostics
+from hybridctl.core.eligibility import EligibilityIndex, demands
+from hybridctl.core.inventory.loader import Locator
+from hybridctl.core.inventory.models import Inventory, SiteKind, WorkloadType
+from hybridctl.core.tiers import Tier
+from hybridctl.errors import Location
+
+
+def _suggest(name: str, known: list[str] | set[str] | dict[str, object]) -> str | None:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def _unknown(kind: str, name: str, known: list[str] | set[str] | dict[str, object]) -> str:
+    return _suggest(name, known) or (f"defined {kind}s: {', '.join(sorted(known))}" if known
+                                     else f"no {kind} is defined")
+
+
+def check_inventory(inventory: Inventory, locator: Locator) -> Diagnostics:
+    diagnostics = Diagnostics()
+    at = locator.location
+    _check_unique_names(inventory, locator, diagnostics)
+    _check_sites(inventory, locator, diagnostics)
+    site_names = {s.name for s in inventory.sites}
+    regions = set(inventory.regions)
+    dataset_names = {d.name for d in inventory.datasets}
+    for i, dataset in enumerate(inventory.datasets):
+        if dataset.site not in site_names:
+            diagnostics.error("unresolved-reference", f"dataset {dataset.name}: site '{dataset.site}' is not defined",
+                              at(("datasets", i, "site")), _unknown("site", dataset.site, site_names))
+        jurisdictions = {s.jurisdiction for s in inventory.sites}
+        for j, zone in enumerate(dataset.residency or []):
+            if zone not in jurisdictions:
+                diagnostics.warning("unknown-jurisdiction", f"dataset {dataset.name}: no site is in jurisdiction "
+                                    f"'{zone}'", at(("datasets", i, "residency", j)),
+                                    _suggest(zone, jurisdictions) or "check the spelling against the sites' jurisdiction")
+    catalog_gpus = catalog().gpus
+    references_ok = not diagnostics.errors
+    for i, workload in enumerate(inventory.workloads):
+        base = ("workloads", i)
+        for j, name in enumerate(workload.datasets):
+            if name not in dataset_names:
+                references_ok = False
+                diagnostics.error("unresolved-reference", f"workload {workload.name}: dataset '{name}' is not defined",
+                                  at((*base, "datasets", j)), _unknown("dataset", name, dataset_names))
+        for j, name in enumerate(workload.sites or []):
+            if name not in site_names:
+                references_ok = False
+                diagnostics.error("unresolved-reference", f"workload {workload.name}: site '{name}' in `sites` is "
+                                  "not defined", at((*base, "sites", j)), _unknown("site", name, site_names))
+        if workload.latency is not None and workload.latency.region not in regions:
+            references_ok = False
+            diagnostics.error("unresolved-reference", f"workload {workload.name}: latency region "
+                              f"'{workload.latency.region}' is not in the top-level `regions`",
+                              at((*base, "latency", "region")), _unknown("region", workload.latency.region, regions))
+        requests = [(("gpu", "types"), workload.gpu.types)]
+        if workload.fallback is not None and workload.fallback.gpu is not None:
+            requests.append((("fallback", "gpu", "types"), workload.fallback.gpu.types))
+        for subpath, gpu_types in requests:
+            for j, gpu in enumerate(gpu_types):
+                if gpu not in catalog_gpus:
+                    references_ok = False
+                    diagnostics.error("unknown-gpu-type", f"workload {workload.name}: GPU type '{gpu}' is not in "
+                                      "the catalog", at((*base, *subpath, j)), _unknown("GPU type", gpu, catalog_gpus))
+        if workload.hours_per_month is None and workload.type is not WorkloadType.REALTIME_INFERENCE:
+            diagnostics.error("missing-field", f"workload {workload.name}: hours_per_month is required for "
+                              f"{workload.type.value} (only realtime_inference defaults to 730)", at(base),
+                              "add `hours_per_month:` with the hours it runs per month")
+        if workload.preemptible and workload.checkpoint_minutes is None:
+            diagnostics.error("preemptible-needs-checkpoint", f"workload {workload.name}: preemptible: true needs "
+                              "checkpoint_minutes", at((*base, "preemptible")),
+                              "add `checkpoint_minutes:` (how often it saves state), or set preemptible: false")
+        if workload.type is WorkloadType.FEDERATED_TRAINING and not workload.datasets:
+            diagnostics.error("federated-needs-datasets", f"workload {workload.name}: federated_training places a "
+                              "trainer at each of its datasets' sites, and it lists no datasets", at(base),
+                              "add `datasets:`")
+        if workload.fallback is not None and workload.fallback.replicas is not None \
+                and workload.fallback.replicas > workload.replicas:
+            diagnostics.error("fallback-larger", f"workload {workload.name}: fallback.replicas "
+                              f"({workload.fallback.replicas}) exceeds replicas ({workload.replicas})",
+                              at((*base, "fallback", "replicas")), "a fallback is a degraded mode: use fewer replicas")
+    if references_ok and not diagnostics.errors:
+        _check_feasibility(inventory, locator, diagnostics)
+    return diagnostics
+
+
+def _check_unique_names(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
+    def unique(kind: str, entries: list[tuple[str, tuple[str | int, ...]]]) -> None:
+        seen: dict[str, tuple[str | int, ...]] = {}
+        for name, path in entries:
+            if name in seen:
+                first = locator.location(seen[name])
+                diagnostics.error("duplicate-name", f"{kind} '{name}' is defined twice (first at {first})",
+                                  locator.location(path), f"rename one of the two {kind}s", related=(first,))
+            else:
+                seen[name] = path
+    unique("site", [(s.name, ("sites", i)) for i, s in enumerate(inventory.sites)])
+    unique("pool", [(p.name, ("sites", i, "pools", j)) for i, s in enumerate(inventory.sites)
+                    for j, p in enumerate(s.pools)])
+    unique("host", [(h.name, ("sites", i, "hosts", j)) for i, s in enumerate(inventory.sites)
+                    for j, h in enumerate(s.hosts)])
+    unique("dataset", [(d.name, ("datasets", i)) for i, d in enumerate(inventory.datasets)])
+    unique("workload", [(w.name, ("workloads", i)) for i, w in enumerate(inventory.workloads)])
+    unique("region", [(r, ("regions", i)) for i, r in enumerate(inventory.regions)])
+
+
+def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
+    at = locator.location
+    gpus = catalog().gpus
+    instances = catalog().instances
+    regions = set(inventory.regions)
+    for i, site in enumerate(inventory.sites):
+        base = ("sites", i)
+        cloud = site.kind is SiteKind.CLOUD
+        for field in ("provider", "region", "cluster"):
+            present = getattr(site, field) is not None
+            if cloud and not present:
+                diagnostics.error("missing-field", f"site {site.name}: a cloud site needs `{field}`", at(base),
+                                  {"provider": "add `provider: aws`", "region": "add e.g. `region: us-east-1`",
+                                   "cluster": "add `cluster:` naming the Kubernetes cluster its pools join"}[field])
+            if not cloud and present:
+                diagnostics.error("cloud-only-field", f"site {site.name}: `{field}` applies to cloud sites only",
+                                  at((*base, field), key=True), f"remove `{field}`, or set `kind: cloud`")
+        if cloud and site.hosts:
+            diagnostics.error("onprem-only-field", f"site {site.name}: `hosts` applies to onprem and edge sites only",
+                              at((*base, "hosts"), key=True), "remove `hosts`: cloud nodes come from node groups")
+        for region in site.latency_ms:
+            if region not in regions:
+                diagnostics.error("unresolved-reference", f"site {site.name}: latency_ms names region '{region}', "
+                                  "which is not in the top-level `regions`", at((*base, "latency_ms", region), key=True),
+                                  _unknown("region", region, regions))
+        pool_names = {p.name for p in site.pools}
+        for j, pool in enumerate(site.pools):
+            pbase = (*base, "pools", j)
+            if pool.gpu not in gpus:
+                diagnostics.error("unknown-gpu-type", f"pool {pool.name}: GPU type '{pool.gpu}' is not in the catalog",
+                                  at((*pbase, "gpu")), _unknown("GPU type", pool.gpu, gpus))
+            if cloud:
+                for field in ("instance_type", "max_gpus"):
+                    if getattr(pool, field) is None:
+                        diagnostics.error("missing-field", f"pool {pool.name}: a cloud pool needs `{field}`", at(pbase),
+                                          f"add `{field}:`")
+                if pool.gpus is not None:
+                    diagnostics.error("onprem-only-field", f"pool {pool.name}: a cloud pool's capacity is `max_gpus`, "
+                                      "not `gpus`", at((*pbase, "gpus"), key=True), "rename `gpus` to `max_gpus`")
+                instance = instances.get(pool.instance_type or "")
+                if pool.instance_type is not None and instance is None:
+                    diagnostics.error("unknown-instance-type", f"pool {pool.name}: instance type "
+                                      f"'{pool.instance_type}' is not in the catalog", at((*pbase, "instance_type")),
+                                      _unknown("instance type", pool.instance_type, instances))
+                elif instance is not None and instance.gpu != pool.gpu:
+                    diagnostics.error("instance-gpu-mismatch", f"pool {pool.name}: {instance.name} carries "
+                                      f"{instance.gpu} GPUs, but the pool says gpu: {pool.gpu}", at((*pbase, "gpu")),
+                                      f"set `gpu: {instance.gpu}`, or choose an instance type with {pool.gpu} GPUs")
+                elif instance is not None and pool.max_gpus is not None and pool.max_gpus % instance.gpus_per_node:
+                    diagnostics.warning("partial-node-quota", f"pool {pool.name}: max_gpus {pool.max_gpus} is not a "
+                                        f"multiple of {instance.gpus_per_node} GPUs per {instance.name} node",
+                                        at((*pbase, "max_gpus")), "the node group can only use whole nodes")
+            else:
+                for field in ("instance_type", "max_gpus"):
+                    if getattr(pool, field) is not None:
+                        diagnostics.error("cloud-only-field", f"pool {pool.name}: `{field}` applies to cloud pools only",
+                                          at((*pbase, field), key=True), "onprem and edge pools declare `gpus`")
+                if pool.gpus is None:
+                    diagnostics.error("missing-field", f"pool {pool.name}: an {site.kind.value} pool needs `gpus`",
+                                      at(pbase), "add `gpus:` with the pool's capacity in GPUs")
+                if pool.usd_per_gpu_hour is None:
+                    diagnostics.error("missing-field", f"pool {pool.name}: an {site.kind.value} pool needs "
+                                      "`usd_per_gpu_hour` (the amortized cost of owned hardware)", at(pbase),
+                                      "add `usd_per_gpu_hour:`; only cloud pools default to a catalog price")
+        for j, host in enumerate(site.hosts):
+            if host.pool not in pool_names:
+                diagnostics.error("unresolved-reference", f"host {host.name}: pool '{host.pool}' is not a pool of "
+                                  f"site {site.name}", at((*base, "hosts", j, "pool")),
+                                  _unknown("pool", host.pool, pool_names))
+
+
+def _check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
+    """Each demand needs at least one eligible pool; fixed tier needs enough failure domains."""
+    index = EligibilityIndex(inventory)
+    workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
+    spread = inventory.policies.spread_fixed_across
+    demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
+    for demand in demands(inventory):
+        path = ("workloads", workload_index[demand.workload.name])
+        eligible, exclusion = index.explain(demand)
+        if exclusion is not None:
+            diagnostics.error(f"no-eligible-pool:{exclusion.constraint}",
+                              f"workload {demand.key}: no pool is eligible: {exclusion.detail}",
+                              locator.location(path), _feasibility_hint(exclusion.constraint))
+            continue
+        demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
+        required = min(spread, demand.replicas)
+        if demand.tier is Tier.FIXED and demand.replicas >= 2 and required >= 2:
+            domains = {index.pools[p].domain for p in eligible}
+            if len(domains) < required:
+                diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: fixed tier with {demand.replicas} "
+                                  f"replicas must span {required} failure domains, but its eligible pools are in "
+                                  f"{len(domains)} ({', '.join(sorted(domains))})", locator.location(path),
+                                  "allow pools in another failure domain, or lower policies.spread_fixed_across")
+    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
+
+
+def _feasibility_hint(constraint: str) -> str:
+    return {
+        "sites": "widen the workload's `sites` allow-list",
+        "gpu-type": "add a GPU type to gpu.types, or a pool with one of them",
+        "capacity-type": "change the tier, set preemptible: true with checkpoint_minutes, or "
+                         "policies.allow_on_demand_for_opportunistic",
+        "sensitivity": "add an onprem or edge pool with a matching GPU type",
+        "residency": "add a pool in an allowed jurisdiction, or widen the dataset's residency",
+        "latency": "relax latency.p95_ms, or add a pool closer to that region",
+    }.get(constraint, "relax the constraint")
+
+
+def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, index: EligibilityIndex,
+                   demand_by_types: dict[tuple[str, ...], int]) -> None:
+    capacity_by_gpu: dict[str, int] = defaultdict(int)
+    for pool in index.pools:
+        capacity_by_gpu[pool.pool.gpu] += pool.capacity_gpus
+    # Demand that can only use a set of types must fit in those types' pools (Hall's condition on type sets).
+    for types in sorted(demand_by_types):
+        wanted = sum(gpus for other, gpus in demand_by_types.items() if set(other) <= set(types))
+        capacity = sum(capacity_by_gpu[t] for t in types)
+        if wanted > capacity:
+            label = " or ".join(types)
+            diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
+                                f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
+                                locator.location(("workloads",)) if inventory.workloads else Location("<inventory>"),
+                                "add capacity, or accept that the plan lists them as unplaced")

@@ -1,0 +1,270 @@
+"""Load an inventory from one file or a directory, with every error located in the user's files."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from hybridctl.core.diagnostics import Diagnostic, Diagnostics, InvalidInventoryError
+from hybridctl.core.inventory.models import SUPPORTED_VERSIONS, Inventory
+from hybridctl.core.yamlsource import SourceMap, Value, YamlError, load_yaml
+from hybridctl.errors import Location, UsageError
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+TOP_LEVEL_LISTS = ("regions", "sites", "datasets", "workloads")
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Source:
+    """The text of one inventory file."""
+
+    name: str  # as shown to the user
+    text: str
+
+
+@dataclass
+class Locator:
+    """Finds where a path into the merged inventory (e.g. workloads/3/gpu/count) was written."""
+
+    root: dict[str, Value]
+    source_map: SourceMap
+    root_locations: dict[str, Location] = field(default_factory=dict)
+    item_locations: dict[str, list[Location]] = field(default_factory=dict)  # merged top-level lists
+    default: Location = Location("<inventory>")
+
+    def location(self, path: Path_, *, key: bool = False) -> Location:
+        """The position of the value at path; with key=True, of its key (for unknown fields)."""
+        if not path:
+            return self.default
+        head = path[0]
+        best = self.root_locations.get(str(head), self.default)
+        node: Value = self.root.get(str(head)) if isinstance(head, str) else None
+        rest = path[1:]
+        if head in self.item_locations and rest and isinstance(rest[0], int):
+            items = self.item_locations[str(head)]
+            if 0 <= rest[0] < len(items):
+                best = items[rest[0]]
+                assert isinstance(node, list)
+                node = node[rest[0]]
+                rest = rest[1:]
+            else:
+                return best
+        for step in rest:
+            positions = self.source_map.of(node)
+            if positions is None:
+                break
+            marks = positions.keys if key and step == path[-1] and isinstance(step, str) else positions.values
+            mark = marks.get(step)  # type: ignore[call-overload]
+            if mark is None:
+                break
+            best = positions.location(mark)
+            if isinstance(node, dict) and isinstance(step, str):
+                node = node.get(step)
+            elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+                node = node[step]
+            else:
+                break
+        return best
+
+
+@dataclass(frozen=True)
+class LoadedInventory:
+    inventory: Inventory
+    locator: Locator
+    sources: tuple[Source, ...]
+    warnings: tuple[Diagnostic, ...] = ()
+
+
+def read_sources(path: Path) -> list[Source]:
+    """The inventory's files: the file itself, or a directory's *.yaml and *.yml in sorted order."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory", hint="pass the inventory file or directory")
+    files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()) \
+        if path.is_dir() else [path]
+    if not files:
+        raise UsageError(f"{path}: the directory holds no *.yaml or *.yml files",
+                         hint="an inventory directory holds one or more YAML files")
+    sources: list[Source] = []
+    for file in files:
+        try:
+            size = file.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise UsageError(f"{file}: {size:,} bytes is larger than the {MAX_FILE_BYTES:,}-byte limit "
+                                 "for an inventory file", location=Location(str(file)),
+                                 hint="split the inventory into several files in one directory")
+            raw = file.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{file}: cannot read: {exc.strerror}", location=Location(str(file))) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{file}: not UTF-8 text (byte {exc.start})", location=Location(str(file)),
+                             hint="inventory files are UTF-8 YAML") from None
+        sources.append(Source(str(file), text))
+    return sources
+
+
+def merge_documents(sources: list[Source]) -> Locator:
+    """Parse each file and concatenate their top-level lists; scalars must agree across files."""
+    root: dict[str, Value] = {}
+    locator = Locator(root, SourceMap())
+    diagnostics = Diagnostics()
+    for source in sources:
+        try:
+            document, source_map = load_yaml(source.text, source.name)
+        except YamlError as exc:
+            diagnostics.error("yaml-syntax", exc.message, exc.location, exc.hint)
+            continue
+        locator.source_map.merge(source_map)
+        if not isinstance(document, dict):
+            diagnostics.error("not-a-mapping", f"{source.name}: the top level must be a mapping of keys "
+                              "(version, name, sites, ...)", Location(source.name, 1, 1),
+                              "start the file with `version: 1`")
+            continue
+        positions = source_map.of(document)
+        assert positions is not None
+        if locator.default.file == "<inventory>":
+            locator.default = Location(source.name)
+        for key, value in document.items():
+            key_location = positions.location(positions.keys[key])
+            value_location = positions.location(positions.values[key])
+            if key in TOP_LEVEL_LISTS and isinstance(value, list):
+                item_positions = source_map.of(value)
+                assert item_positions is not None
+                merged = root.setdefault(key, [])
+                if not isinstance(merged, list):
+                    continue
+                items = locator.item_locations.setdefault(key, [])
+                items.extend(item_positions.location(item_positions.values[i]) for i in range(len(value)))
+                merged.extend(value)
+                locator.root_locations.setdefault(key, value_location)
+            elif key in root and key not in TOP_LEVEL_LISTS:
+                if root[key] != value:
+                    first = locator.root_locations[key]
+                    diagnostics.error("conflicting-top-level", f"'{key}' is set differently in two files "
+                                      f"(first at {first})", key_location,
+                                      f"set '{key}' in one file only", related=(first,))
+            else:
+                root[key] = value
+                locator.root_locations[key] = value_location
+    if diagnostics.errors:
+        raise InvalidInventoryError(diagnostics.items)
+    return locator
+
+
+def _model_at(path: Path_) -> type[BaseModel] | None:
+    """The pydantic model that validates the mapping at path, to suggest field names."""
+    model: type[BaseModel] | None = Inventory
+    for step in path:
+        if model is None:
+            return None
+        if isinstance(step, int):
+            continue
+        info = model.model_fields.get(step)
+        if info is None:
+            return None
+        model = _first_model(info.annotation)
+    return model
+
+
+def _first_model(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (list, dict, typing.Union, types.UnionType, typing.Annotated):
+        for arg in get_args(annotation):
+            found = _first_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"'{shown}' (text)"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    return repr(value)
+
+
+def _field_path(path: Path_) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(path))
+
+
+def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
+    path: Path_ = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    kind = error["type"]
+    where = _field_path(path)
+    value = error.get("input")
+    ctx = error.get("ctx", {})
+    if kind == "missing":
+        return Diagnostic("missing-field", f"{where}: required field '{path[-1]}' is missing",
+                          locator.location(path[:-1]), f"add `{path[-1]}:` here (see spec/inventory-v1.md)")
+    if kind == "extra_forbidden":
+        name = str(path[-1])
+        model = _model_at(path[:-1])
+        known = sorted(model.model_fields) if model else []
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'?" if close else (f"known fields: {', '.join(known)}" if known else None)
+        return Diagnostic("unknown-field", f"{where}: unknown field '{name}'", locator.location(path, key=True), hint)
+    location = locator.location(path)
+    if kind == "literal_error" and path == ("version",):
+        supported = ", ".join(str(v) for v in SUPPORTED_VERSIONS)
+        return Diagnostic("unsupported-version", f"version: {_describe(value)} is not a supported inventory "
+                          f"format version (supported: {supported})", location,
+                          "set `version: 1`, or upgrade hybridctl if the file was written for a newer one")
+    if kind in ("enum", "literal_error"):
+        expected = ctx.get("expected", "")
+        return Diagnostic("invalid-choice", f"{where}: {_describe(value)} is not one of {expected}", location,
+                          "use one of the listed values, spelled exactly")
+    if kind == "string_pattern_mismatch":
+        return Diagnostic("invalid-name", f"{where}: {_describe(value)} is not a valid name", location,
+                          "names use lowercase letters, digits and '-' (a DNS label, at most 63 characters), "
+                          "because they name Kubernetes namespaces, stacks and Ansible groups")
+    expected = {"int_type": "a whole number", "int_parsing": "a whole number", "float_type": "a number",
+                "float_parsing": "a number", "bool_type": "true or false", "bool_parsing": "true or false",
+                "string_type": "text", "list_type": "a list", "dict_type": "a mapping",
+                "model_type": "a mapping", "model_attributes_type": "a mapping",
+                "finite_number": "a finite number", "int_from_float": "a whole number"}.get(kind)
+    if expected:
+        return Diagnostic("wrong-type", f"{where}: expected {expected}, got {_describe(value)}", location,
+                          "quote text values; write numbers without quotes")
+    return Diagnostic("invalid-value", f"{where}: {error['msg'][0].lower()}{error['msg'][1:]} "
+                      f"(got {_describe(value)})", location)
+
+
+def validate_document(locator: Locator) -> Inventory:
+    try:
+        return Inventory.model_validate(locator.root)
+    except ValidationError as exc:
+        raise InvalidInventoryError([_diagnostic_for(e, locator) for e in exc.errors(include_url=False)]) from None
+
+
+def load_sources(sources: list[Source]) -> LoadedInventory:
+    """Parse, merge, validate against the models and run the semantic checks."""
+    from hybridctl.core.inventory.checks import check_inventory
+
+    locator = merge_documents(sources)
+    inventory = validate_document(locator)
+    diagnostics = check_inventory(inventory, locator)
+    if diagnostics.errors:
+        raise InvalidInventoryError(diagnostics.errors + diagnostics.warnings)
+    return LoadedInventory(inventory, locator, tuple(sources), tuple(diagnostics.warnings))
+
+
+def load_inventory(path: Path) -> LoadedInventory:
+    return load_sources(read_sources(path))

@@ -1,0 +1,214 @@
+"""Pydantic models of inventory format v1, one field per field of the spec.
+
+Every field carries a description: `hybridctl schema` publishes them as the JSON Schema
+that editors' YAML language servers use, so they are user documentation.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+SUPPORTED_VERSIONS = (1,)
+HOURS_PER_MONTH_MAX = 744  # 31 days
+DEFAULT_REALTIME_HOURS = 730
+
+NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+HOST_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$"
+
+# Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
+Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
+Token = Annotated[str, Field(strict=True, min_length=1, max_length=64)]
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+NonNegativeFloat = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+PositiveFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+
+
+class SiteKind(StrEnum):
+    ONPREM = "onprem"
+    CLOUD = "cloud"
+    EDGE = "edge"
+
+
+class CapacityType(StrEnum):
+    RESERVED = "reserved"
+    ON_DEMAND = "on_demand"
+    SPOT = "spot"
+
+
+class Sensitivity(StrEnum):
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    CONFIDENTIAL = "confidential"
+    RESTRICTED = "restricted"
+
+
+class WorkloadType(StrEnum):
+    PRETRAINING = "pretraining"
+    TRAINING = "training"
+    FINE_TUNING = "fine_tuning"
+    REALTIME_INFERENCE = "realtime_inference"
+    BATCH_INFERENCE = "batch_inference"
+    EMBEDDING = "embedding"
+    EVALUATION = "evaluation"
+    EXPERIMENT = "experiment"
+    FEDERATED_TRAINING = "federated_training"
+
+
+class TierChoice(StrEnum):
+    AUTO = "auto"
+    FIXED = "fixed"
+    BURST = "burst"
+    OPPORTUNISTIC = "opportunistic"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+class Policies(_Model):
+    """Inventory-wide policies; all optional."""
+
+    monthly_budget_usd: NonNegativeFloat | None = Field(
+        None, description="The plan fails when the optimal plan costs more than this per month.")
+    spread_fixed_across: PositiveInt = Field(
+        1, description="Failure domains that a fixed-tier workload with at least 2 replicas must span.")
+    allow_on_demand_for_opportunistic: StrictBool = Field(
+        False, description="Let opportunistic workloads use on-demand capacity (they always may use reserved and spot).")
+
+
+class Host(_Model):
+    """A machine of an onprem or edge site that Ansible configures."""
+
+    name: Annotated[str, Field(strict=True, pattern=HOST_NAME_PATTERN)] = Field(description="Host name, unique in the inventory.")
+    address: Annotated[str, Field(strict=True, min_length=1, max_length=253)] = Field(
+        description="Host name or IP address that Ansible connects to.")
+    pool: Name = Field(description="The pool of this site whose GPUs this host carries.")
+    user: Annotated[str, Field(strict=True, pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field(
+        "root", description="SSH user.")
+    port: Annotated[int, Field(strict=True, ge=1, le=65535)] = Field(22, description="SSH port.")
+
+
+class Pool(_Model):
+    """A homogeneous block of GPU capacity at one site."""
+
+    name: Name = Field(description="Pool name, unique in the inventory.")
+    gpu: Token = Field(description="GPU type from the catalog, e.g. H100, A100-80GB, L4.")
+    gpus: PositiveInt | None = Field(None, description="onprem/edge only: capacity in GPUs.")
+    instance_type: Token | None = Field(
+        None, description="cloud only: the instance type, e.g. p5.48xlarge; GPUs per node come from the catalog.")
+    max_gpus: PositiveInt | None = Field(None, description="cloud only: quota, the most GPUs this pool may grow to.")
+    capacity_type: CapacityType = Field(description="reserved | on_demand | spot.")
+    usd_per_gpu_hour: NonNegativeFloat | None = Field(
+        None, description="Amortized cost of owned hardware, or the price paid. "
+                          "Cloud default: the catalog's list price for the instance type.")
+    interruptions_per_day: NonNegativeFloat = Field(0.0, description="Expected spot reclaims per day, for risk and cost.")
+
+
+class Site(_Model):
+    """A place with GPU capacity: an on-prem data centre, a cloud region or an edge site."""
+
+    name: Name = Field(description="Site name, unique in the inventory.")
+    kind: SiteKind = Field(description="onprem | cloud | edge.")
+    jurisdiction: Token = Field(description="Data-residency zone, a free-form token such as EU, US, UK, APAC.")
+    failure_domain: Token | None = Field(None, description="Failure domain; default: the site's name.")
+    egress_usd_per_gb: NonNegativeFloat = Field(description="Cost of moving data out of this site, per GB.")
+    latency_ms: dict[Token, NonNegativeFloat] = Field(
+        description="Network round trip from this site to each user region, in milliseconds.")
+    uplink_mbps: PositiveFloat | None = Field(None, description="Bandwidth in and out of the site; default unlimited.")
+    provision_minutes: NonNegativeFloat | None = Field(
+        None, description="Time to bring capacity into service; default onprem 5, edge 5, cloud 12.")
+    provider: Literal["aws"] | None = Field(None, description="cloud only: the provider; v1 provisions aws.")
+    region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1.")
+    cluster: Name | None = Field(None, description="cloud only: the Kubernetes cluster its GPU pools join.")
+    hosts: list[Host] = Field(default_factory=list, description="onprem and edge only: the machines Ansible configures.")
+    pools: list[Pool] = Field(description="The site's GPU pools.")
+
+    @property
+    def domain(self) -> str:
+        return self.failure_domain or self.name
+
+    @property
+    def provision_minutes_effective(self) -> float:
+        if self.provision_minutes is not None:
+            return self.provision_minutes
+        return 12.0 if self.kind is SiteKind.CLOUD else 5.0
+
+
+class Dataset(_Model):
+    """Data that workloads read; placement honours its sensitivity and residency."""
+
+    name: Name = Field(description="Dataset name, unique in the inventory.")
+    site: Name = Field(description="The site where the primary copy lives.")
+    size_gb: NonNegativeFloat = Field(description="Size in GB.")
+    sensitivity: Sensitivity = Field(description="public | internal | confidential | restricted.")
+    residency: list[Token] | None = Field(
+        None, description="Jurisdictions where it may be processed; default: any.")
+
+
+class GpuRequest(_Model):
+    """GPUs per replica."""
+
+    types: Annotated[list[Token], Field(min_length=1)] = Field(description="Acceptable GPU types; any of them.")
+    count: PositiveInt = Field(description="GPUs per replica.")
+
+
+class LatencyBudget(_Model):
+    """A network latency budget to one user region."""
+
+    region: Token = Field(description="A user region from the top-level `regions`.")
+    p95_ms: PositiveFloat = Field(description="The most network round trip allowed, in milliseconds.")
+
+
+class Fallback(_Model):
+    """The survival path when capacity is lost: fewer replicas or smaller GPUs."""
+
+    gpu: GpuRequest | None = Field(None, description="GPU request in degraded mode; default: the workload's.")
+    replicas: PositiveInt | None = Field(None, description="Replicas in degraded mode; default: the workload's.")
+
+
+class Workload(_Model):
+    """Something that must run: training, inference, embedding, evaluation..."""
+
+    name: Name = Field(description="Workload name, unique in the inventory.")
+    type: WorkloadType = Field(description="pretraining | training | fine_tuning | realtime_inference | "
+                                           "batch_inference | embedding | evaluation | experiment | federated_training.")
+    gpu: GpuRequest = Field(description="GPUs per replica.")
+    replicas: PositiveInt = Field(1, description="Replicas.")
+    hours_per_month: Annotated[float, Field(strict=True, gt=0, le=HOURS_PER_MONTH_MAX, allow_inf_nan=False)] | None = Field(
+        None, description="Hours run per month; default 730 for realtime_inference, otherwise required.")
+    datasets: list[Name] = Field(default_factory=list, description="Datasets read.")
+    data_passes_per_month: NonNegativeFloat = Field(
+        1.0, description="Times per month the datasets are read from a remote site.")
+    latency: LatencyBudget | None = Field(None, description="Network budget to a user region.")
+    tier: TierChoice = Field(TierChoice.AUTO, description="auto | fixed | burst | opportunistic.")
+    preemptible: StrictBool = Field(False, description="May be preempted; requires checkpoint_minutes.")
+    checkpoint_minutes: PositiveFloat | None = Field(
+        None, description="How often state is saved; needed to resume elsewhere.")
+    max_usd_per_month: NonNegativeFloat | None = Field(None, description="Cost ceiling for this workload.")
+    rto_minutes: PositiveFloat | None = Field(
+        None, description="Recovery objective: service back within this after losing its site.")
+    model_gb: NonNegativeFloat | None = Field(
+        None, description="Size of the model artifacts a replica needs on its host, in GB.")
+    sites: list[Name] | None = Field(None, description="Allow-list of sites.")
+    fallback: Fallback | None = Field(None, description="Survival path when capacity is lost.")
+
+    @property
+    def hours(self) -> float:
+        """Hours per month, with the realtime default applied (validation rejects a missing value otherwise)."""
+        return self.hours_per_month if self.hours_per_month is not None else float(DEFAULT_REALTIME_HOURS)
+
+
+class Inventory(_Model):
+    """A hybridctl inventory, format version 1."""
+
+    version: Literal[1] = Field(description="Inventory format version; 1 is supported.")
+    name: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9-]{1,63}$")] = Field(
+        description="Inventory name, [a-z0-9-]; names stacks and state.")
+    regions: list[Token] = Field(default_factory=list, description="User populations that latency budgets refer to.")
+    policies: Policies = Field(default_factory=Policies, description="Inventory-wide policies.")
+    sites: list[Site] = Field(default_factory=list, description="Places with GPU capacity.")
+    datasets: list[Dataset] = Field(default_factory=list, description="Data that workloads read.")
+    workloads: list[Workload] = Field(default_factory=list, description="What must run.")

@@ -1,0 +1,298 @@
+"""Bundles on disk: key files, creating, signing and verifying bundle directories.
+
+The decisions (what the manifest says, whether a signature or a file is good) live in
+``hybridctl.core.bundle``; this module only reads and writes files. Private keys are
+loaded, used and dropped inside one function: they never reach a log, a repr or an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import (
+    BestAvailableEncryption,
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+    load_pem_private_key,
+    load_pem_public_key,
+)
+
+from hybridctl.core.bundle import (
+    MANIFEST_NAME,
+    RESERVED_NAMES,
+    SIGNATURE_NAME,
+    BundleFile,
+    BundleIntegrityError,
+    BundleKeyError,
+    BundleManifest,
+    BundleManifestError,
+    BundleVerification,
+    DatasetDigest,
+    ObservedFile,
+    SignatureStatus,
+    artifact_path_problem,
+    canonical_manifest_bytes,
+    check_files,
+    check_signature,
+    key_fingerprint,
+    parse_manifest,
+    sha256_hex,
+    sign_manifest,
+)
+from hybridctl.errors import Location, UsageError
+
+_CHUNK_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KeyPairInfo:
+    private_key_path: Path
+    public_key_path: Path
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class SignatureInfo:
+    bundle: Path
+    manifest_sha256: str
+    key_fingerprint: str
+
+
+def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write via a temp file and rename, so a crash leaves the old file or the new one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def generate_keypair(private_path: Path, public_path: Path, *, passphrase: bytes | None = None,
+                     overwrite: bool = False) -> KeyPairInfo:
+    """Create an Ed25519 key pair as PEM files; the private key file is mode 0600 from birth."""
+    for path in (private_path, public_path):
+        if path.exists() and not overwrite:
+            raise UsageError(f"{path} already exists; refusing to overwrite a key",
+                             hint="choose another path, or remove the old key deliberately")
+    private_key = Ed25519PrivateKey.generate()
+    encryption = BestAvailableEncryption(passphrase) if passphrase else NoEncryption()
+    private_pem = private_key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, encryption)
+    public_key = private_key.public_key()
+    public_pem = public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    private_path.parent.mkdir(parents=True, exist_ok=True)
+    public_path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(private_path, private_pem, mode=0o600)
+    _write_atomic(public_path, public_pem, mode=0o644)
+    return KeyPairInfo(private_path, public_path, key_fingerprint(public_key))
+
+
+def _read_key_file(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise BundleKeyError(f"{what} {path} does not exist",
+                             hint="create a key pair with `hybridctl bundle keygen`") from None
+    except OSError as exc:
+        raise BundleKeyError(f"{what} {path} cannot be read: {exc.strerror}") from None
+
+
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    data = _read_key_file(path, "public key")
+    try:
+        key = load_pem_public_key(data)
+    except (ValueError, TypeError):
+        raise BundleKeyError(f"{path} is not a PEM public key", location=Location(str(path))) from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise BundleKeyError(f"{path} is not an Ed25519 public key", location=Location(str(path)))
+    return key
+
+
+def _load_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+    data = _read_key_file(path, "private key")
+    try:
+        key = load_pem_private_key(data, password=passphrase)
+    except TypeError:
+        # Raised both for "encrypted but no passphrase" and "passphrase given but not encrypted".
+        raise BundleKeyError(f"{path}: the passphrase does not fit this key (missing or not needed)",
+                             location=Location(str(path))) from None
+    except ValueError:
+        # The original message can quote parts of the file; it is dropped on purpose.
+        raise BundleKeyError(f"{path} is not a readable PEM private key, or the passphrase is wrong",
+                             location=Location(str(path))) from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise BundleKeyError(f"{path} is not an Ed25519 private key", location=Location(str(path)))
+    return key
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _walk(root: Path) -> Iterable[tuple[str, Path]]:
+    """Every entry below ``root`` except directories, as (bundle-relative posix path, path)."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        # A symlinked directory is listed in dirnames but never entered; report it as an entry.
+        names = filenames + [d for d in dirnames if (base / d).is_symlink()]
+        for name in sorted(names):
+            path = base / name
+            yield path.relative_to(root).as_posix(), path
+
+
+def observe_files(bundle_dir: Path, expected_sizes: Mapping[str, int] | None = None) -> dict[str, ObservedFile]:
+    """What is in the bundle directory; files whose size already disagrees are not hashed."""
+    observed: dict[str, ObservedFile] = {}
+    for relative, path in _walk(bundle_dir):
+        if relative in RESERVED_NAMES:
+            continue
+        if path.is_symlink() or not path.is_file():
+            observed[relative] = ObservedFile(size_bytes=0, sha256=None, regular=False)
+            continue
+        size = path.stat().st_size
+        expected = None if expected_sizes is None else expected_sizes.get(relative)
+        digest = file_sha256(path) if expected is None or expected == size else None
+        observed[relative] = ObservedFile(size_bytes=size, sha256=digest)
+    return observed
+
+
+def _require_dir(bundle_dir: Path) -> None:
+    if not bundle_dir.is_dir():
+        raise UsageError(f"bundle directory {bundle_dir} does not exist", location=Location(str(bundle_dir)))
+
+
+def create_bundle(bundle_dir: Path, *, model: str, version: str, source_commit: str,
+                  datasets: Iterable[DatasetDigest] = (), evaluation: Mapping[str, float] | None = None,
+                  rollback_to: str | None = None, source_dir: Path | None = None) -> BundleManifest:
+    """Write manifest.json for the artifacts in ``bundle_dir`` (copied from ``source_dir`` first).
+
+    Any old manifest.sig is removed: it cannot cover the new manifest.
+    """
+    if source_dir is not None:
+        if not source_dir.is_dir():
+            raise UsageError(f"artifact directory {source_dir} does not exist")
+        if bundle_dir.exists() and any(bundle_dir.iterdir()):
+            raise UsageError(f"{bundle_dir} is not empty", hint="create the bundle in a new directory")
+        shutil.copytree(source_dir, bundle_dir, symlinks=True, dirs_exist_ok=True)
+        for name in RESERVED_NAMES:
+            (bundle_dir / name).unlink(missing_ok=True)
+    _require_dir(bundle_dir)
+    files: list[BundleFile] = []
+    for relative, path in _walk(bundle_dir):
+        if relative in RESERVED_NAMES:
+            continue
+        problem = artifact_path_problem(relative)
+        if problem is not None:
+            raise UsageError(f"cannot bundle {path}: {problem}", location=Location(str(path)))
+        if path.is_symlink() or not path.is_file():
+            raise UsageError(f"cannot bundle {path}: not a regular file", location=Location(str(path)),
+                             hint="copy the target in place of the symlink")
+        files.append(BundleFile(path=relative, sha256=file_sha256(path), size_bytes=path.stat().st_size))
+    if not files:
+        raise UsageError(f"{bundle_dir} holds no artifact files to bundle")
+    try:
+        manifest = BundleManifest(model=model, version=version, source_commit=source_commit,
+                                  files=tuple(sorted(files, key=lambda f: f.path)),
+                                  datasets=tuple(sorted(datasets, key=lambda d: d.name)),
+                                  evaluation=dict(evaluation or {}), rollback_to=rollback_to)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise UsageError(f"cannot create the manifest: {exc}") from None
+    (bundle_dir / SIGNATURE_NAME).unlink(missing_ok=True)
+    _write_atomic(bundle_dir / MANIFEST_NAME, canonical_manifest_bytes(manifest))
+    return manifest
+
+
+def read_manifest(bundle_dir: Path) -> tuple[bytes, BundleManifest]:
+    path = bundle_dir / MANIFEST_NAME
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BundleManifestError(f"{bundle_dir} has no {MANIFEST_NAME}", location=Location(str(bundle_dir)),
+                                  hint="create it with `hybridctl bundle create`") from None
+    return data, parse_manifest(data, source=str(path))
+
+
+def sign_bundle(bundle_dir: Path, private_key_path: Path, *, passphrase: bytes | None = None) -> SignatureInfo:
+    """Sign the manifest after checking that the files still match it.
+
+    A manifest that is valid but not in canonical form is rewritten canonically first, so
+    that the signed bytes are always the canonical ones.
+    """
+    _require_dir(bundle_dir)
+    data, manifest = read_manifest(bundle_dir)
+    problems = check_files(manifest, observe_files(bundle_dir, {f.path: f.size_bytes for f in manifest.files}))
+    if problems:
+        raise BundleIntegrityError(
+            f"refusing to sign {bundle_dir}: its files do not match {MANIFEST_NAME}: "
+            + "; ".join(p.describe() for p in problems),
+            problems=problems, location=Location(str(bundle_dir)),
+            hint="run `hybridctl bundle create` again to record the current files",
+        )
+    canonical = canonical_manifest_bytes(manifest)
+    if canonical != data:
+        _write_atomic(bundle_dir / MANIFEST_NAME, canonical)
+    private_key = _load_private_key(private_key_path, passphrase)
+    signature = sign_manifest(private_key, canonical)
+    fingerprint = key_fingerprint(private_key.public_key())
+    del private_key
+    _write_atomic(bundle_dir / SIGNATURE_NAME, signature)
+    return SignatureInfo(bundle_dir, sha256_hex(canonical), fingerprint)
+
+
+def check_bundle(bundle_dir: Path, public_key_path: Path) -> BundleVerification:
+    """Verify a bundle and describe the outcome; never raises for a bad bundle, only for bad input.
+
+    Order: the signature over the exact manifest bytes, then each listed file's size and
+    sha256, then that nothing unlisted is present. Files are not read when the signature fails.
+    """
+    _require_dir(bundle_dir)
+    public_key = load_public_key(public_key_path)
+    try:
+        manifest_bytes = (bundle_dir / MANIFEST_NAME).read_bytes()
+    except FileNotFoundError:
+        return BundleVerification(
+            str(bundle_dir), key_fingerprint(public_key), SignatureStatus.NOT_CHECKED,
+            manifest_error=BundleManifestError(f"{bundle_dir} has no {MANIFEST_NAME}",
+                                               location=Location(str(bundle_dir)),
+                                               hint="this is not a bundle, or its copy is incomplete"),
+        )
+    try:
+        signature: bytes | None = (bundle_dir / SIGNATURE_NAME).read_bytes()
+    except FileNotFoundError:
+        signature = None
+    verification = check_signature(str(bundle_dir), manifest_bytes, signature, public_key)
+    if verification.manifest is None:
+        return verification
+    manifest = verification.manifest
+    observed = observe_files(bundle_dir, {f.path: f.size_bytes for f in manifest.files})
+    return BundleVerification(
+        verification.bundle, verification.key_fingerprint, verification.signature, manifest=manifest,
+        manifest_sha256=verification.manifest_sha256, problems=check_files(manifest, observed),
+    )
+
+
+def verify_bundle(bundle_dir: Path, public_key_path: Path) -> BundleVerification:
+    """Like ``check_bundle`` but raises the precise BundleError when the bundle is not trusted."""
+    verification = check_bundle(bundle_dir, public_key_path)
+    error = verification.error()
+    if error is not None:
+        raise error
+    return verification

@@ -1,0 +1,31 @@
+"""The consoles every command writes to: colour only on a TTY, never with NO_COLOR."""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cache
+
+from rich.console import Console
+
+
+def _width(stream_isatty: bool) -> int | None:
+    # Off a TTY rich falls back to 80 columns, which folds wide tables in CI logs.
+    if stream_isatty:
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() else 140
+
+
+@cache
+def stdout() -> Console:
+    tty = sys.stdout.isatty()
+    return Console(no_color=bool(os.environ.get("NO_COLOR")) or not tty, highlight=False, width=_width(tty),
+                   soft_wrap=False)
+
+
+@cache
+def stderr() -> Console:
+    tty = sys.stderr.isatty()
+    return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or not tty, highlight=False,
+                   width=_width(tty))

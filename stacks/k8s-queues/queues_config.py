@@ -1,0 +1,198 @@
+"""The k8s-queues stack configuration: parsed and checked before any resource is declared.
+
+Schema (namespace ``hybridctl``) is documented in stacks/README.md. This module must not import
+hybridctl: a user may run the stack from its own virtualenv.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+CONFIG_NAMESPACE = "hybridctl"
+TIERS = ("fixed", "burst", "opportunistic")
+
+# Kubernetes object names: DNS-1123 subdomain (cluster-scoped Kueue objects) and label
+# (namespaces). Checked here so a bad name fails before anything is sent to the cluster.
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ConfigError(ValueError):
+    """The stack configuration does not match the schema in stacks/README.md."""
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    gpu_type: str
+    node_labels: tuple[tuple[str, str], ...]
+    cpu_per_gpu: int | None = None  # cores; with memory, makes the queues cover cpu and memory too
+    memory_gib_per_gpu: int | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    flavor: str
+    gpus: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    tier: str
+
+
+@dataclass(frozen=True)
+class RemoteCluster:
+    name: str
+    kubeconfig_secret: str  # a Secret in Kueue's namespace holding the worker cluster's kubeconfig
+
+
+@dataclass(frozen=True)
+class QueuesConfig:
+    cluster_name: str
+    inventory_name: str
+    plan_digest: str
+    cohort: str
+    flavors: tuple[Flavor, ...]
+    # tier -> flavors that tier may use, in the order Kueue should try them, with planned GPUs.
+    queues: Mapping[str, tuple[FlavorQuota, ...]]
+    workloads: tuple[Workload, ...]
+    multikueue_clusters: tuple[RemoteCluster, ...] = ()
+
+    def flavor(self, name: str) -> Flavor:
+        return next(f for f in self.flavors if f.name == name)
+
+
+def _obj(raw: object, where: str, required: set[str], optional: frozenset[str] = frozenset()) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected an object, got {raw!r}")
+    missing = sorted(required - set(raw))
+    if missing:
+        raise ConfigError(f"{where}: missing field(s) {', '.join(missing)}")
+    unknown = sorted(set(raw) - required - optional)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    return raw
+
+
+def _int(raw: Mapping[str, Any], key: str, where: str, minimum: int) -> int:
+    value = raw[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{where}.{key}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _name(value: object, where: str, pattern: re.Pattern[str] = _DNS_SUBDOMAIN, max_len: int = 253) -> str:
+    if not isinstance(value, str) or not pattern.match(value) or len(value) > max_len:
+        raise ConfigError(f"{where}: {value!r} is not a valid Kubernetes name (lower-case [a-z0-9-], <= {max_len})")
+    return value
+
+
+def _list(raw: object, where: str) -> list[Any]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: expected a list, got {raw!r}")
+    return raw
+
+
+def _unique(names: list[str], where: str) -> None:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"{where}: names must be unique, repeated: {', '.join(repeated)}")
+
+
+def parse_flavor(raw: object, where: str) -> Flavor:
+    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu"}))
+    labels = obj["nodeLabels"]
+    if not isinstance(labels, Mapping) or not labels or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ConfigError(f"{where}.nodeLabels: expected a non-empty map of strings")
+    if len(labels) > 8:  # Kueue's ResourceFlavor schema allows at most 8 node labels
+        raise ConfigError(f"{where}.nodeLabels: at most 8 labels, got {len(labels)}")
+    if ("cpuPerGpu" in obj) != ("memoryGiBPerGpu" in obj):
+        raise ConfigError(f"{where}: cpuPerGpu and memoryGiBPerGpu go together")
+    return Flavor(
+        name=_name(obj["name"], f"{where}.name"),
+        gpu_type=str(obj["gpuType"]),
+        node_labels=tuple(sorted(labels.items())),
+        cpu_per_gpu=_int(obj, "cpuPerGpu", where, 1) if "cpuPerGpu" in obj else None,
+        memory_gib_per_gpu=_int(obj, "memoryGiBPerGpu", where, 1) if "memoryGiBPerGpu" in obj else None,
+    )
+
+
+def parse_queues(raw: object, flavors: tuple[Flavor, ...]) -> dict[str, tuple[FlavorQuota, ...]]:
+    where = "hybridctl:queues"
+    obj = _obj(raw, where, set(), frozenset(TIERS))
+    known = {f.name for f in flavors}
+    queues: dict[str, tuple[FlavorQuota, ...]] = {}
+    for tier in TIERS:
+        entries = []
+        for i, item in enumerate(_list(obj.get(tier, []), f"{where}.{tier}")):
+            at = f"{where}.{tier}[{i}]"
+            entry = _obj(item, at, {"flavor", "gpus"})
+            if entry["flavor"] not in known:
+                raise ConfigError(f"{at}.flavor: {entry['flavor']!r} is not one of hybridctl:flavors")
+            entries.append(FlavorQuota(flavor=entry["flavor"], gpus=_int(entry, "gpus", at, 0)))
+        _unique([e.flavor for e in entries], f"{where}.{tier}")
+        queues[tier] = tuple(entries)
+    return queues
+
+
+def parse(values: Mapping[str, Any]) -> QueuesConfig:
+    """Build the configuration from already-decoded values (keys without the namespace)."""
+    flavors = tuple(parse_flavor(f, f"hybridctl:flavors[{i}]") for i, f in enumerate(_list(values["flavors"], "hybridctl:flavors")))
+    _unique([f.name for f in flavors], "hybridctl:flavors")
+    # Kueue requires every flavor of a resource group to cover the same resources.
+    if len({f.cpu_per_gpu is None for f in flavors}) > 1:
+        raise ConfigError("hybridctl:flavors: cpuPerGpu/memoryGiBPerGpu must be set on all flavors or none")
+    workloads = []
+    for i, item in enumerate(_list(values["workloads"], "hybridctl:workloads")):
+        at = f"hybridctl:workloads[{i}]"
+        obj = _obj(item, at, {"name", "tier"})
+        if obj["tier"] not in TIERS:
+            raise ConfigError(f"{at}.tier: expected one of {', '.join(TIERS)}, got {obj['tier']!r}")
+        # The workload's namespace carries its name: a DNS label.
+        workloads.append(Workload(name=_name(obj["name"], f"{at}.name", _DNS_LABEL, 63), tier=obj["tier"]))
+    _unique([w.name for w in workloads], "hybridctl:workloads")
+    remotes = []
+    for i, item in enumerate(_list(values.get("multiKueueClusters") or [], "hybridctl:multiKueueClusters")):
+        at = f"hybridctl:multiKueueClusters[{i}]"
+        obj = _obj(item, at, {"name", "kubeconfigSecret"})
+        remotes.append(RemoteCluster(name=_name(obj["name"], f"{at}.name"), kubeconfig_secret=_name(obj["kubeconfigSecret"], f"{at}.kubeconfigSecret")))
+    _unique([r.name for r in remotes], "hybridctl:multiKueueClusters")
+    if len(remotes) > 20:  # MultiKueueConfig.spec.clusters maxItems
+        raise ConfigError("hybridctl:multiKueueClusters: at most 20 worker clusters")
+    # Cluster-scoped names are derived from the cohort (e.g. `<cohort>-opportunistic`), so it
+    # must leave room for the longest suffix.
+    cohort = _name(values["cohort"], "hybridctl:cohort", max_len=253 - len("-opportunistic"))
+    return QueuesConfig(
+        cluster_name=str(values["clusterName"]),
+        inventory_name=str(values["inventoryName"]),
+        plan_digest=str(values["planDigest"]),
+        cohort=cohort,
+        flavors=flavors,
+        queues=parse_queues(values.get("queues", {}), flavors),
+        workloads=tuple(workloads),
+        multikueue_clusters=tuple(remotes),
+    )
+
+
+def load_config() -> QueuesConfig:
+    cfg = pulumi.Config(CONFIG_NAMESPACE)
+    values: dict[str, Any] = {
+        "clusterName": cfg.require("clusterName"),
+        "inventoryName": cfg.require("inventoryName"),
+        "planDigest": cfg.require("planDigest"),
+        "cohort": cfg.require("cohort"),
+        "flavors": cfg.require_object("flavors"),
+        "queues": cfg.require_object("queues"),
+        "workloads": cfg.require_object("workloads"),
+        "multiKueueClusters": cfg.get_object("multiKueueClusters"),
+    }
+    return parse(values)

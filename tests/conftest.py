@@ -1,0 +1,57 @@
+"""Shared fixtures.
+
+Real SSH test hosts (see tests/hosts/README.md): request ``host_lab`` in a test marked
+``@pytest.mark.hosts``. The test body then runs inside the lab's controller network
+namespace, so Ansible, ssh and ``hybridctl`` subprocesses reach the hosts directly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# tests/ is on sys.path (pytest's rootdir conftest insertion); make it so for direct imports too.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hosts.lab import HostLab, LabUnavailable, missing_prerequisites  # noqa: E402
+
+
+def _unavailable(reason: str) -> None:
+    """Skip, or fail when CI demands the hosts (HYBRIDCTL_REQUIRE_HOSTS=1)."""
+    message = f"real SSH test hosts unavailable: {reason}"
+    if os.environ.get("HYBRIDCTL_REQUIRE_HOSTS") == "1":
+        pytest.fail(message + " (HYBRIDCTL_REQUIRE_HOSTS=1 makes this a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def host_lab_session() -> Iterator[HostLab]:
+    """One lab per test session: controller namespace, client key, cached root filesystem."""
+    missing = missing_prerequisites()
+    if missing:
+        _unavailable("; ".join(missing))
+    lab = HostLab()
+    try:
+        lab.open()
+    except LabUnavailable as exc:
+        _unavailable(str(exc))
+    try:
+        yield lab
+    finally:
+        lab.close()
+
+
+@pytest.fixture
+def host_lab(host_lab_session: HostLab) -> Iterator[HostLab]:
+    """The lab, with the test running inside its controller netns; hosts it starts stop after it."""
+    lab = host_lab_session
+    before = {h.name for h in lab.hosts}
+    try:
+        with lab.controller():
+            yield lab
+    finally:
+        lab.stop([h for h in lab.hosts if h.name not in before])

@@ -1,0 +1,197 @@
+"""The aws-gpu-pools program under Pulumi's mocks: what it asks AWS for, resource by resource."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+import pulumi_aws
+import pytest
+from pulumi_stack_harness import (
+    CLUSTER_SUBNETS,
+    GET_CLUSTER,
+    ProgramRun,
+    config_values,
+    import_stack_module,
+    run_program,
+)
+
+gpu_pools = import_stack_module("aws-gpu-pools", "gpu_pools")
+
+ROLE = "aws:iam/role:Role"
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+POOLS: list[dict[str, Any]] = [
+    {"name": "p5-on-demand", "instanceType": "p5.48xlarge", "capacityType": "on_demand", "gpuType": "H100",
+     "gpusPerNode": 8, "minSize": 2, "desiredSize": 3, "maxSize": 16},
+    {"name": "p5-spot", "instanceType": "p5.48xlarge", "capacityType": "spot", "gpuType": "H100",
+     "gpusPerNode": 8, "minSize": 0, "desiredSize": 1, "maxSize": 8},
+    {"name": "g6-reserved", "instanceType": "g6.12xlarge", "capacityType": "reserved", "gpuType": "L4",
+     "gpusPerNode": 4, "minSize": 4, "desiredSize": 4, "maxSize": 4},
+]
+
+
+def stack_config(**overrides: Any) -> dict[str, str]:
+    values: dict[str, Any] = {
+        "aws:region": "us-east-1",
+        "site": "aws-us-east-1",
+        "clusterName": "ml-use1",
+        "inventoryName": "acme-hybrid",
+        "planDigest": "sha256:5f2c0e",
+        "nodePools": POOLS,
+    }
+    values.update(overrides)
+    return config_values("hybridctl", values)
+
+
+def run(**overrides: Any) -> ProgramRun:
+    return run_program(lambda: gpu_pools.program(gpu_pools.load_config()), stack_config(**overrides))
+
+
+@pytest.fixture(scope="module")
+def site() -> ProgramRun:
+    return run()
+
+
+def node_group(run_: ProgramRun, pool: str) -> dict[str, Any]:
+    return run_.one(NODE_GROUP, pool).inputs
+
+
+class TestResourceInventory:
+    def test_registers_exactly_one_role_three_attachments_and_a_node_group_per_pool(self, site: ProgramRun) -> None:
+        assert site.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 3}
+        assert sorted(r.name for r in site.of_type(NODE_GROUP)) == sorted(p["name"] for p in POOLS)
+
+    def test_a_single_pool_gives_a_single_node_group(self) -> None:
+        one = run(nodePools=POOLS[:1])
+        assert one.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 1}
+
+    def test_runs_are_isolated_from_each_other(self, site: ProgramRun) -> None:
+        # A second run in the same process sees only its own resources.
+        again = run(nodePools=POOLS[1:2])
+        assert [r.name for r in again.of_type(NODE_GROUP)] == ["p5-spot"]
+        assert len(site.of_type(NODE_GROUP)) == 3
+
+
+class TestNodeGroups:
+    @pytest.mark.parametrize(("pool", "expected"), [("p5-on-demand", "ON_DEMAND"), ("p5-spot", "SPOT"), ("g6-reserved", "ON_DEMAND")])
+    def test_capacity_type_is_spot_only_for_spot_pools(self, site: ProgramRun, pool: str, expected: str) -> None:
+        assert node_group(site, pool)["capacityType"] == expected
+
+    @pytest.mark.parametrize("pool", POOLS, ids=lambda p: p["name"])
+    def test_scaling_and_instance_type_follow_the_config(self, site: ProgramRun, pool: dict[str, Any]) -> None:
+        inputs = node_group(site, pool["name"])
+        assert inputs["scalingConfig"] == {
+            "minSize": pool["minSize"], "desiredSize": pool["desiredSize"], "maxSize": pool["maxSize"],
+        }
+        assert inputs["instanceTypes"] == [pool["instanceType"]]
+        assert inputs["amiType"] == "AL2023_x86_64_NVIDIA"
+        assert inputs["clusterName"] == "ml-use1"
+
+    def test_labels_let_kueue_flavors_select_the_pool(self, site: ProgramRun) -> None:
+        assert node_group(site, "p5-spot")["labels"] == {
+            "hybridctl.io/site": "aws-us-east-1",
+            "hybridctl.io/pool": "p5-spot",
+            "hybridctl.io/capacity-type": "spot",
+            "hybridctl.io/gpu": "H100",
+        }
+
+    def test_every_node_group_carries_the_gpu_noschedule_taint(self, site: ProgramRun) -> None:
+        for group in site.of_type(NODE_GROUP):
+            assert group.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+
+    def test_subnets_come_from_the_existing_cluster(self, site: ProgramRun) -> None:
+        assert [(i.token, i.args) for i in site.invokes] == [(GET_CLUSTER, {"name": "ml-use1"})]
+        for group in site.of_type(NODE_GROUP):
+            assert group.inputs["subnetIds"] == list(CLUSTER_SUBNETS)
+
+    def test_explicit_subnets_skip_the_cluster_lookup(self) -> None:
+        pinned = run(subnetIds=["subnet-private-a", "subnet-private-b"])
+        assert pinned.invokes == []
+        for group in pinned.of_type(NODE_GROUP):
+            assert group.inputs["subnetIds"] == ["subnet-private-a", "subnet-private-b"]
+
+
+class TestNodeRole:
+    def test_role_is_assumable_by_ec2_only(self, site: ProgramRun) -> None:
+        (role,) = site.of_type(ROLE)
+        policy = json.loads(role.inputs["assumeRolePolicy"])
+        assert policy["Statement"] == [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ]
+
+    def test_only_the_managed_policies_a_node_needs(self, site: ProgramRun) -> None:
+        (role,) = site.of_type(ROLE)
+        attached = sorted(a.inputs["policyArn"] for a in site.of_type(ATTACHMENT))
+        assert attached == [
+            "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+            "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+            "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        ]
+        # Attached to this role (its provider-assigned name), and node groups use its ARN.
+        assert {a.inputs["role"] for a in site.of_type(ATTACHMENT)} == {f"{role.name}-1a2b3c4"}
+        assert {g.inputs["nodeRoleArn"] for g in site.of_type(NODE_GROUP)} == {f"arn:aws:mock::123456789012:role/{role.name}"}
+
+
+def _is_taggable(type_token: str) -> bool:
+    """Whether the pulumi-aws resource behind a type token accepts `tags`, read from its Args class."""
+    module, cls = type_token.split(":")[1].split("/")[0], type_token.rsplit(":", 1)[-1]
+    args_cls = getattr(getattr(pulumi_aws, module), f"{cls}Args")
+    return "tags" in inspect.signature(args_cls.__init__).parameters
+
+
+class TestCostAllocationTags:
+    def test_every_taggable_resource_is_tagged(self, site: ProgramRun) -> None:
+        taggable = [r for r in site.resources if _is_taggable(r.type)]
+        assert {r.type for r in taggable} == {ROLE, NODE_GROUP}
+        for resource in taggable:
+            tags = resource.inputs["tags"]
+            assert tags["hybridctl:inventory"] == "acme-hybrid", resource.name
+            assert tags["hybridctl:plan-digest"] == "sha256:5f2c0e", resource.name
+            assert tags["hybridctl:site"] == "aws-us-east-1", resource.name
+
+    def test_node_groups_are_tagged_with_their_pool(self, site: ProgramRun) -> None:
+        for group in site.of_type(NODE_GROUP):
+            assert group.inputs["tags"]["hybridctl:pool"] == group.name
+
+
+class TestOutputs:
+    def test_exports_node_group_names_and_scaling_per_pool(self, site: ProgramRun) -> None:
+        groups = site.outputs["nodeGroups"]
+        assert set(groups) == {p["name"] for p in POOLS}
+        assert groups["p5-spot"] == {
+            "name": "p5-spot-1a2b3c4", "instanceType": "p5.48xlarge", "capacityType": "SPOT",
+            "minSize": 0, "desiredSize": 1, "maxSize": 8,
+        }
+        assert site.outputs["region"] == "us-east-1"
+        assert site.outputs["site"] == "aws-us-east-1"
+
+
+class TestConfigChecks:
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"capacityType": "preemptible"}, "capacityType"),
+            ({"minSize": 5, "desiredSize": 3}, "minSize <= desiredSize"),
+            ({"maxSize": 0, "minSize": 0, "desiredSize": 0}, "maxSize >= 1"),
+            ({"gpusPerNode": 0}, "gpusPerNode"),
+            ({"minSize": True}, "minSize"),
+            ({"instanceTyp": "p5.48xlarge"}, "unknown field"),
+        ],
+    )
+    def test_a_bad_pool_is_rejected_with_its_key(self, change: dict[str, Any], message: str) -> None:
+        pool = {**POOLS[0], **change}
+        with pytest.raises(gpu_pools.ConfigError, match=message) as err:
+            gpu_pools.parse_node_pool(pool, "hybridctl:nodePools[0]")
+        assert "hybridctl:nodePools[0]" in str(err.value)
+
+    def test_the_program_fails_before_registering_anything_on_bad_config(self) -> None:
+        with pytest.raises(gpu_pools.ConfigError, match="repeated: p5-spot"):
+            run(nodePools=[POOLS[1], POOLS[1]])
+
+    def test_aws_region_is_required(self) -> None:
+        config = {k: v for k, v in stack_config().items() if k != "aws:region"}
+        with pytest.raises(Exception, match="aws:region"):
+            run_program(lambda: gpu_pools.program(gpu_pools.load_config()), config)
