@@ -41,7 +41,7 @@ def main(
 
 
 def _register() -> None:
-    from hybridctl.commands import inventory_cmds  # noqa: F401  (registers commands on import)
+    from hybridctl.commands import inventory_cmds, plan_cmds  # noqa: F401  (registers commands on import)
 
 
 def render_error(error: HybridctlError) -> None:

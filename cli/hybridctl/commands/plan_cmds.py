@@ -1,0 +1,163 @@
+"""classify, plan, show, cost: the planning commands. Pure core underneath; nothing is changed."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from hybridctl.commands.app import app
+from hybridctl.commands.common import PlanFormat, looks_like_plan, read_plan, write_atomically
+from hybridctl.errors import CHANGES, ExitCode
+
+
+class TableOrJson(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class CostFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class CostBy(StrEnum):
+    tier = "tier"
+    type = "type"
+    site = "site"
+    pool = "pool"
+    workload = "workload"
+    capacity_type = "capacity_type"
+
+
+@app.command()
+def classify(
+    inventory: Path = typer.Argument(..., help="Inventory file or directory."),
+    output_format: TableOrJson = typer.Option(TableOrJson.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Show each workload's tier, the rule that decided it, and the capacity types it may use."""
+    import json
+
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.tiers import classify as classify_all
+    from hybridctl.render.console import stdout
+    from hybridctl.render.plan import render_classification
+
+    decisions = classify_all(load_inventory(inventory).inventory)
+    if output_format is TableOrJson.json:
+        typer.echo(json.dumps({"format_version": 1, "workloads": [
+            {"workload": d.workload, "tier": d.tier.value, "rule": d.rule, "reason": d.reason,
+             "capacity_types": [c.value for c in d.capacity_types]} for d in decisions]}, indent=2))
+    else:
+        render_classification(stdout(), decisions)
+
+
+@app.command()
+def plan(
+    inventory: Path = typer.Argument(..., help="Inventory file or directory."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write a plan file for `apply` (byte-stable JSON)."),
+    previous: Path | None = typer.Option(None, "--previous", help="A previous plan file: keep workloads where "
+                                         "they are unless moving saves more than --move-threshold-usd, and show the diff."),
+    output_format: PlanFormat = typer.Option(PlanFormat.table, "--format", "-f", help="Output format."),
+    detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
+                                           help="Exit 0 if nothing changed against --previous, 2 if something did, 1 on error."),
+    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit in seconds."),
+    gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="Relative optimality gap at which to stop."),
+    move_threshold_usd: float = typer.Option(100.0, "--move-threshold-usd", min=0.0,
+                                             help="With --previous: the saving per month that justifies moving a replica."),
+) -> None:
+    """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.diff import diff_plans
+    from hybridctl.core.plan.planner import PlanOptions, budget_violation
+    from hybridctl.core.plan.planner import plan as make_plan
+    from hybridctl.core.plan.serialize import plan_to_json
+    from hybridctl.render.console import stderr, stdout
+    from hybridctl.render.plan import render_markdown, render_plan
+
+    loaded = load_inventory(inventory)
+    before = read_plan(previous) if previous else None
+    result = make_plan(loaded.inventory, previous=before,
+                       options=PlanOptions(time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+    diff = diff_plans(before, result) if before else None
+    if output_format is PlanFormat.json:
+        typer.echo(plan_to_json(result), nl=False)
+    elif output_format is PlanFormat.markdown:
+        typer.echo(render_markdown(result, diff), nl=False)
+    else:
+        render_plan(stdout(), result, diff)
+    if out is not None:
+        write_atomically(out, plan_to_json(result, plan_file=True))
+        stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out}")
+    violation = budget_violation(result)
+    if violation:
+        stderr().print(f"[red]error:[/] {violation}")
+        stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
+        raise typer.Exit(ExitCode.FAILED)
+    if detailed_exitcode and (diff is None or diff.has_changes):
+        raise typer.Exit(CHANGES)
+
+
+@app.command()
+def show(
+    plan_file: Path = typer.Argument(..., help="A plan file written by `plan --out`."),
+    output_format: PlanFormat = typer.Option(PlanFormat.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Render a saved plan again."""
+    from hybridctl.core.plan.serialize import plan_to_json
+    from hybridctl.render.console import stdout
+    from hybridctl.render.plan import render_markdown, render_plan
+
+    saved = read_plan(plan_file)
+    if output_format is PlanFormat.json:
+        typer.echo(plan_to_json(saved), nl=False)
+    elif output_format is PlanFormat.markdown:
+        typer.echo(render_markdown(saved), nl=False)
+    else:
+        render_plan(stdout(), saved)
+
+
+@app.command()
+def cost(
+    source: Path = typer.Argument(..., help="An inventory (planned first) or a plan file (*.json)."),
+    by: CostBy = typer.Option(CostBy.tier, "--by", help="Break the monthly cost down by this."),
+    output_format: CostFormat = typer.Option(CostFormat.table, "--format", "-f", help="Output format."),
+) -> None:
+    """Showback: monthly cost by tier, workload type, site, pool, workload or capacity type."""
+    import csv
+    import io
+    import json
+
+    from hybridctl.core.showback import CostDimension, showback
+    from hybridctl.render.console import stdout
+    from hybridctl.render.plan import cost_table
+
+    if looks_like_plan(source):
+        planned = read_plan(source)
+    else:
+        from hybridctl.core.inventory.loader import load_inventory
+        from hybridctl.core.plan.planner import plan as make_plan
+
+        planned = make_plan(load_inventory(source).inventory)
+    lines = showback(planned, CostDimension(by.value))
+    if output_format is CostFormat.json:
+        typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,
+                               "lines": [{by.value: line.key, "gpus": line.gpus,
+                                          "compute_usd_per_month": line.compute_usd_per_month,
+                                          "data_usd_per_month": line.data_usd_per_month,
+                                          "total_usd_per_month": line.total_usd_per_month} for line in lines]},
+                              indent=2))
+    elif output_format is CostFormat.csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow([by.value, "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month"])
+        for line in lines:
+            writer.writerow([line.key, line.gpus, f"{line.compute_usd_per_month:.2f}", f"{line.data_usd_per_month:.2f}",
+                             f"{line.total_usd_per_month:.2f}"])
+        typer.echo(buffer.getvalue(), nl=False)
+    else:
+        console = stdout()
+        console.print(cost_table(f"Monthly cost by {by.value.replace('_', ' ')}", lines, by.value))
+        console.print(f"total: ${planned.total_usd_per_month:,.2f}/month")

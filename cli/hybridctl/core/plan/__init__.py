@@ -1,0 +1,1 @@
+"""Placement: the plan model, the MILP planner, the independent checker, diffs and costs."""

@@ -1,0 +1,113 @@
+"""An independent check of a plan against the inventory: every rule of the spec, re-derived.
+
+It shares no code with the solver's formulation, so a modelling mistake there shows up
+here. The planner runs it after every solve, and the tests use it as their oracle.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hybridctl.core.catalog import catalog
+from hybridctl.core.inventory.models import CapacityType, Inventory, Sensitivity, SiteKind, WorkloadType
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.tiers import allowed_capacity_types, decide_tier
+
+_TOLERANCE_USD = 0.05
+
+
+def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
+    """Violations of the spec's placement rules; empty when the plan is valid."""
+    problems: list[str] = []
+    sites = {s.name: s for s in inventory.sites}
+    pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
+    datasets = {d.name: d for d in inventory.datasets}
+    workloads = {w.name: w for w in inventory.workloads}
+    instances = catalog().instances
+    used: dict[str, int] = defaultdict(int)
+    replicas: dict[str, int] = defaultdict(int)
+    domains: dict[str, set[str]] = defaultdict(set)
+    sites_used: dict[str, set[str]] = defaultdict(set)
+    compute: dict[str, float] = defaultdict(float)
+    for pl in plan.placements:
+        where = f"{pl.workload} in {pl.pool}"
+        w = workloads.get(pl.workload)
+        if w is None or pl.pool not in pools:
+            problems.append(f"{where}: unknown workload or pool")
+            continue
+        site, pool = pools[pl.pool]
+        if site.name != pl.site:
+            problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
+        tier, _, _ = decide_tier(w)
+        if pl.tier != tier.value:
+            problems.append(f"{where}: tier {pl.tier}, but the rules give {tier.value}")
+        gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
+        if pool.gpu not in gpu.types:
+            problems.append(f"{where}: GPU {pool.gpu} is not one of {gpu.types}")
+        if pl.gpus != pl.replicas * gpu.count:
+            problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
+        if pool.capacity_type not in allowed_capacity_types(tier, w.preemptible, inventory.policies):
+            problems.append(f"{where}: capacity type {pool.capacity_type.value} not allowed for tier {tier.value}")
+        if pool.capacity_type is CapacityType.SPOT and not w.preemptible:
+            problems.append(f"{where}: spot capacity for non-preemptible work")
+        read = [datasets[n] for n in w.datasets]
+        if w.type is WorkloadType.FEDERATED_TRAINING:
+            read = [d for d in read if d.site == site.name]
+            if not read:
+                problems.append(f"{where}: a federated trainer at a site holding none of its data")
+        for d in read:
+            if d.sensitivity is Sensitivity.RESTRICTED and site.kind is SiteKind.CLOUD:
+                problems.append(f"{where}: restricted dataset {d.name} processed in the cloud")
+            if d.residency is not None and site.jurisdiction not in d.residency:
+                problems.append(f"{where}: dataset {d.name} must stay in {d.residency}, site is {site.jurisdiction}")
+        if w.latency is not None and site.latency_ms.get(w.latency.region, float("inf")) > w.latency.p95_ms:
+            problems.append(f"{where}: latency to {w.latency.region} over {w.latency.p95_ms} ms")
+        if w.sites is not None and site.name not in w.sites:
+            problems.append(f"{where}: site {site.name} not in the allow-list")
+        price = pool.usd_per_gpu_hour
+        if price is None:
+            price = instances[pool.instance_type or ""].usd_per_gpu_hour
+        cost = pl.replicas * gpu.count * w.hours * price
+        if abs(cost - pl.usd_per_month) > _TOLERANCE_USD:
+            problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
+        used[pool.name] += pl.gpus
+        replicas[pl.demand or pl.workload] += pl.replicas
+        domains[pl.workload].add(site.failure_domain or site.name)
+        sites_used[pl.workload].add(site.name)
+        compute[pl.workload] += cost
+    for name, gpus in used.items():
+        site, pool = pools[name]
+        capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
+        if gpus > capacity:
+            problems.append(f"pool {name}: {gpus} GPUs used, capacity {capacity}")
+    unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
+    movement: dict[str, float] = defaultdict(float)
+    for w in inventory.workloads:
+        if w.type is WorkloadType.FEDERATED_TRAINING:
+            keys = {f"{w.name}@{datasets[n].site}" for n in w.datasets}
+        else:
+            keys = {w.name}
+            for site_name in sites_used[w.name]:
+                for n in w.datasets:
+                    d = datasets[n]
+                    if d.site != site_name:
+                        movement[w.name] += d.size_gb * w.data_passes_per_month * sites[d.site].egress_usd_per_gb
+        for key in keys:
+            wanted = w.fallback.replicas if _degraded(plan, key) and w.fallback and w.fallback.replicas else w.replicas
+            if replicas[key] + unplaced.get(key, 0) != wanted:
+                problems.append(f"{key}: {replicas[key]} placed + {unplaced.get(key, 0)} unplaced != {wanted} replicas")
+        tier, _, _ = decide_tier(w)
+        spread = min(inventory.policies.spread_fixed_across, w.replicas)
+        if tier.value == "fixed" and w.replicas >= 2 and replicas[w.name] == w.replicas and spread >= 2 \
+                and len(domains[w.name]) < spread and not _degraded(plan, w.name):
+            problems.append(f"{w.name}: fixed tier spans {len(domains[w.name])} failure domains, needs {spread}")
+        if w.max_usd_per_month is not None and compute[w.name] + movement[w.name] > w.max_usd_per_month + _TOLERANCE_USD:
+            problems.append(f"{w.name}: costs {compute[w.name] + movement[w.name]:.2f}, ceiling {w.max_usd_per_month:.2f}")
+    planned_movement = sum(m.usd_per_month for m in plan.data_movements)
+    if abs(planned_movement - sum(movement.values())) > _TOLERANCE_USD * max(1, len(plan.data_movements)):
+        problems.append(f"data movement: plan says {planned_movement:.2f}, rules give {sum(movement.values()):.2f}")
+    return problems
+
+
+def _degraded(plan: Plan, key: str) -> bool:
+    return any(p.degraded for p in plan.placements if (p.demand or p.workload) == key)

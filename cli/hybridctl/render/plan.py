@@ -1,0 +1,109 @@
+"""A plan for people: rich tables, or markdown for a pull-request comment (templates/plan.md.j2)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from hybridctl.core.plan.diff import PlanDiff
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.showback import CostDimension, CostLine, showback
+from hybridctl.core.tiers import TierDecision
+from hybridctl.render.templates import render
+
+BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDimension.capacity_type)
+
+
+def usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def render_classification(console: Console, decisions: list[TierDecision]) -> None:
+    table = Table(title="Tiers", title_justify="left")
+    for column in ("workload", "tier", "rule", "why", "may use"):
+        table.add_column(column)
+    for d in decisions:
+        table.add_row(d.workload, d.tier.value, d.rule, escape(d.reason), ", ".join(c.value for c in d.capacity_types))
+    console.print(table)
+
+
+def cost_table(title: str, lines: list[CostLine], label: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column(label)
+    table.add_column("GPUs", justify="right")
+    table.add_column("compute/mo", justify="right")
+    table.add_column("data/mo", justify="right")
+    table.add_column("total/mo", justify="right")
+    for line in lines:
+        table.add_row(line.key, str(line.gpus), usd(line.compute_usd_per_month), usd(line.data_usd_per_month),
+                      usd(line.total_usd_per_month))
+    return table
+
+
+def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None) -> None:
+    placements = Table(title="Placements", title_justify="left")
+    for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
+                            ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right"), ("why", "left")):
+        placements.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for p in plan.placements:
+        placements.add_row(p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
+                           str(p.replicas), str(p.gpus), usd(p.usd_per_month), escape(p.reason))
+    console.print(placements)
+    if plan.unplaced:
+        unplaced = Table(title="[red]Unplaced[/]", title_justify="left")
+        for column in ("workload", "tier", "replicas", "reason"):
+            unplaced.add_column(column)
+        for u in plan.unplaced:
+            unplaced.add_row(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason))
+        console.print(unplaced)
+    pools = Table(title="Pools", title_justify="left")
+    for column, justify in (("site", "left"), ("pool", "left"), ("GPU", "left"), ("capacity type", "left"),
+                            ("used / capacity", "right"), ("$/GPU-h", "right")):
+        pools.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for pool in plan.pools:
+        pools.add_row(pool.site, pool.pool, pool.gpu, pool.capacity_type, f"{pool.used_gpus} / {pool.capacity_gpus}",
+                      f"{pool.usd_per_gpu_hour:.2f}")
+    console.print(pools)
+    for dimension in BREAKDOWNS:
+        console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
+                                 dimension.value))
+    if plan.data_movements:
+        movements = Table(title="Data movements", title_justify="left")
+        for column, justify in (("workload", "left"), ("dataset", "left"), ("from", "left"), ("to", "left"),
+                                ("GB/mo", "right"), ("cost/mo", "right")):
+            movements.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for m in plan.data_movements:
+            movements.add_row(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
+                              usd(m.usd_per_month))
+        console.print(movements)
+    if diff is not None:
+        render_diff(console, diff)
+    s = plan.solver
+    console.print(f"solver: {s.status} ({s.method}), objective {usd(s.objective)}, bound {usd(s.bound)}, "
+                  f"gap {s.gap:.4%}, {s.seconds:.2f} s, {s.components} component(s), {s.variables:,} variables")
+    budget = f" of budget {usd(plan.budget_usd_per_month)}" if plan.budget_usd_per_month is not None else ""
+    console.print(f"[bold]total: {usd(plan.total_usd_per_month)}/month[/] (compute {usd(plan.compute_usd_per_month)}, "
+                  f"data {usd(plan.data_usd_per_month)}){budget}; {len(plan.unplaced)} unplaced")
+
+
+def render_diff(console: Console, diff: PlanDiff) -> None:
+    if not diff.has_changes:
+        console.print("[green]No changes.[/] The plan matches the previous one.")
+        return
+    table = Table(title="Changes against the previous plan", title_justify="left")
+    for column in ("workload", "change", "before → after"):
+        table.add_column(column)
+    for change in diff.workloads:
+        table.add_row(change.workload, change.change, change.describe())
+    for pool in diff.pools:
+        table.add_row(f"pool {pool.pool}", "resized", f"{pool.before_gpus} → {pool.after_gpus} GPUs")
+    console.print(table)
+    console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
+                  f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; "
+                  f"{usd(diff.usd_per_month_before)} → {usd(diff.usd_per_month_after)}/month")
+
+
+def render_markdown(plan: Plan, diff: PlanDiff | None = None) -> str:
+    breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
+    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd)
