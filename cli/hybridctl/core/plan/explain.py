@@ -56,15 +56,19 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
     zones = sorted({p.site.jurisdiction for p in pools})
     capacity = sum(p.capacity_gpus for p in pools)
     taken = sum(used.get(p.index, 0) for p in pools)
-    free_max = max((p.capacity_gpus - used.get(p.index, 0) for p in pools), default=0)
+    free = [p for p in pools if p.capacity_gpus - used.get(p.index, 0) >= demand.gpu_count]
     need = f"needs {missing} × {demand.gpu_count} {types} in {'/'.join(zones)}"
-    if free_max >= demand.gpu_count:
+    if free:
+        if demand.tier.value == "fixed" and demand.replicas >= 2:
+            domains = sorted({p.domain for p in free})
+            return (f"{need}; free capacity is only in failure domain{'s' * (len(domains) != 1)} "
+                    f"{', '.join(domains)}, and a fixed-tier workload must spread its replicas across domains")
         ceiling = demand.workload.max_usd_per_month
         if ceiling is not None:
             cheapest = min(demand.usd_per_replica(p) for p in pools)
             return (f"{need}; capacity is free but the cost ceiling max_usd_per_month ${ceiling:,.0f} is binding "
                     f"(one replica costs at least ${cheapest:,.0f}/month)")
-        return f"{need}; the failure-domain spread cannot be met with the free capacity"
+        return f"{need}; capacity is free, but placing it would break another constraint of the plan"
     by_tier: dict[str, int] = {}
     for p in pools:
         for tier, gpus in used_by_tier.get(p.index, {}).items():

@@ -74,8 +74,11 @@ class Model:
 
 
 def penalty_per_replica(unit: Unit, max_price: float) -> float:
-    """Dearer than any placement, and dearer for higher tiers, so capacity goes to fixed work first."""
-    return unit.gpu_count * unit.hours * (10.0 * max_price + 10.0) * TIER_WEIGHT[unit.tier]
+    """Dearer than any placement with its data movement, and dearer for higher tiers, so that
+    everything that fits is placed and capacity goes to fixed work first. Kept as small as
+    that allows: huge penalties beside small costs slow the MIP down."""
+    egress = max(unit.egress_usd_by_site.values(), default=0.0)
+    return unit.gpu_count * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + egress
 
 
 def formulate(units: list[Unit], pools: list[PoolInfo], ceilings: dict[str, float],
@@ -107,8 +110,9 @@ def formulate(units: list[Unit], pools: list[PoolInfo], ceilings: dict[str, floa
             if unit.ceiling_group is not None:
                 ceiling_terms[unit.ceiling_group].append((y, usd))
         if unit.spread > 1:
-            # no failure domain may hold more than R - (k - 1) replicas: for k = 2 this alone is exact
-            cap = float(unit.replicas - unit.spread + 1)
+            # no failure domain may hold more than R - (k - 1) of a workload's replicas (n(R - 1) for
+            # n merged twins with k = 2); for k = 2 this alone is exact
+            cap = float(len(unit.members) * (unit.member_replicas - unit.spread + 1))
             for domain in sorted(by_domain):
                 model.row(-np.inf, cap, [(c, 1.0) for c in by_domain[domain]])
             if unit.spread > 2:

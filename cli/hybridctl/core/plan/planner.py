@@ -44,6 +44,8 @@ def _distribute(unit: Unit, counts: dict[int, int], pools: list[PoolInfo]) -> li
     """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas)."""
     if len(unit.members) == 1:
         return [(unit.members[0], p, n) for p, n in sorted(counts.items()) if n > 0]
+    if unit.spread > 1:
+        return _deal_round_robin(unit, counts, pools)
     remaining = dict(counts)
     order = sorted(remaining, key=lambda p: (pools[p].usd_per_gpu_hour, p))
     result: list[tuple[Demand, int, int]] = []
@@ -58,6 +60,21 @@ def _distribute(unit: Unit, counts: dict[int, int], pools: list[PoolInfo]) -> li
             if need == 0:
                 break
     return result
+
+
+def _deal_round_robin(unit: Unit, counts: dict[int, int], pools: list[PoolInfo]) -> list[tuple[Demand, int, int]]:
+    """Deal merged twins' replicas, sorted by failure domain, one to each twin in turn.
+
+    Twin i gets slots i, i+n, i+2n...: its replicas stand n apart in the sorted list, so they
+    all fall in one domain only if that domain holds more than n(R-1) slots, which the
+    formulation forbids. Twins left short (capacity ran out) are the last in the order.
+    """
+    slots = [p for p in sorted(counts, key=lambda p: (pools[p].domain, p)) for _ in range(counts[p])]
+    members = sorted(unit.members, key=lambda d: d.key)
+    taken: dict[tuple[int, int], int] = defaultdict(int)
+    for position, p in enumerate(slots):
+        taken[(position % len(members), p)] += 1
+    return [(members[m], p, n) for (m, p), n in sorted(taken.items())]
 
 
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from hybridctl.core.plan.formulation import Model
 
-DIRECT_MIP_MAX_COLUMNS = 25_000
+DIRECT_MIP_MAX_COLUMNS = 2_000
 _INTEGRAL_TOL = 1e-6
 
 

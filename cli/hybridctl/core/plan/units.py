@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.tiers import Tier
 
-TIER_WEIGHT = {Tier.FIXED: 100.0, Tier.BURST: 10.0, Tier.OPPORTUNISTIC: 1.0}
+TIER_WEIGHT = {Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0}
 
 
 @dataclass
@@ -26,7 +26,8 @@ class Unit:
     hours: float
     tier: Tier
     replicas: int
-    spread: int = 1  # failure domains the placed replicas must span
+    spread: int = 1  # failure domains each member's placed replicas must span
+    member_replicas: int = 0  # replicas of each member; twins share it
     egress_usd_by_site: dict[str, float] = field(default_factory=dict)  # paid once per site used
     ceiling_group: str | None = None  # workloads with max_usd_per_month share one ceiling row
     previous: dict[int, int] = field(default_factory=dict)  # pool index -> replicas in the previous plan
@@ -67,11 +68,14 @@ def build_units(demands: list[Demand], index: EligibilityIndex, spread_policy: i
         before = {pool_index[name]: n for name, n in (previous or {}).get(demand.key, {}).items()
                   if name in pool_index and pool_index[name] in eligible}
         unit = Unit([demand], eligible, demand.gpu_count, demand.hours, demand.tier, demand.replicas,
-                    spread, paid, ceiling, before)
-        if spread > 1 or paid or ceiling or before:
+                    spread, demand.replicas, paid, ceiling, before)
+        # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
+        # n twins' replicas is exactly what dealing them out round-robin needs (see _distribute).
+        if spread > 2 or paid or ceiling or before:
             units.append(unit)
             continue
-        signature = (eligible, demand.gpu_count, demand.hours, demand.tier)
+        signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
+                     demand.replicas if spread > 1 else 0)
         twin = twins.get(signature)
         if twin is None:
             twins[signature] = unit

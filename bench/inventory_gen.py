@@ -1,0 +1,193 @@
+"""A seeded generator of realistic inventories, for benchmarks and property tests.
+
+Shape: on-prem data centres with several reserved pools, cloud regions with on-demand and
+spot pools of real instance types at list-like prices, and many small edge sites; workloads
+drawn from realistic archetypes (always-on inference with latency budgets, training that
+reads large datasets, preemptible sweeps, batch jobs), many of them near-copies of one
+another as in real fleets. Demand is about 75 % of capacity overall and tighter on H100.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import yaml
+
+JURISDICTIONS = ["EU", "US", "UK", "APAC"]
+REGION_OF = {"EU": "eu-users", "US": "us-users", "UK": "uk-users", "APAC": "apac-users"}
+CLOUD_POOLS = [  # gpu, instance type, usd/GPU-h on demand, spot usd/GPU-h
+    ("H100", "p5.48xlarge", 6.88, 2.45), ("A100-80GB", "p4de.24xlarge", 3.43, 1.40),
+    ("A100-40GB", "p4d.24xlarge", 2.75, 1.10), ("L40S", "g6e.xlarge", 1.86, 0.70),
+    ("L4", "g6.xlarge", 0.81, 0.32), ("A10G", "g5.xlarge", 1.01, 0.40), ("T4", "g4dn.xlarge", 0.53, 0.20),
+]
+ONPREM_POOLS = [("H100", 1.9), ("A100-80GB", 1.1), ("L40S", 0.75), ("L4", 0.5), ("H200", 2.4)]
+ARCHETYPES = [  # type, gpu types, count, replicas range, hours choices, weight
+    ("realtime_inference", ["L4", "A10G", "L40S"], 1, (2, 6), [730], 30),
+    ("realtime_inference", ["L40S", "H100"], 1, (2, 4), [730], 8),
+    ("training", ["H100", "A100-80GB"], 8, (1, 2), [100, 200, 300], 8),
+    ("fine_tuning", ["H100", "A100-80GB", "L40S"], 4, (1, 2), [50, 100], 10),
+    ("pretraining", ["H100", "H200"], 8, (1, 3), [400, 600], 2),
+    ("evaluation", ["L40S", "A100-80GB", "A100-40GB"], 1, (1, 4), [40, 60], 10),
+    ("batch_inference", ["L4", "A10G", "T4"], 1, (1, 6), [100, 200, 300], 12),
+    ("embedding", ["L4", "T4", "A10G"], 1, (1, 4), [100, 150], 10),
+    ("experiment", ["H100", "A100-80GB", "A100-40GB"], 1, (1, 8), [100, 200], 10),
+]
+
+
+def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
+    rng = random.Random(seed)
+    sites: list[dict[str, Any]] = []
+    pool_count = 0
+    n_onprem = max(1, pools // 30)
+    n_cloud = max(1, pools // 25)
+    for i in range(n_onprem):
+        j = JURISDICTIONS[i % len(JURISDICTIONS)]
+        site_pools = []
+        for gpu, price in rng.sample(ONPREM_POOLS, k=rng.randint(2, 4)):
+            site_pools.append({"name": f"op{i}-{gpu.lower()}", "gpu": gpu, "gpus": rng.choice([16, 32, 64, 128]),
+                               "capacity_type": "reserved", "usd_per_gpu_hour": round(price * rng.uniform(0.9, 1.1), 2)})
+        sites.append({"name": f"dc-{i}", "kind": "onprem", "jurisdiction": j, "failure_domain": f"dc-{i}",
+                      "egress_usd_per_gb": 0.02, "latency_ms": _latencies(rng, j, 10), "uplink_mbps": 10000,
+                      "pools": site_pools})
+        pool_count += len(site_pools)
+    for i in range(n_cloud):
+        j = JURISDICTIONS[i % len(JURISDICTIONS)]
+        uplift = rng.uniform(1.0, 1.2)
+        site_pools = []
+        for gpu, instance, od, spot in CLOUD_POOLS:
+            site_pools.append({"name": f"c{i}-{instance.split('.')[0]}-od", "gpu": gpu, "instance_type": instance,
+                               "max_gpus": rng.choice([64, 128, 256]), "capacity_type": "on_demand",
+                               "usd_per_gpu_hour": round(od * uplift, 3)})
+            if rng.random() < 0.6:
+                site_pools.append({"name": f"c{i}-{instance.split('.')[0]}-spot", "gpu": gpu, "instance_type": instance,
+                                   "max_gpus": rng.choice([32, 64, 128]), "capacity_type": "spot",
+                                   "usd_per_gpu_hour": round(spot * uplift * rng.uniform(0.8, 1.2), 3),
+                                   "interruptions_per_day": round(rng.uniform(0.1, 1.0), 2)})
+        sites.append({"name": f"cloud-{i}", "kind": "cloud", "provider": "aws", "region": f"region-{i}",
+                      "cluster": f"k8s-{i}", "jurisdiction": j, "egress_usd_per_gb": 0.09,
+                      "latency_ms": _latencies(rng, j, 15), "pools": site_pools})
+        pool_count += len(site_pools)
+    i = 0
+    while pool_count < pools:
+        j = JURISDICTIONS[i % len(JURISDICTIONS)]
+        gpu = rng.choice(["L4", "T4", "L40S"])
+        sites.append({"name": f"edge-{i}", "kind": "edge", "jurisdiction": j, "egress_usd_per_gb": 0.05,
+                      "latency_ms": _latencies(rng, j, 5), "uplink_mbps": rng.choice([200, 500, 1000]),
+                      "pools": [{"name": f"edge-{i}-{gpu.lower()}", "gpu": gpu, "gpus": rng.choice([2, 4, 8]),
+                                 "capacity_type": "reserved", "usd_per_gpu_hour": 0.6}]})
+        pool_count += 1
+        i += 1
+    datasets = []
+    for d in range(max(10, workloads // 50)):
+        site = rng.choice(sites)
+        sensitivity = rng.choices(["public", "internal", "confidential", "restricted"], [3, 4, 2, 1])[0]
+        if sensitivity == "restricted" and site["kind"] == "cloud":
+            sensitivity = "confidential"
+        dataset = {"name": f"ds-{d}", "site": site["name"], "size_gb": rng.choice([50, 500, 2000, 10000, 40000]),
+                   "sensitivity": sensitivity}
+        if sensitivity in ("confidential", "restricted"):
+            dataset["residency"] = [site["jurisdiction"]]
+        datasets.append(dataset)
+    weights = [a[5] for a in ARCHETYPES]
+    items = []
+    variants = max(20, workloads // 25)  # fleets hold many near-copies of a few hundred services
+    templates = [_workload_template(rng, rng.choices(ARCHETYPES, weights)[0], datasets) for _ in range(variants * 2)]
+    templates = _placeable(templates, sites, datasets)[:variants]
+    for w in range(workloads):
+        template = dict(rng.choice(templates))
+        template["name"] = f"w-{w}"
+        items.append(template)
+    _scale_capacity(sites, items, utilisation=0.55)
+    return {"version": 1, "name": f"synthetic-{workloads}-{pools}", "regions": sorted(REGION_OF.values()),
+            "policies": {"spread_fixed_across": 2}, "sites": sites, "datasets": datasets, "workloads": items}
+
+
+def _base(sites: list[dict[str, Any]], datasets: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Any:
+    from hybridctl.core.inventory.models import Inventory
+
+    return Inventory.model_validate({"version": 1, "name": "probe", "regions": sorted(REGION_OF.values()),
+                                     "policies": {"spread_fixed_across": 2}, "sites": sites, "datasets": datasets,
+                                     "workloads": workloads})
+
+
+def _placeable(templates: list[dict[str, Any]], sites: list[dict[str, Any]],
+               datasets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep the templates that validation accepts: an eligible pool, and enough failure domains."""
+    from hybridctl.core.eligibility import EligibilityIndex, demands
+    from hybridctl.core.tiers import Tier
+
+    named = [dict(t, name=f"t-{i}") for i, t in enumerate(templates)]
+    inventory = _base(sites, datasets, named)
+    index = EligibilityIndex(inventory)
+    keep: list[dict[str, Any]] = []
+    for demand, template in zip(demands(inventory), templates):
+        eligible = index.eligible(demand)
+        domains = {index.pools[p].domain for p in eligible}
+        if eligible and not (demand.tier is Tier.FIXED and demand.replicas >= 2 and len(domains) < 2):
+            keep.append(template)
+    return keep
+
+
+def _scale_capacity(sites: list[dict[str, Any]], workloads: list[dict[str, Any]], utilisation: float) -> None:
+    """Grow pools so that each GPU type's share of demand is about `utilisation` of its capacity."""
+    # latency-bound work needs capacity in its own jurisdiction; the rest can go anywhere
+    home = {region: j for j, region in REGION_OF.items()}
+    demand: dict[tuple[str, str], float] = {}
+    for w in workloads:
+        gpus = w["gpu"]["count"] * w["replicas"]
+        zones = [home[w["latency"]["region"]]] if "latency" in w else JURISDICTIONS
+        for t in w["gpu"]["types"]:
+            for j in zones:
+                key = (t, j)
+                demand[key] = demand.get(key, 0.0) + gpus / len(w["gpu"]["types"]) / len(zones)
+    capacity: dict[tuple[str, str], int] = {}
+    for site in sites:
+        for pool in site["pools"]:
+            key = (pool["gpu"], site["jurisdiction"])
+            capacity[key] = capacity.get(key, 0) + pool.get("gpus", pool.get("max_gpus", 0))
+    for site in sites:
+        for pool in site["pools"]:
+            key = (pool["gpu"], site["jurisdiction"])
+            factor = demand.get(key, 0.0) / utilisation / max(capacity[key], 1)
+            if factor > 1:
+                key = "gpus" if "gpus" in pool else "max_gpus"
+                unit = 8 if key == "max_gpus" else 1
+                pool[key] = int(-(-pool[key] * factor // unit) * unit)
+
+
+def _latencies(rng: random.Random, home: str, near_ms: int) -> dict[str, int]:
+    return {REGION_OF[j]: (near_ms + rng.randint(0, 8)) if j == home else rng.randint(70, 180) for j in JURISDICTIONS}
+
+
+def _workload_template(rng: random.Random, archetype: tuple[Any, ...], datasets: list[dict[str, Any]]) -> dict[str, Any]:
+    kind, types, count, (lo, hi), hours, _ = archetype
+    workload: dict[str, Any] = {"name": "", "type": kind, "gpu": {"types": rng.sample(types, k=rng.randint(1, len(types))),
+                                                                  "count": count},
+                                "replicas": rng.randint(lo, hi)}
+    if kind != "realtime_inference":
+        workload["hours_per_month"] = rng.choice(hours)
+    if kind == "realtime_inference":
+        workload["latency"] = {"region": rng.choice(sorted(REGION_OF.values())), "p95_ms": rng.choice([40, 60, 100, 200])}
+        workload["model_gb"] = rng.choice([2, 8, 16, 40])
+        workload["rto_minutes"] = rng.choice([15, 30, 60])
+    if kind == "experiment" or (kind in ("batch_inference", "embedding") and rng.random() < 0.8):
+        workload["preemptible"] = True
+        workload["checkpoint_minutes"] = rng.choice([10, 20, 30])
+    if kind in ("training", "fine_tuning", "pretraining", "evaluation", "batch_inference", "embedding") \
+            and rng.random() < 0.6:
+        workload["datasets"] = [rng.choice(datasets)["name"]]
+        workload["data_passes_per_month"] = rng.choice([0.25, 0.5, 1])
+    if rng.random() < 0.05:
+        workload["max_usd_per_month"] = rng.choice([5000, 20000, 80000])
+    return workload
+
+
+def to_yaml(inventory: dict[str, Any]) -> str:
+    return yaml.dump(inventory, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=None, width=200)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(to_yaml(generate(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)))
