@@ -19,6 +19,7 @@ v1beta2. This module must not import hybridctl.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -59,7 +60,7 @@ class CustomResourceWithFields(CustomResource):
         self._extra_fields = dict(fields)
         super().__init__(resource_name, api_version, kind, metadata=metadata, opts=opts)
 
-    def _internal_init(  # type: ignore[override]
+    def _internal_init(
         self,
         resource_name: str,
         api_version: str,
@@ -89,10 +90,12 @@ def _metadata(cfg: QueuesConfig, name: str, namespace: pulumi.Input[str] | None 
     return meta
 
 
-def _kueue(name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], depends_on: list[pulumi.Resource]) -> CustomResource:
+def _kueue(
+    name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], depends_on: Sequence[pulumi.Resource]
+) -> CustomResource:
     return CustomResource(
         name, api_version=KUEUE_API_VERSION, kind=kind, metadata=metadata, spec=spec,
-        opts=pulumi.ResourceOptions(depends_on=depends_on),
+        opts=pulumi.ResourceOptions(depends_on=list(depends_on)),
     )
 
 
@@ -202,10 +205,8 @@ def program(cfg: QueuesConfig) -> dict[str, pulumi.Output[Any]]:
 
     local_queues: dict[str, Any] = {}
     for workload in cfg.workloads:
-        namespace = k8s.core.v1.Namespace(
-            f"ns-{workload.name}",
-            metadata=_metadata(cfg, workload.name, **{TIER_LABEL: workload.tier, "hybridctl.io/workload": workload.name}),
-        )
+        ns_meta = _metadata(cfg, workload.name, **{TIER_LABEL: workload.tier, "hybridctl.io/workload": workload.name})
+        namespace = k8s.core.v1.Namespace(f"ns-{workload.name}", metadata=k8s.meta.v1.ObjectMetaArgs(**ns_meta))
         _kueue(
             f"lq-{workload.name}", "LocalQueue",
             _metadata(cfg, workload.name, namespace.metadata.name, **{TIER_LABEL: workload.tier}),

@@ -48,6 +48,14 @@ def _object_meta(namespaced: bool) -> dict[str, Any]:
     }
 
 
+def _python_regex(pattern: str) -> str:
+    """Go's RE2 accepts inline flags anywhere (`^(?i)...`); Python wants global flags first."""
+    for flag in ("(?i)",):
+        if flag in pattern and not pattern.startswith(flag):
+            pattern = flag + pattern.replace(flag, "", 1)
+    return pattern
+
+
 def strict(schema: Any) -> Any:
     """A copy of an OpenAPI v3 (structural) schema that rejects unknown fields."""
     if isinstance(schema, list):
@@ -55,6 +63,8 @@ def strict(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: (v if k in ("enum", "default", "required", "example") else strict(v)) for k, v in schema.items()}
+    if isinstance(schema.get("pattern"), str):
+        out["pattern"] = _python_regex(schema["pattern"])
     if "properties" in schema:
         # `properties` maps field names to schemas; its keys are not schema keywords.
         out["properties"] = {name: strict(sub) for name, sub in schema["properties"].items()}
@@ -82,7 +92,7 @@ def served_versions(kind: str) -> dict[str, dict[str, Any]]:
 
 
 def storage_version(kind: str) -> str:
-    (name,) = [v["name"] for v in crds()[kind]["spec"]["versions"] if v.get("storage")]
+    (name,) = [str(v["name"]) for v in crds()[kind]["spec"]["versions"] if v.get("storage")]
     return name
 
 

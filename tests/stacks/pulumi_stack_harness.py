@@ -19,9 +19,8 @@ from types import ModuleType
 from typing import Any
 
 import pulumi
-from pulumi.runtime import settings
-
 from hybridctl.paths import stacks_dir
+from pulumi.runtime import settings
 
 GET_CLUSTER = "aws:eks/getCluster:getCluster"
 CLUSTER_SUBNETS = ("subnet-0a1", "subnet-0b2", "subnet-0c3")
@@ -133,7 +132,7 @@ def run_program(
     pulumi.runtime.set_all_config(dict(config), secret_keys=[])
     outputs: dict[str, Any] = {}
 
-    @pulumi.runtime.test
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def _run() -> pulumi.Output[None]:
         return pulumi.Output.from_input(program()).apply(lambda resolved: outputs.update(resolved))
 
