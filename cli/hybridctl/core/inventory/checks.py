@@ -15,7 +15,11 @@ from hybridctl.errors import Location
 
 
 def _suggest(name: str, known: list[str] | set[str] | dict[str, object]) -> str | None:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    by_case = {k.lower(): k for k in known}
+    if name.lower() in by_case:
+        return f"did you mean '{by_case[name.lower()]}'?"
+    # short names (GPU types, regions) differ by one character at a ratio of 0.5
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
     return f"did you mean '{close[0]}'?" if close else None
 
 
