@@ -44,8 +44,10 @@ def cost_table(title: str, lines: list[CostLine], label: str) -> Table:
 def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None) -> None:
     placements = Table(title="Placements", title_justify="left")
     for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
-                            ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right"), ("why", "left")):
-        placements.add_column(column, justify=justify)  # type: ignore[arg-type]
+                            ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right")):
+        # names are what people grep for: never truncate them; the explanation folds instead
+        placements.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    placements.add_column("why", ratio=1, min_width=16)
     for p in plan.placements:
         placements.add_row(p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
                            str(p.replicas), str(p.gpus), usd(p.usd_per_month), escape(p.reason))

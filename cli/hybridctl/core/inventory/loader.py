@@ -132,7 +132,7 @@ def merge_documents(sources: list[Source]) -> Locator:
         positions = source_map.of(document)
         assert positions is not None
         if locator.default.file == "<inventory>":
-            locator.default = Location(source.name)
+            locator.default = Location(source.name, 1, 1)
         for key, value in document.items():
             key_location = positions.location(positions.keys[key])
             value_location = positions.location(positions.values[key])
