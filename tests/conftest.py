@@ -17,7 +17,7 @@ import pytest
 # tests/ is on sys.path (pytest's rootdir conftest insertion); make it so for direct imports too.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hosts.lab import HostLab, LabUnavailable, missing_prerequisites  # noqa: E402
+from hosts.lab import HostLab, LabUnavailable, missing_prerequisites
 
 
 def _unavailable(reason: str) -> None:
@@ -29,11 +29,16 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def host_lab_session() -> Iterator[HostLab]:
-    """One lab per test session: controller namespace, client key, cached root filesystem."""
+def lab_prerequisites() -> None:
+    """Skips (or, in CI, fails) a test that needs the lab on a machine that cannot run it."""
     missing = missing_prerequisites()
     if missing:
         _unavailable("; ".join(missing))
+
+
+@pytest.fixture(scope="session")
+def host_lab_session(lab_prerequisites: None) -> Iterator[HostLab]:
+    """One lab per test session: controller namespace, client key, cached root filesystem."""
     lab = HostLab()
     try:
         lab.open()

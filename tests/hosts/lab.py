@@ -80,15 +80,31 @@ class TestHost:
     _process: subprocess.Popen[bytes] = field(repr=False)
     _init_pid: int = field(repr=False)
     _log: Path = field(repr=False)
+    _controller_netns: str = field(repr=False)
 
     @property
     def init_pid(self) -> int:
         """The host's PID 1 (sshd) as seen from this machine."""
         return self._init_pid
 
-    def exec(self, command: str, *, check: bool = True, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    def exec(
+        self, command: str, *, check: bool = True, timeout_s: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """Run a shell command inside the host: its namespaces, its root filesystem."""
-        argv = ["nsenter", "-t", str(self._init_pid), "-m", "-u", "-p", "-n", "-r", "-w", "/bin/sh", "-c", command]
+        argv = [
+            "nsenter",
+            "-t",
+            str(self._init_pid),
+            "-m",
+            "-u",
+            "-p",
+            "-n",
+            "-r",
+            "-w",
+            "/bin/sh",
+            "-c",
+            command,
+        ]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
         if check and done.returncode != 0:
             raise RuntimeError(f"{self.name}: `{command}` failed ({done.returncode}): {done.stderr.strip()}")
@@ -100,6 +116,10 @@ class TestHost:
 
     def link_up(self) -> None:
         netns.run(["ip", "-n", self.netns, "link", "set", "eth0", "up"])
+        # Attempts made while the link was down left FAILED neighbour entries, which answer
+        # "No route to host" at once until they expire; forget them.
+        netns.run(["ip", "-n", self._controller_netns, "neigh", "flush", "to", self.address], check=False)
+        netns.run(["ip", "-n", self.netns, "neigh", "flush", "dev", "eth0"], check=False)
 
     def regenerate_host_key(self) -> str:
         """Give sshd a new host key; the lab's known_hosts keeps the old one. Returns the new public key."""
@@ -109,7 +129,9 @@ class TestHost:
         listening = self._log.read_text().count("Server listening")
         # sshd re-executes itself on SIGHUP, reading its keys again; its pid stays.
         os.kill(self._init_pid, signal.SIGHUP)
-        _wait_for(lambda: self._log.read_text().count("Server listening") > listening, f"{self.name} sshd restart")
+        _wait_for(
+            lambda: self._log.read_text().count("Server listening") > listening, f"{self.name} sshd restart"
+        )
         return public
 
     def set_gpus(self, gpus: FakeGpus | None) -> None:
@@ -317,14 +339,26 @@ class HostLab:
         return TestHost(
             name=name, address=host_key_line.split()[0], port=22, user="root", root=self._host_dir(slot) / "merged",
             netns=self._host_netns(slot), slot=slot, host_key_line=host_key_line,
-            _process=process, _init_pid=children[0].pid, _log=log,
+            _process=process, _init_pid=children[0].pid, _log=log, _controller_netns=self.controller_netns,
         )  # fmt: skip
 
     def _discard(self, slot: int, process: subprocess.Popen[bytes] | None) -> None:
-        netns.delete_netns(self._host_netns(slot))
         if process is not None:
-            process.kill()  # unshare, whose child (the host's PID 1) delete_netns has killed
-            process.wait()
+            # Kill the host's PID 1 first: the kernel then ends its whole PID namespace, and
+            # unshare (our child) reaps it. Killed the other way round, PID 1 would be orphaned
+            # to this machine's init, which need not reap it.
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for init in psutil.Process(process.pid).children():
+                    init.kill()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        netns.delete_netns(self._host_netns(slot))
+        # A deleted namespace's devices are destroyed asynchronously; delete our veth end now,
+        # so that the next host in this slot can create it again.
+        netns.run(["ip", "-n", self.controller_netns, "link", "del", f"v{slot}"], check=False)
         base = self._host_dir(slot)
         netns.unmount_tree(base)
         subprocess.run(["rm", "-rf", "--one-file-system", str(base)], check=False)

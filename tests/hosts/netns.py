@@ -25,7 +25,9 @@ _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def run(argv: Sequence[str], *, check: bool = True, timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: Sequence[str], *, check: bool = True, timeout_s: float = 30
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, check=False)
     if check and done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
@@ -73,8 +75,21 @@ def inside_netns(name: str) -> Iterator[None]:
 
 
 def netns_pids(name: str) -> list[int]:
-    done = run(["ip", "netns", "pids", name], check=False)
-    return [int(word) for word in done.stdout.split() if word.isdigit()]
+    """Processes whose network namespace is this one (as `ip netns pids`, without a process of its own)."""
+    try:
+        target = os.stat(netns_path(name))
+    except FileNotFoundError:
+        return []
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                ns = os.stat(f"/proc/{entry.name}/ns/net")
+            except OSError:  # gone, or a zombie
+                continue
+            if (ns.st_dev, ns.st_ino) == (target.st_dev, target.st_ino):
+                pids.append(int(entry.name))
+    return pids
 
 
 def kill_netns_processes(name: str, *, wait_s: float = 5.0) -> None:
@@ -128,7 +143,7 @@ def mount_points() -> list[str]:
 
 
 def lab_owner_alive(pid: int) -> bool:
-    return psutil.pid_exists(pid)
+    return bool(psutil.pid_exists(pid))
 
 
 def clean_stale(state_root: Path) -> list[str]:

@@ -19,14 +19,20 @@ from hosts.lab import HostLab, TestHost
 pytestmark = pytest.mark.hosts
 
 
-def ssh(lab: HostLab, host: TestHost, command: str, *, timeout_s: int = 5) -> subprocess.CompletedProcess[str]:
-    argv = [
+def ssh(
+    lab: HostLab, host: TestHost, command: str, *, timeout_s: int = 5
+) -> subprocess.CompletedProcess[str]:
+    argv = ssh_argv(lab, host, command, timeout_s=timeout_s)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 10, check=False)
+
+
+def ssh_argv(lab: HostLab, host: TestHost, command: str, *, timeout_s: int) -> list[str]:
+    return [
         "ssh", "-i", str(lab.client_key_path), "-p", str(host.port),
         "-o", f"UserKnownHostsFile={lab.known_hosts_path}", "-o", "StrictHostKeyChecking=yes",
         "-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout_s}",
         f"{host.user}@{host.address}", command,
     ]  # fmt: skip
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 10, check=False)
 
 
 class TestReachability:
@@ -42,7 +48,9 @@ class TestReachability:
         keys = host_lab.known_hosts_path.read_text().splitlines()
         assert sorted(line.split()[0] for line in keys) == sorted([first.address, second.address])
         host_lab.stop([first])
-        assert [line.split()[0] for line in host_lab.known_hosts_path.read_text().splitlines()] == [second.address]
+        assert [line.split()[0] for line in host_lab.known_hosts_path.read_text().splitlines()] == [
+            second.address
+        ]
 
     def test_hosts_have_their_own_pid_uts_and_network_namespaces(self, host_lab: HostLab) -> None:
         host, other = host_lab.start(2)
@@ -52,7 +60,29 @@ class TestReachability:
         addresses = host.exec("ip -4 -o addr show dev eth0").stdout
         assert f"{host.address}/24" in addresses and other.address not in addresses
         for namespace in ("pid", "uts", "net", "mnt"):
-            assert os.readlink(f"/proc/{host.init_pid}/ns/{namespace}") != os.readlink(f"/proc/self/ns/{namespace}")
+            assert os.readlink(f"/proc/{host.init_pid}/ns/{namespace}") != os.readlink(
+                f"/proc/self/ns/{namespace}"
+            )
+
+    def test_controller_argv_reaches_the_hosts_from_outside_the_namespace(
+        self, host_lab_session: HostLab
+    ) -> None:
+        lab = host_lab_session  # this test stays in the machine's own network namespace
+        (host,) = lab.start(1)
+        try:
+            here, controller = (
+                os.stat("/proc/thread-self/ns/net"),
+                os.stat(netns.netns_path(lab.controller_netns)),
+            )
+            assert here.st_ino != controller.st_ino
+            inside = subprocess.run(
+                lab.controller_argv(ssh_argv(lab, host, "hostname", timeout_s=5)),
+                capture_output=True,
+                text=True,
+            )
+            assert (inside.returncode, inside.stdout.strip()) == (0, host.name), inside.stderr
+        finally:
+            lab.stop([host])
 
     def test_files_written_through_root_are_seen_inside_the_host(self, host_lab: HostLab) -> None:
         (host,) = host_lab.start(1)
@@ -62,9 +92,8 @@ class TestReachability:
 
 class TestFakeGpus:
     def test_query_and_list_answer_like_nvidia_smi(self, host_lab: HostLab) -> None:
-        gpu_host, plain = host_lab.start(
-            2, gpus={"h1": FakeGpus(count=4, model="NVIDIA A100-SXM4-80GB", driver_version="535.161.08")}
-        ) if not host_lab.hosts else pytest.skip("needs slot 1 free")
+        a100 = FakeGpus(count=4, model="NVIDIA A100-SXM4-80GB", driver_version="535.161.08")
+        gpu_host, plain = host_lab.start(2, names=["gpu", "plain"], gpus={"gpu": a100})
         query = "nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader,nounits"
         rows = ssh(host_lab, gpu_host, query).stdout.splitlines()
         assert rows == [f"{i}, NVIDIA A100-SXM4-80GB, 81559, 535.161.08" for i in range(4)]
@@ -124,6 +153,14 @@ def _lab_traces(prefix: str, run_dir: Path) -> list[str]:
     return [n for n in names if n.startswith(prefix)] + mounts + ([str(run_dir)] if run_dir.exists() else [])
 
 
+def _running(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.usefixtures("lab_prerequisites")
 class TestCleanup:
     def test_close_kills_every_host_process_and_removes_namespaces_and_mounts(self) -> None:
         lab = HostLab()
@@ -134,7 +171,7 @@ class TestCleanup:
         assert len(_lab_traces(prefix, lab.run_dir)) == 3 + 2 + 1  # 3 netns, 2 overlays, run dir
         lab.close()
         assert _lab_traces(prefix, lab.run_dir) == []
-        assert not any(psutil.pid_exists(pid) for pid in pids)
+        assert not any(_running(pid) for pid in pids)
 
     def test_a_new_lab_removes_what_a_killed_run_left(self) -> None:
         tests_dir = Path(__file__).resolve().parent.parent
