@@ -41,7 +41,7 @@ def main(
 
 
 def _register() -> None:
-    from hybridctl.commands import inventory_cmds, plan_cmds  # noqa: F401  (registers commands on import)
+    from hybridctl.commands import bundle_cmds, inventory_cmds, plan_cmds  # noqa: F401  (registers commands)
 
 
 def render_error(error: HybridctlError) -> None:
