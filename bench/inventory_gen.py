@@ -121,7 +121,7 @@ def _placeable(templates: list[dict[str, Any]], sites: list[dict[str, Any]],
     inventory = _base(sites, datasets, named)
     index = EligibilityIndex(inventory)
     keep: list[dict[str, Any]] = []
-    for demand, template in zip(demands(inventory), templates):
+    for demand, template in zip(demands(inventory), templates, strict=True):
         eligible = index.eligible(demand)
         domains = {index.pools[p].domain for p in eligible}
         if eligible and not (demand.tier is Tier.FIXED and demand.replicas >= 2 and len(domains) < 2):

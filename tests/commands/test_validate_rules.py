@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from support.inproc import run_cli
 from support.examples import BASE, write
+from support.inproc import run_cli
 
 WORKLOAD = "  - name: train\n    type: training\n    gpu: {types: [H100], count: 8}\n    hours_per_month: 100\n"
 

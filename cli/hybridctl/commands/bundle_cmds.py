@@ -43,7 +43,7 @@ def create(
     version: str = typer.Option(..., "--version", help="Model version; it names versions/<version>/ on hosts."),
     source_commit: str = typer.Option(..., "--source-commit", help="The commit the model was built from."),
     from_dir: Path | None = typer.Option(None, "--from", help="Copy the artifacts from this directory first."),
-    dataset: list[str] = typer.Option([], "--dataset", help="NAME=SHA256 of a dataset the model was trained on; repeatable."),
+    dataset: list[str] = typer.Option([], "--dataset", help="NAME=DIGEST of a dataset snapshot the model was trained on (e.g. sha256:...); repeatable."),
     metric: list[str] = typer.Option([], "--metric", help="NAME=VALUE of the evaluation summary; repeatable."),
     rollback_to: str | None = typer.Option(None, "--rollback-to", help="The version to roll back to."),
 ) -> None:
@@ -66,7 +66,7 @@ def create(
         evaluation = {name: float(value) for name, value in pairs(metric, "metric")}
     except ValueError:
         raise UsageError("--metric values must be numbers, e.g. --metric accuracy=0.93") from None
-    datasets = [DatasetDigest(name=name, sha256=digest) for name, digest in pairs(dataset, "dataset")]
+    datasets = [DatasetDigest(name=name, digest=digest) for name, digest in pairs(dataset, "dataset")]
     manifest = create_bundle(bundle_dir, model=model, version=version, source_commit=source_commit,
                              datasets=datasets, evaluation=evaluation, rollback_to=rollback_to, source_dir=from_dir)
     typer.echo(f"wrote {bundle_dir / 'manifest.json'}: {manifest.model} {manifest.version}, "

@@ -22,7 +22,7 @@ from hybridctl.errors import HybridctlError, Location
 MAX_DEPTH = 64
 MAX_EXPANDED_NODES = 5_000_000  # well above any real inventory (10,000 workloads ~ 350,000 nodes)
 
-Scalar = Union[str, int, float, bool, None]
+Scalar = str | int | float | bool | None
 Value = Union[Scalar, "YamlMap", "YamlSeq"]
 YamlMap = dict[str, "Value"]
 YamlSeq = list["Value"]

@@ -6,15 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.inproc import run_cli
-from support.examples import EXAMPLE_PATHS
-
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation, plan
 from hybridctl.core.plan.serialize import plan_to_json
+from support.examples import EXAMPLE_PATHS
+from support.inproc import run_cli
 
 
 def onprem(name: str, jurisdiction: str = "EU", *pools: dict[str, Any], domain: str | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
+from collections.abc import Collection
 
 from hybridctl.core.catalog import catalog
 from hybridctl.core.diagnostics import Diagnostics
@@ -14,7 +15,7 @@ from hybridctl.core.tiers import Tier
 from hybridctl.errors import Location
 
 
-def _suggest(name: str, known: list[str] | set[str] | dict[str, object]) -> str | None:
+def _suggest(name: str, known: Collection[str]) -> str | None:
     by_case = {k.lower(): k for k in known}
     if name.lower() in by_case:
         return f"did you mean '{by_case[name.lower()]}'?"
@@ -23,7 +24,7 @@ def _suggest(name: str, known: list[str] | set[str] | dict[str, object]) -> str 
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def _unknown(kind: str, name: str, known: list[str] | set[str] | dict[str, object]) -> str:
+def _unknown(kind: str, name: str, known: Collection[str]) -> str:
     return _suggest(name, known) or (f"defined {kind}s: {', '.join(sorted(known))}" if known
                                      else f"no {kind} is defined")
 
@@ -65,7 +66,7 @@ def check_inventory(inventory: Inventory, locator: Locator) -> Diagnostics:
             diagnostics.error("unresolved-reference", f"workload {workload.name}: latency region "
                               f"'{workload.latency.region}' is not in the top-level `regions`",
                               at((*base, "latency", "region")), _unknown("region", workload.latency.region, regions))
-        requests = [(("gpu", "types"), workload.gpu.types)]
+        requests: list[tuple[tuple[str, ...], list[str]]] = [(("gpu", "types"), workload.gpu.types)]
         if workload.fallback is not None and workload.fallback.gpu is not None:
             requests.append((("fallback", "gpu", "types"), workload.fallback.gpu.types))
         for subpath, gpu_types in requests:

@@ -38,7 +38,7 @@ class Locator:
     source_map: SourceMap
     root_locations: dict[str, Location] = field(default_factory=dict)
     item_locations: dict[str, list[Location]] = field(default_factory=dict)  # merged top-level lists
-    default: Location = Location("<inventory>")
+    default: Location = field(default_factory=lambda: Location("<inventory>"))
 
     def location(self, path: Path_, *, key: bool = False) -> Location:
         """The position of the value at path; with key=True, of its key (for unknown fields)."""
@@ -61,8 +61,10 @@ class Locator:
             positions = self.source_map.of(node)
             if positions is None:
                 break
-            marks = positions.keys if key and step == path[-1] and isinstance(step, str) else positions.values
-            mark = marks.get(step)  # type: ignore[call-overload]
+            if key and step == path[-1] and isinstance(step, str):
+                mark = positions.keys.get(step)
+            else:
+                mark = positions.values.get(step)
             if mark is None:
                 break
             best = positions.location(mark)

@@ -208,7 +208,7 @@ class Inventory(_Model):
     name: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9-]{1,63}$")] = Field(
         description="Inventory name, [a-z0-9-]; names stacks and state.")
     regions: list[Token] = Field(default_factory=list, description="User populations that latency budgets refer to.")
-    policies: Policies = Field(default_factory=Policies, description="Inventory-wide policies.")
+    policies: Policies = Field(default_factory=lambda: Policies(), description="Inventory-wide policies.")
     sites: list[Site] = Field(default_factory=list, description="Places with GPU capacity.")
     datasets: list[Dataset] = Field(default_factory=list, description="Data that workloads read.")
     workloads: list[Workload] = Field(default_factory=list, description="What must run.")
