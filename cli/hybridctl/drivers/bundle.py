@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from hybridctl.core.bundle import (
     sha256_hex,
     sign_manifest,
 )
+from hybridctl.drivers.files import atomic_write_bytes
 from hybridctl.errors import Location, UsageError
 
 _CHUNK_BYTES = 1024 * 1024
@@ -67,21 +67,6 @@ class SignatureInfo:
     key_fingerprint: str
 
 
-def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write via a temp file and rename, so a crash leaves the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def generate_keypair(private_path: Path, public_path: Path, *, passphrase: bytes | None = None,
                      overwrite: bool = False) -> KeyPairInfo:
     """Create an Ed25519 key pair as PEM files; the private key file is mode 0600 from birth."""
@@ -96,8 +81,8 @@ def generate_keypair(private_path: Path, public_path: Path, *, passphrase: bytes
     public_pem = public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
     private_path.parent.mkdir(parents=True, exist_ok=True)
     public_path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(private_path, private_pem, mode=0o600)
-    _write_atomic(public_path, public_pem, mode=0o644)
+    atomic_write_bytes(private_path, private_pem, mode=0o600)
+    atomic_write_bytes(public_path, public_pem, mode=0o644)
     return KeyPairInfo(private_path, public_path, key_fingerprint(public_key))
 
 
@@ -124,16 +109,17 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
 
 def _load_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
     data = _read_key_file(path, "private key")
+    # The loader's own exception is not chained into ours (not even as __context__): its
+    # message could quote parts of the file.
+    problem: str | None = None
     try:
         key = load_pem_private_key(data, password=passphrase)
-    except TypeError:
-        # Raised both for "encrypted but no passphrase" and "passphrase given but not encrypted".
-        raise BundleKeyError(f"{path}: the passphrase does not fit this key (missing or not needed)",
-                             location=Location(str(path))) from None
+    except TypeError:  # "encrypted but no passphrase" and "passphrase given but not encrypted"
+        problem = "the passphrase does not fit this key (missing, or given for an unencrypted key)"
     except ValueError:
-        # The original message can quote parts of the file; it is dropped on purpose.
-        raise BundleKeyError(f"{path} is not a readable PEM private key, or the passphrase is wrong",
-                             location=Location(str(path))) from None
+        problem = "not a readable PEM private key, or the passphrase is wrong"
+    if problem is not None:
+        raise BundleKeyError(f"{path}: {problem}", location=Location(str(path)))
     if not isinstance(key, Ed25519PrivateKey):
         raise BundleKeyError(f"{path} is not an Ed25519 private key", location=Location(str(path)))
     return key
@@ -216,7 +202,7 @@ def create_bundle(bundle_dir: Path, *, model: str, version: str, source_commit: 
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise UsageError(f"cannot create the manifest: {exc}") from None
     (bundle_dir / SIGNATURE_NAME).unlink(missing_ok=True)
-    _write_atomic(bundle_dir / MANIFEST_NAME, canonical_manifest_bytes(manifest))
+    atomic_write_bytes(bundle_dir / MANIFEST_NAME, canonical_manifest_bytes(manifest))
     return manifest
 
 
@@ -248,12 +234,12 @@ def sign_bundle(bundle_dir: Path, private_key_path: Path, *, passphrase: bytes |
         )
     canonical = canonical_manifest_bytes(manifest)
     if canonical != data:
-        _write_atomic(bundle_dir / MANIFEST_NAME, canonical)
+        atomic_write_bytes(bundle_dir / MANIFEST_NAME, canonical)
     private_key = _load_private_key(private_key_path, passphrase)
     signature = sign_manifest(private_key, canonical)
     fingerprint = key_fingerprint(private_key.public_key())
     del private_key
-    _write_atomic(bundle_dir / SIGNATURE_NAME, signature)
+    atomic_write_bytes(bundle_dir / SIGNATURE_NAME, signature)
     return SignatureInfo(bundle_dir, sha256_hex(canonical), fingerprint)
 
 

@@ -13,6 +13,7 @@ from hybridctl.core.bundle import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
     BundleIntegrityError,
+    BundleKeyError,
     BundleManifestError,
     BundleSignatureError,
     DatasetDigest,
@@ -20,7 +21,6 @@ from hybridctl.core.bundle import (
     SignatureStatus,
 )
 from hybridctl.drivers.bundle import (
-    BundleKeyError,
     check_bundle,
     create_bundle,
     generate_keypair,
@@ -81,7 +81,8 @@ class TestKeys:
         broken.write_text(keys[0].read_text().replace(secret_body, secret_body[::-1]))
         with pytest.raises(BundleKeyError) as info:
             sign_bundle(bundle, broken)
-        rendered = f"{info.value} {info.value!r} {info.value.hint} {info.value.__cause__} {info.value.__context__}"
+        assert info.value.__cause__ is None and info.value.__context__ is None
+        rendered = f"{info.value} {info.value!r} {info.value.hint}"
         assert secret_body not in rendered and secret_body[::-1] not in rendered
 
     def test_missing_and_wrong_type_key_files(self, tmp_path: Path, bundle: Path, keys: tuple[Path, Path]) -> None:

@@ -1,0 +1,127 @@
+"""node.yml against local host roots: files, labels, runtime config, idempotence, bad variables."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from hybridctl.drivers.ansible import HostState, PlaybookResult
+
+from .support import Bundles, RunPlaybook, describe
+
+pytestmark = pytest.mark.slow
+
+NODE_VARS: dict[str, dict[str, object]] = {
+    "fra1": {"hybridctl_site": "dc-frankfurt", "hybridctl_site_kind": "onprem", "hybridctl_pool": "h100-reserved",
+             "hybridctl_gpu": "H100", "hybridctl_tiers": ["fixed", "burst"], "hybridctl_expected_gpus": 8,
+             "hybridctl_failure_domain": "fra", "hybridctl_jurisdiction": "EU"},
+    "edge1": {"hybridctl_site": "edge-store-17", "hybridctl_site_kind": "edge", "hybridctl_pool": "l4-edge",
+              "hybridctl_gpu": "L4", "hybridctl_tier": "opportunistic", "hybridctl_containerd_config_version": 3},
+    # containerd is configured already, without imports: node.yml must add the import line.
+    "legacy": {"hybridctl_site": "dc-frankfurt", "hybridctl_site_kind": "onprem", "hybridctl_pool": "a100",
+               "hybridctl_gpu": "A100-80GB", "hybridctl_tiers": ["burst"]},
+}
+LEGACY_CONFIG = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "pause:3.9"\n'
+
+
+@dataclass(frozen=True)
+class NodeRuns:
+    roots: dict[str, Path]
+    first: PlaybookResult
+    second: PlaybookResult
+    checked: PlaybookResult
+
+
+@pytest.fixture(scope="module")
+def node_runs(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook, bundles: Bundles) -> NodeRuns:
+    base = tmp_path_factory.mktemp("nodes")
+    roots = {name: base / name for name in NODE_VARS}
+    (roots["legacy"] / "etc/containerd").mkdir(parents=True)
+    (roots["legacy"] / "etc/containerd/config.toml").write_text(LEGACY_CONFIG)
+    first = run_local("node.yml", roots, host_vars=NODE_VARS,
+                      hybridctl_bundle_public_key_file=str(bundles.public_key))
+    second = run_local("node.yml", roots, host_vars=NODE_VARS,
+                       hybridctl_bundle_public_key_file=str(bundles.public_key))
+    # Drift on one node, then a check-mode run (how `hybridctl status` looks for drift).
+    (roots["legacy"] / "etc/hybridctl/node.yaml").write_text("edited: by hand\n")
+    checked = run_local("node.yml", roots, host_vars=NODE_VARS, check=True,
+                        hybridctl_bundle_public_key_file=str(bundles.public_key))
+    return NodeRuns(roots, first, second, checked)
+
+
+class TestNodeBaseline:
+    def test_first_run_changes_and_second_run_changes_nothing(self, node_runs: NodeRuns) -> None:
+        assert node_runs.first.succeeded, describe(node_runs.first)
+        assert all(h.state is HostState.CHANGED for h in node_runs.first.hosts)
+        assert node_runs.second.succeeded, describe(node_runs.second)
+        assert [(h.host, h.changed) for h in node_runs.second.hosts] == [(h, 0) for h in sorted(NODE_VARS)]
+
+    def test_node_config_carries_site_pool_and_tier_labels(self, node_runs: NodeRuns) -> None:
+        config = yaml.safe_load((node_runs.roots["fra1"] / "etc/hybridctl/node.yaml").read_text())
+        assert config["labels"] == {
+            "hybridctl.io/site": "dc-frankfurt", "hybridctl.io/site-kind": "onprem",
+            "hybridctl.io/pool": "h100-reserved", "hybridctl.io/gpu": "H100",
+            "hybridctl.io/failure-domain": "fra", "hybridctl.io/jurisdiction": "EU",
+            "hybridctl.io/tier-burst": "true", "hybridctl.io/tier-fixed": "true",
+        }
+        assert config["tiers"] == ["burst", "fixed"] and config["gpu"] == {"type": "H100", "count": 8}
+        assert config["paths"] == {"config": "/etc/hybridctl", "models": "/var/lib/hybridctl/models"}
+        labels = dict(item.split("=") for item in config["kubelet_node_labels"].split(","))
+        assert labels == config["labels"]
+        edge = yaml.safe_load((node_runs.roots["edge1"] / "etc/hybridctl/node.yaml").read_text())
+        assert edge["tiers"] == ["opportunistic"] and edge["site"] == {"name": "edge-store-17", "kind": "edge"}
+
+    def test_directories_and_trusted_key_exist(self, node_runs: NodeRuns, bundles: Bundles) -> None:
+        root = node_runs.roots["edge1"]
+        assert (root / "var/lib/hybridctl/models").is_dir()
+        trusted = root / "etc/hybridctl/trust/model-signing.pub.pem"
+        assert trusted.read_bytes() == bundles.public_key.read_bytes()
+
+    def test_nvidia_runtime_drop_in_for_containerd_1_and_2(self, node_runs: NodeRuns) -> None:
+        v2 = tomllib.loads((node_runs.roots["fra1"] / "etc/containerd/conf.d/nvidia.toml").read_text())
+        runtime = v2["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+        assert runtime["default_runtime_name"] == "nvidia"
+        assert runtime["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+        v3 = tomllib.loads((node_runs.roots["edge1"] / "etc/containerd/conf.d/nvidia.toml").read_text())
+        assert v3["version"] == 3
+        assert v3["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["nvidia"]["runtime_type"] \
+            == "io.containerd.runc.v2"
+        main = tomllib.loads((node_runs.roots["fra1"] / "etc/containerd/config.toml").read_text())
+        assert main["imports"] == ["/etc/containerd/conf.d/*.toml"]
+
+    def test_existing_containerd_config_gets_the_import_and_keeps_its_settings(self, node_runs: NodeRuns) -> None:
+        text = (node_runs.roots["legacy"] / "etc/containerd/config.toml").read_text()
+        config = tomllib.loads(text)
+        assert config["imports"] == ["/etc/containerd/conf.d/*.toml"]
+        assert config["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == "pause:3.9"
+        assert text.endswith(LEGACY_CONFIG)
+
+    def test_restart_is_skipped_without_a_service_manager(self, node_runs: NodeRuns) -> None:
+        for host in node_runs.first.hosts:
+            assert host.data["containerd_restartable"] is False
+            assert str(host.data["runtime_config"]).endswith("/etc/containerd/conf.d/nvidia.toml")
+
+
+    def test_check_mode_reports_drift_only_where_it_is_and_fixes_nothing(self, node_runs: NodeRuns) -> None:
+        checked = node_runs.checked
+        assert checked.succeeded, describe(checked)
+        assert [(h.host, h.changed > 0) for h in checked.hosts] == [("edge1", False), ("fra1", False),
+                                                                   ("legacy", True)]
+        assert (node_runs.roots["legacy"] / "etc/hybridctl/node.yaml").read_text() == "edited: by hand\n"
+
+
+class TestNodeVariables:
+    def test_missing_or_invalid_variables_fail_with_the_names(self, tmp_path: Path, run_local: RunPlaybook) -> None:
+        bad = {"nopool": {**NODE_VARS["fra1"], "hybridctl_pool": None},
+               "badtier": {**NODE_VARS["fra1"], "hybridctl_tiers": ["gold"]}}
+        del bad["nopool"]["hybridctl_pool"]
+        result = run_local("node.yml", {name: tmp_path / name for name in bad}, host_vars=bad)
+        for name in bad:
+            host = result.host(name)
+            assert host.state is HostState.FAILED, describe(result)
+            assert host.message is not None and "needs hybridctl_site" in host.message
+            assert not (tmp_path / name / "etc/hybridctl/node.yaml").exists()
+        assert "tiers=['gold']" in (result.host("badtier").message or "")

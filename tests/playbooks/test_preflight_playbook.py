@@ -1,0 +1,98 @@
+"""preflight.yml against local host roots, with stand-in nvidia-smi scripts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hybridctl.drivers.ansible import HostState, PlaybookResult
+
+from .support import RunPlaybook, describe
+
+pytestmark = pytest.mark.slow
+
+H100_ROWS = "0, NVIDIA H100 80GB HBM3, 81559, 550.54.15\n1, NVIDIA H100 80GB HBM3, 81559, 550.54.15\n"
+
+
+def fake_nvidia_smi(directory: Path, stdout: str, rc: int = 0) -> Path:
+    """A script that prints what nvidia-smi prints for the query preflight makes."""
+    script = directory / "nvidia-smi"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f"#!/bin/sh\ncat <<'EOF'\n{stdout}EOF\nexit {rc}\n")
+    script.chmod(0o755)
+    return script
+
+
+@dataclass(frozen=True)
+class PreflightRun:
+    roots: dict[str, Path]
+    result: PlaybookResult
+
+
+@pytest.fixture(scope="module")
+def preflight(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook) -> PreflightRun:
+    base = tmp_path_factory.mktemp("preflight")
+    h100 = str(fake_nvidia_smi(base / "bin-h100", H100_ROWS))
+    broken = str(fake_nvidia_smi(base / "bin-broken", "NVIDIA-SMI has failed because it couldn't communicate "
+                                 "with the NVIDIA driver.\n", rc=9))
+    host_vars: dict[str, dict[str, object]] = {
+        "gpu": {"hybridctl_nvidia_smi": h100, "hybridctl_gpu": "H100", "hybridctl_expected_gpus": 2,
+                "hybridctl_min_driver_version": "535.104", "hybridctl_model_cache_required_gb": 0.001},
+        "cpu": {"hybridctl_nvidia_smi": str(base / "nowhere/nvidia-smi")},
+        "wrong": {"hybridctl_nvidia_smi": h100, "hybridctl_gpu": "L4", "hybridctl_expected_gpus": 4,
+                  "hybridctl_min_driver_version": "560"},
+        "full": {"hybridctl_nvidia_smi": h100, "hybridctl_model_cache_required_gb": 10**9},
+        "broken": {"hybridctl_nvidia_smi": broken, "hybridctl_gpu": "H100"},
+    }
+    roots = {name: base / name for name in host_vars}
+    return PreflightRun(roots, run_local("preflight.yml", roots, host_vars=host_vars))
+
+
+class TestPreflight:
+    def test_gpus_driver_and_disk_are_reported(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("gpu")
+        assert host.state is HostState.OK, describe(preflight.result)
+        data: dict[str, Any] = dict(host.data)
+        assert data["ok"] is True and data["problems"] == [] and data["nvidia_smi"] == "ok"
+        assert data["gpu_count"] == 2 and data["driver_version"] == "550.54.15"
+        assert data["gpus"][1] == {"index": 1, "name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559,
+                                   "driver_version": "550.54.15"}
+        disk = data["disk"]
+        assert disk["path"] == str(preflight.roots["gpu"] / "var/lib/hybridctl/models")
+        # The cache does not exist yet: its nearest existing ancestor is measured.
+        assert Path(disk["measured_path"]).is_dir() and disk["path"].startswith(disk["measured_path"])
+        assert disk["available_bytes"] > 0 and disk["required_bytes"] == 1_000_000
+        assert data["os"]["distribution"] and data["reachable"] is True
+
+    def test_a_host_without_nvidia_smi_has_no_gpus_and_passes(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("cpu")
+        assert host.state is HostState.OK, describe(preflight.result)
+        assert host.data["nvidia_smi"] == "absent" and host.data["gpu_count"] == 0
+        assert host.data["gpus"] == [] and host.data["driver_version"] is None
+
+    def test_wrong_type_count_and_old_driver_fail_with_every_problem(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("wrong")
+        assert host.state is HostState.FAILED
+        assert host.data["problems"] == [
+            "found 2 GPUs, expected 4",
+            "GPU 0 is NVIDIA H100 80GB HBM3, expected L4",
+            "GPU 1 is NVIDIA H100 80GB HBM3, expected L4",
+            "driver 550.54.15 is older than 560",
+        ]
+        assert host.message is not None and "found 2 GPUs, expected 4" in host.message
+
+    def test_too_little_disk_fails(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("full")
+        assert host.state is HostState.FAILED
+        problems: list[str] = list(host.data["problems"])  # type: ignore[call-overload]
+        (problem,) = problems
+        assert "GB free, needs 1000000000 GB" in problem
+
+    def test_a_failing_nvidia_smi_is_a_problem_not_zero_gpus(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("broken")
+        assert host.state is HostState.FAILED
+        assert host.data["nvidia_smi"] == "failed"
+        assert host.data["problems"] == ["nvidia-smi failed: NVIDIA-SMI has failed because it couldn't "
+                                         "communicate with the NVIDIA driver."]
