@@ -9,7 +9,17 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hybridctl.core.catalog import catalog
-from hybridctl.core.inventory.models import CapacityType, Inventory, Sensitivity, SiteKind, WorkloadType
+from hybridctl.core.inventory.models import (
+    CapacityType,
+    Dataset,
+    Inventory,
+    Pool,
+    Sensitivity,
+    Site,
+    SiteKind,
+    Workload,
+    WorkloadType,
+)
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.tiers import allowed_capacity_types, decide_tier
 
@@ -42,28 +52,9 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
         if pl.tier != tier.value:
             problems.append(f"{where}: tier {pl.tier}, but the rules give {tier.value}")
         gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
-        if pool.gpu not in gpu.types:
-            problems.append(f"{where}: GPU {pool.gpu} is not one of {gpu.types}")
         if pl.gpus != pl.replicas * gpu.count:
             problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
-        if pool.capacity_type not in allowed_capacity_types(tier, w.preemptible, inventory.policies):
-            problems.append(f"{where}: capacity type {pool.capacity_type.value} not allowed for tier {tier.value}")
-        if pool.capacity_type is CapacityType.SPOT and not w.preemptible:
-            problems.append(f"{where}: spot capacity for non-preemptible work")
-        read = [datasets[n] for n in w.datasets]
-        if w.type is WorkloadType.FEDERATED_TRAINING:
-            read = [d for d in read if d.site == site.name]
-            if not read:
-                problems.append(f"{where}: a federated trainer at a site holding none of its data")
-        for d in read:
-            if d.sensitivity is Sensitivity.RESTRICTED and site.kind is SiteKind.CLOUD:
-                problems.append(f"{where}: restricted dataset {d.name} processed in the cloud")
-            if d.residency is not None and site.jurisdiction not in d.residency:
-                problems.append(f"{where}: dataset {d.name} must stay in {d.residency}, site is {site.jurisdiction}")
-        if w.latency is not None and site.latency_ms.get(w.latency.region, float("inf")) > w.latency.p95_ms:
-            problems.append(f"{where}: latency to {w.latency.region} over {w.latency.p95_ms} ms")
-        if w.sites is not None and site.name not in w.sites:
-            problems.append(f"{where}: site {site.name} not in the allow-list")
+        problems.extend(f"{where}: {p}" for p in _pool_violations(inventory, w, gpu.types, site, pool, datasets))
         price = pool.usd_per_gpu_hour
         if price is None:
             price = instances[pool.instance_type or ""].usd_per_gpu_hour
@@ -97,7 +88,10 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
             if replicas[key] + unplaced.get(key, 0) != wanted:
                 problems.append(f"{key}: {replicas[key]} placed + {unplaced.get(key, 0)} unplaced != {wanted} replicas")
         tier, _, _ = decide_tier(w)
-        spread = min(inventory.policies.spread_fixed_across, w.replicas)
+        # the spread asked for is bounded by the failure domains that could host the workload at all
+        possible = {s.failure_domain or s.name for s in inventory.sites for p in s.pools
+                    if (p.gpus or p.max_gpus or 0) > 0 and not _pool_violations(inventory, w, w.gpu.types, s, p, datasets)}
+        spread = min(inventory.policies.spread_fixed_across, w.replicas, len(possible))
         if tier.value == "fixed" and w.replicas >= 2 and replicas[w.name] == w.replicas and spread >= 2 \
                 and len(domains[w.name]) < spread and not _degraded(plan, w.name):
             problems.append(f"{w.name}: fixed tier spans {len(domains[w.name])} failure domains, needs {spread}")
@@ -106,6 +100,34 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
     planned_movement = sum(m.usd_per_month for m in plan.data_movements)
     if abs(planned_movement - sum(movement.values())) > _TOLERANCE_USD * max(1, len(plan.data_movements)):
         problems.append(f"data movement: plan says {planned_movement:.2f}, rules give {sum(movement.values()):.2f}")
+    return problems
+
+
+def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], site: Site, pool: Pool,
+                     datasets: dict[str, Dataset]) -> list[str]:
+    """The rules a pool breaks for a workload, each re-derived from the spec."""
+    problems: list[str] = []
+    tier, _, _ = decide_tier(w)
+    if pool.gpu not in gpu_types:
+        problems.append(f"GPU {pool.gpu} is not one of {gpu_types}")
+    if pool.capacity_type not in allowed_capacity_types(tier, w.preemptible, inventory.policies):
+        problems.append(f"capacity type {pool.capacity_type.value} not allowed for tier {tier.value}")
+    if pool.capacity_type is CapacityType.SPOT and not w.preemptible:
+        problems.append("spot capacity for non-preemptible work")
+    read = [datasets[n] for n in w.datasets]
+    if w.type is WorkloadType.FEDERATED_TRAINING:
+        read = [d for d in read if d.site == site.name]
+        if not read:
+            problems.append("a federated trainer at a site holding none of its data")
+    for d in read:
+        if d.sensitivity is Sensitivity.RESTRICTED and site.kind is SiteKind.CLOUD:
+            problems.append(f"restricted dataset {d.name} processed in the cloud")
+        if d.residency is not None and site.jurisdiction not in d.residency:
+            problems.append(f"dataset {d.name} must stay in {d.residency}, site is {site.jurisdiction}")
+    if w.latency is not None and site.latency_ms.get(w.latency.region, float("inf")) > w.latency.p95_ms:
+        problems.append(f"latency to {w.latency.region} over {w.latency.p95_ms} ms")
+    if w.sites is not None and site.name not in w.sites:
+        problems.append(f"site {site.name} not in the allow-list")
     return problems
 
 
