@@ -16,6 +16,7 @@ from hybridctl.drivers.pulumi import flatten_config
 from hybridctl.paths import inventories_dir
 from kueue_crd_schema import errors
 from pulumi_stack_harness import ProgramRun, import_stack_module, run_program
+from support.examples import EXAMPLE_PATHS
 
 gpu_pools = import_stack_module("aws-gpu-pools", "gpu_pools")
 queues_config = import_stack_module("k8s-queues", "queues_config")
@@ -25,7 +26,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def _examples() -> list[str]:
-    return sorted(p.name for p in inventories_dir().iterdir() if p.suffix in (".yaml", ".yml") or p.is_dir())
+    return [p.name for p in EXAMPLE_PATHS]
 
 
 @cache

@@ -41,7 +41,13 @@ def main(
 
 
 def _register() -> None:
-    from hybridctl.commands import bundle_cmds, inventory_cmds, plan_cmds  # noqa: F401  (registers commands)
+    # the order of these imports is the order of `hybridctl --help`: the workflow's order
+    from hybridctl.commands import inventory_cmds  # noqa: F401, I001
+    from hybridctl.commands import plan_cmds  # noqa: F401
+    from hybridctl.commands import apply_cmds  # noqa: F401
+    from hybridctl.commands import discover_cmds  # noqa: F401
+    from hybridctl.commands import failover_cmds  # noqa: F401
+    from hybridctl.commands import bundle_cmds  # noqa: F401
 
 
 def render_error(error: HybridctlError) -> None:

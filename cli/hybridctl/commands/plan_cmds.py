@@ -67,6 +67,9 @@ def plan(
     gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="Relative optimality gap at which to stop."),
     move_threshold_usd: float = typer.Option(100.0, "--move-threshold-usd", min=0.0,
                                              help="With --previous: the saving per month that justifies moving a replica."),
+    state: Path | None = typer.Option(None, "--state", help="State directory whose serial a plan file records, so that "
+                                      "apply refuses it once the state has moved on (default: $HYBRIDCTL_STATE, "
+                                      "else ./.hybridctl/state)."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
     from hybridctl.core.inventory.loader import load_inventory
@@ -89,8 +92,13 @@ def plan(
     else:
         render_plan(stdout(), result, diff)
     if out is not None:
-        write_atomically(out, plan_to_json(result, plan_file=True))
-        stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out}")
+        from dataclasses import replace
+
+        from hybridctl.drivers.state import current_serial
+
+        saved = replace(result, base_serial=current_serial(state))
+        write_atomically(out, plan_to_json(saved, plan_file=True))
+        stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     violation = budget_violation(result)
     if violation:
         stderr().print(f"[red]error:[/] {violation}")

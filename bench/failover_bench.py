@@ -1,0 +1,95 @@
+"""Failover and drill timings. Prints figures; asserts nothing.
+
+    .venv/bin/python bench/failover_bench.py [--sizes 1000,10000] [--pools 300] [--seed 1]
+
+1. failover replan after the loss of the busiest site, on seeded synthetic fleets
+   (bench/inventory_gen.py): the base plan, then replan() from it (warm: previous=base);
+   target 10,000 workloads within 5 s.
+2. `drill --standard` on inventories/enterprise: in process, and as the CLI end to end;
+   target under 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from inventory_gen import generate  # noqa: E402
+
+
+def _fleet(workloads: int, pools: int, seed: int):  # type: ignore[no-untyped-def]
+    from hybridctl.core.inventory.models import Inventory
+
+    return Inventory.model_validate(generate(workloads, pools, seed))
+
+
+def bench_replan(workloads: int, pools: int, seed: int) -> None:
+    from hybridctl.core.failover.events import Event, EventKind
+    from hybridctl.core.failover.impact import impacts
+    from hybridctl.core.failover.replan import replan
+    from hybridctl.core.plan.planner import plan
+
+    inventory = _fleet(workloads, pools, seed)
+    started = time.perf_counter()
+    base = plan(inventory)
+    base_s = time.perf_counter() - started
+    gpus_at = Counter[str]()
+    for p in base.placements:
+        gpus_at[p.site] += p.gpus
+    for site, gpus in gpus_at.most_common(2):
+        started = time.perf_counter()
+        result = replan(inventory, base, [Event(EventKind.SITE_LOST, site)])
+        replan_s = time.perf_counter() - started
+        changes = impacts(inventory, result)
+        on_site = {p.workload for p in base.placements if p.site == site}
+        healthy_moved = sum(1 for i in changes if i.workload not in on_site)
+        statuses = Counter(i.status.value for i in changes)
+        print(f"{workloads:>6} workloads, {len(base.pools)} pools: base plan {base_s:6.2f} s; "
+              f"site-lost {site} ({gpus} GPUs): replan {replan_s:6.2f} s in {result.passes} pass(es), "
+              f"solver {result.after.solver.status}; {dict(statuses)}; healthy workloads moved: {healthy_moved}")
+
+
+def bench_drill() -> None:
+    from hybridctl.core.failover.drill import drill
+    from hybridctl.core.failover.scenario import standard_scenarios
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import plan
+
+    enterprise = ROOT / "inventories" / "enterprise"
+    started = time.perf_counter()
+    inventory = load_inventory(enterprise).inventory
+    report = drill(inventory, plan(inventory), standard_scenarios(inventory))
+    in_process = time.perf_counter() - started
+    slowest = max(report.results, key=lambda r: r.seconds)
+    print(f"drill --standard enterprise, in process: {in_process:.2f} s for {len(report.results)} scenarios "
+          f"(slowest {slowest.scenario.name} {slowest.seconds:.3f} s); passed: {report.passed}")
+    # the drill command registers itself on import (also when app._register already imports it)
+    command = [sys.executable, "-c", "import sys, hybridctl.commands.failover_cmds; "
+               "from hybridctl.commands.app import run; run(sys.argv[1:])", "drill", str(enterprise), "--standard"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    print(f"drill --standard enterprise, CLI end to end: {time.perf_counter() - started:.2f} s (exit {done.returncode})")
+    if done.returncode not in (0, 1):
+        print(done.stderr.strip()[-500:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--pools", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    for size in (int(s) for s in args.sizes.split(",")):
+        bench_replan(size, args.pools, args.seed)
+    bench_drill()
+
+
+if __name__ == "__main__":
+    main()

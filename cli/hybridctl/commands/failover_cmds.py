@@ -1,0 +1,161 @@
+"""failover, drill, runbook resume|rollback|show: incidents and the rehearsals for them.
+
+`failover` replans the applied plan (from the state) with the events applied and prints the
+runbook; with --execute it runs it through apply's executor, journal and drivers. `drill`
+changes nothing: it replans scenarios from a fresh plan and acts as a CI gate.
+
+Exit codes: 0 done; 1 a drill gate failed, a step failed, or an input file is invalid;
+2 bad arguments or event syntax; 3 state locked; 4 refused (nothing applied, no approval);
+130 interrupted (resume with `hybridctl runbook resume`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from hybridctl.commands.app import app
+
+runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
+app.add_typer(runbook_app)
+
+STATE_HELP = "State directory (default: $HYBRIDCTL_STATE, else ./.hybridctl/state)."
+
+
+class RunbookFormat(StrEnum):
+    markdown = "markdown"
+    table = "table"
+    json = "json"
+
+
+class DrillFormat(StrEnum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+# core.failover.replan.DEFAULT_FAILOVER_MOVE_THRESHOLD_USD, written out so that --help needs no solver import
+MOVE_THRESHOLD_USD = 10_000.0
+
+
+@app.command()
+def failover(
+    events: list[str] = typer.Argument(..., metavar="EVENT", help="Events, e.g. `site-lost dc-fra`, `pool-lost P`, "
+                                       "`capacity P=50%`, `price P=x3`, `spot-reclaim P`, `link-down SITE`."),
+    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the one the "
+                                          "applied plan was applied from, as the state records it)."),
+    output_format: RunbookFormat = typer.Option(RunbookFormat.markdown, "--format", "-f", help="Output format."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the runbook as JSON to this file."),
+    execute: bool = typer.Option(False, "--execute", help="Run the runbook: a confirmation per group of steps, "
+                                 "journaled, resumable with `hybridctl runbook resume`."),
+    auto_approve: bool = typer.Option(False, "--auto-approve", help="With --execute: approve every group and "
+                                      "manual step without asking."),
+    move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
+                                             help="A replica that still has capacity moves only if that saves this "
+                                                  "much per month."),
+    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit in seconds."),
+    skip_cloud: bool = typer.Option(False, "--skip-cloud", help="With --execute: skip the Pulumi steps."),
+    bundles: Path | None = typer.Option(None, "--bundles", help="Signed model bundles, DIR/<workload>/: synced to "
+                                        "the hosts that receive moved workloads."),
+    bundle_public_key: Path | None = typer.Option(None, "--bundle-public-key", help="Key the bundles are signed with."),
+    known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file for the hosts."),
+    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),
+    lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock (30s, 5m)."),
+    parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+) -> None:
+    """Replan from the applied plan with the events applied, and print (or --execute) the runbook."""
+    from hybridctl.commands.apply_cmds import parse_duration
+    from hybridctl.commands.failover_flow import ExecOptions, run_failover
+
+    code = run_failover(
+        events, state=state, inventory=inventory, output_format=output_format.value, out=out, execute=execute,
+        move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
+        options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
+                            parse_duration(lock_timeout), parallelism))
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def drill(
+    inventory: Path = typer.Argument(..., help="Inventory file or directory."),
+    scenario: list[Path] = typer.Option([], "--scenario", "-s", help="A scenario file (repeatable)."),
+    standard: bool = typer.Option(False, "--standard", help="The built-in scenarios: each site lost, each spot pool "
+                                  "reclaimed, -50 % of each GPU type, spot prices x3, each edge link down "
+                                  "(the default when no --scenario is given)."),
+    output_format: DrillFormat = typer.Option(DrillFormat.table, "--format", "-f", help="Output format."),
+    json_out: Path | None = typer.Option(None, "--json-out", help="Also write the JSON report to this file."),
+    move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
+                                             help="As for failover."),
+    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit per replan, seconds."),
+) -> None:
+    """Tabletop exercise: what each scenario would move, degrade and lose. Exit 1 when a fixed-tier workload
+    would lose service or miss its rto_minutes."""
+    from hybridctl.commands.failover_flow import run_drill
+
+    code = run_drill(inventory, scenario, standard=standard or not scenario, output_format=output_format.value,
+                     json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit)
+    if code:
+        raise typer.Exit(code)
+
+
+@runbook_app.command("resume")
+def resume(
+    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve every group without asking."),
+    skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the Pulumi steps."),
+    known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file for the hosts."),
+    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),
+    lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock."),
+    parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+) -> None:
+    """Finish an interrupted or failed runbook: steps already done are not run again."""
+    from hybridctl.commands.apply_cmds import parse_duration
+    from hybridctl.commands.failover_flow import ExecOptions, run_resume
+
+    code = run_resume(state, ExecOptions(auto_approve, skip_cloud, None, None, known_hosts, ssh_key,
+                                         parse_duration(lock_timeout), parallelism))
+    if code:
+        raise typer.Exit(code)
+
+
+@runbook_app.command("rollback")
+def rollback(
+    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the state's)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only print the rollback runbook."),
+    output_format: RunbookFormat = typer.Option(RunbookFormat.markdown, "--format", "-f", help="Output format."),
+    auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve every group without asking."),
+    skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the Pulumi steps."),
+    bundles: Path | None = typer.Option(None, "--bundles", help="Signed model bundles, DIR/<workload>/."),
+    bundle_public_key: Path | None = typer.Option(None, "--bundle-public-key", help="Key the bundles are signed with."),
+    known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file for the hosts."),
+    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),
+    lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock."),
+    parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+) -> None:
+    """Once the site is back: return to the plan that ran before the failover (checks the site first)."""
+    from hybridctl.commands.apply_cmds import parse_duration
+    from hybridctl.commands.failover_flow import ExecOptions, run_rollback
+
+    code = run_rollback(state, inventory, dry_run=dry_run, output_format=output_format.value,
+                        options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts,
+                                            ssh_key, parse_duration(lock_timeout), parallelism))
+    if code:
+        raise typer.Exit(code)
+
+
+@runbook_app.command("show")
+def show(
+    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    output_format: RunbookFormat = typer.Option(RunbookFormat.markdown, "--format", "-f", help="Output format."),
+) -> None:
+    """Show the runbook that is unfinished, or else the failover in effect."""
+    from hybridctl.commands.failover_flow import run_show
+
+    code = run_show(state, output_format.value)
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,407 @@
+"""The flows behind failover, drill and runbook: load, replan, render, and execute through apply's executor.
+
+Runbooks live in the state directory, beside what apply keeps there:
+
+    runbooks/<runbook id>.json   every runbook that was executed (its steps, both plans)
+    runbooks/active.json         the failovers in effect, oldest first: what rollback returns from
+
+An unfinished runbook is the state's pending run of operation "runbook"; its detail names the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+
+from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, Runbook, RunbookKind
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.steps import BundleRef, Step, StepPlan
+from hybridctl.drivers.state import State, StateStore
+from hybridctl.errors import RefusedError, UsageError
+from hybridctl.render.console import stderr, stdout
+
+if TYPE_CHECKING:
+    from hybridctl.executor import RunReport, StepRunner
+
+OPERATION = "runbook"
+INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class ExecOptions:
+    auto_approve: bool = False
+    skip_cloud: bool = False
+    bundles: Path | None = None
+    bundle_public_key: Path | None = None
+    known_hosts: Path | None = None
+    ssh_key: Path | None = None
+    lock_timeout_s: float = 0.0
+    parallelism: int = 4
+
+
+# --- drill ---------------------------------------------------------------------------------------
+
+
+def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
+              json_out: Path | None, move_threshold_usd: float, time_limit_s: float) -> int:
+    from hybridctl.core.failover.drill import drill
+    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.scenario import check_scenarios, parse_scenarios, standard_scenarios
+    from hybridctl.core.failover.serialize import drill_to_json
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.drivers.files import atomic_write_text
+    from hybridctl.render.failover import drill_markdown, render_drill
+
+    inventory = load_inventory(inventory_path).inventory
+    scenarios = []
+    for path in scenario_files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"{path}: no such scenario file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read: {exc}") from None
+        scenarios += parse_scenarios(text, str(path))
+    if standard:
+        scenarios += standard_scenarios(inventory)
+    check_scenarios(scenarios, inventory)
+    base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
+    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s))
+    if output_format == "json":
+        typer.echo(drill_to_json(report), nl=False)
+    elif output_format == "markdown":
+        typer.echo(drill_markdown(report), nl=False)
+    else:
+        render_drill(stdout(), report)
+    if json_out is not None:
+        atomic_write_text(json_out, drill_to_json(report))
+    return 0 if report.passed else 1
+
+
+# --- shared pieces -------------------------------------------------------------------------------
+
+
+def steps_builder(inventory: Inventory, state: State, refs: dict[str, BundleRef] | None,
+                  public_key: Path | None) -> Callable[[Plan], StepPlan]:
+    """plan -> apply's step graph for it, built exactly as apply builds it."""
+    from hybridctl.commands.apply_flow import assets_digest, deployed_steps
+    from hybridctl.core.steps import apply_steps
+
+    digests = dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
+    deployed = deployed_steps(state)
+
+    def build(plan: Plan) -> StepPlan:
+        return apply_steps(plan, inventory, bundles=refs,
+                           bundle_public_key=str(public_key.resolve()) if public_key else None,
+                           deployed=deployed, asset_digests=digests)
+
+    return build
+
+
+def _load_inventory(option: Path | None, state: State) -> Inventory:
+    from hybridctl.core.inventory.loader import load_inventory
+
+    path = option or (Path(state.inventory_path) if state.inventory_path else None)
+    if path is None:
+        raise UsageError("the state records no inventory path: pass --inventory PATH")
+    return load_inventory(path).inventory
+
+
+def _applied(state: State, store: StateStore) -> Plan:
+    from hybridctl.core.plan.serialize import plan_from_dict
+
+    if not state.applied_plan:
+        raise RefusedError(f"nothing is applied in {store.root}: failover replans from the applied plan",
+                           hint="apply a plan first (`hybridctl apply`), or rehearse with `hybridctl drill INVENTORY`")
+    return plan_from_dict(dict(state.applied_plan), str(store.state_path))
+
+
+def _emit(runbook: Runbook, output_format: str) -> None:
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.render.failover import render_runbook, runbook_markdown
+
+    if output_format == "json":
+        typer.echo(runbook_to_json(runbook), nl=False)
+    elif output_format == "markdown":
+        typer.echo(runbook_markdown(runbook), nl=False)
+    else:
+        render_runbook(stdout(), runbook)
+
+
+@contextlib.contextmanager
+def _maybe_locked(store: StateStore, command: str, timeout_s: float, execute: bool) -> Iterator[None]:
+    if not execute:
+        yield
+        return
+    from hybridctl.commands.apply_flow import locked
+
+    with locked(store, command, timeout_s, stderr()):
+        yield
+
+
+def _refs(options: ExecOptions, workloads: set[str]) -> dict[str, BundleRef] | None:
+    if options.bundles is None:
+        return None
+    from hybridctl.commands.apply_flow import load_bundles
+
+    return load_bundles(options.bundles, options.bundle_public_key, workloads, stderr())
+
+
+# --- runbook files -------------------------------------------------------------------------------
+
+
+def _runbooks_dir(store: StateStore) -> Path:
+    return store.root / "runbooks"
+
+
+def _save(store: StateStore, runbook: Runbook) -> Path:
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.drivers.files import atomic_write_text
+
+    path = _runbooks_dir(store) / f"{runbook.id}.json"
+    atomic_write_text(path, runbook_to_json(runbook), mode=0o600)
+    return path
+
+
+def _read(path: Path) -> Runbook:
+    from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_json
+
+    try:
+        return runbook_from_json(path.read_text(encoding="utf-8"), str(path))
+    except OSError as exc:
+        raise RunbookFileError(f"{path}: cannot read the runbook: {exc}") from None
+
+
+def _active(store: StateStore) -> list[str]:
+    try:
+        raw = json.loads((_runbooks_dir(store) / "active.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    chain = raw.get("failovers", []) if isinstance(raw, dict) else []
+    return [str(x) for x in chain]
+
+
+def _set_active(store: StateStore, chain: list[str]) -> None:
+    from hybridctl.drivers.files import atomic_write_text
+
+    path = _runbooks_dir(store) / "active.json"
+    if chain:
+        atomic_write_text(path, json.dumps({"failovers": chain}, indent=2) + "\n", mode=0o600)
+    else:
+        path.unlink(missing_ok=True)
+
+
+# --- execution -----------------------------------------------------------------------------------
+
+
+def _confirm_runner(auto_approve: bool, out: Console) -> StepRunner:
+    from hybridctl.executor import StepContext, StepOutcome, StepStatus
+
+    def run(step: Step, context: StepContext) -> StepOutcome:
+        del context
+        if auto_approve:
+            return StepOutcome(StepStatus.DONE, "approved by --auto-approve", detail={"approved_by": "--auto-approve"})
+        if step.kind == MANUAL_KIND:
+            shown, question = f"manual step: {step.params.get('instruction')}", "Done?"
+        else:
+            listed = step.params.get("steps")
+            names = [str(s) for s in listed] if isinstance(listed, list) else []
+            shown = f"next: {step.params.get('title', step.id)} ({len(names)} step(s): {', '.join(names)})"
+            question = "Go ahead?"
+        out.print(shown, markup=False)
+        if typer.confirm(question, default=False):
+            return StepOutcome(StepStatus.DONE, "approved by the operator", detail={"approved_by": "operator"})
+        return StepOutcome(StepStatus.FAILED, "declined", "declined by the operator: `hybridctl runbook resume` "
+                           "asks again")
+
+    return run
+
+
+def _on_success(store: StateStore, runbook: Runbook) -> Callable[[State, RunReport], State]:
+    from hybridctl.core.plan.serialize import plan_to_dict
+    from hybridctl.core.stackconfig import plan_digest
+    from hybridctl.drivers.state import now_iso
+
+    def record(state: State, report: RunReport) -> State:
+        del report
+        chain = _active(store)
+        if runbook.kind is RunbookKind.FAILOVER:
+            _set_active(store, [*chain, runbook.id])
+        else:
+            _set_active(store, [])
+        return replace(state, applied_plan=plan_to_dict(runbook.after, plan_file=True),
+                       applied_plan_digest=plan_digest(runbook.after), applied_at=now_iso())
+
+    return record
+
+
+def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Console) -> int:
+    from hybridctl.commands.apply_flow import prepare_cloud, runners_for, ssh_options
+    from hybridctl.executor import pending_for, run_operation
+    from hybridctl.render.apply import PlainProgress, progress_for, render_run_report
+
+    if not options.auto_approve and not sys.stdin.isatty():
+        raise RefusedError("executing a runbook needs approval for each group of steps, and there is no terminal "
+                           "to ask on", hint="review the runbook above, then pass --auto-approve (e.g. in CI)")
+    current = store.read()
+    pending = pending_for(current, OPERATION)
+    if pending is not None and pending.target != runbook.id:
+        raise RefusedError(f"runbook {pending.target} is unfinished in {store.root}",
+                           hint="finish it first with `hybridctl runbook resume`")
+    if current.pending is not None and pending is None:
+        stderr().print(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
+    graph = runbook.graph
+    driver, skip = prepare_cloud(store, graph, options.skip_cloud, stderr())
+    ssh = ssh_options(store, options.known_hosts, options.ssh_key)
+    runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, out),
+               MANUAL_KIND: _confirm_runner(options.auto_approve, out)}
+    path = _save(store, runbook)
+    observer = progress_for(out) if options.auto_approve else PlainProgress(out)
+    try:
+        report = run_operation(store, graph, runners, operation=OPERATION, target=runbook.id,
+                               detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": str(path)},
+                               skip=skip, parallelism=options.parallelism, observer=observer,
+                               on_success=_on_success(store, runbook))
+    finally:
+        observer.close()
+    render_run_report(out, report)
+    if report.status == "interrupted":
+        out.print(f"runbook {runbook.id} interrupted: `hybridctl runbook resume` finishes it")
+        return INTERRUPTED
+    if not report.succeeded:
+        out.print(f"runbook {runbook.id} failed: fix the cause, then `hybridctl runbook resume`; "
+                  "finished steps are not repeated")
+        return 1
+    if runbook.kind is RunbookKind.FAILOVER:
+        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.root}")
+    return 0
+
+
+# --- the commands --------------------------------------------------------------------------------
+
+
+def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | None, output_format: str,
+                 out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
+                 options: ExecOptions) -> int:
+    from hybridctl.commands.apply_flow import open_store
+    from hybridctl.core.failover.events import check_events, parse_events
+    from hybridctl.core.failover.failover import plan_failover
+    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.drivers.files import atomic_write_text
+
+    events = parse_events(words)
+    store = open_store(state)
+    with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
+        current = store.read()
+        applied = _applied(current, store)
+        the_inventory = _load_inventory(inventory, current)
+        check_events(events, the_inventory)
+        if applied.inventory_digest and applied.inventory_digest != inventory_digest(the_inventory):
+            stderr().print("note: the inventory has changed since the applied plan was made; the failover "
+                           "replans the applied placements against the inventory as it is now")
+        refs = _refs(options, {w.name for w in the_inventory.workloads})
+        runbook, _ = plan_failover(the_inventory, applied, events,
+                                   steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
+                                   options=FailoverOptions(move_threshold_usd, time_limit_s),
+                                   base_serial=current.serial)
+        _emit(runbook, output_format)
+        if out is not None:
+            atomic_write_text(out, runbook_to_json(runbook))
+        if not execute:
+            return 0
+        return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
+
+
+def run_resume(state: Path | None, options: ExecOptions) -> int:
+    from hybridctl.commands.apply_flow import locked, open_store
+    from hybridctl.executor import pending_for
+    from hybridctl.render.failover import render_runbook
+
+    store = open_store(state)
+    out = stdout()
+    with locked(store, "runbook resume", options.lock_timeout_s, stderr()):
+        pending = pending_for(store.read(), OPERATION)
+        if pending is None:
+            out.print(f"no unfinished runbook in {store.root}: nothing to resume")
+            return 0
+        runbook = _read(Path(str(pending.detail.get("file", _runbooks_dir(store) / f"{pending.target}.json"))))
+        done = store.journal.done_keys(pending.run_ids)
+        left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
+        render_runbook(out, runbook)
+        out.print(f"resuming {runbook.id}: {len(runbook.steps) - len(left)} step(s) done, {len(left)} to run")
+        return _execute(store, runbook, options, out)
+
+
+def _returning_sites(runbooks: Sequence[Runbook]) -> list[str]:
+    from hybridctl.core.failover.events import EventKind
+
+    sites: set[str] = set()
+    for runbook in runbooks:
+        sites |= {d.site for d in runbook.deferred}
+        for event in runbook.events:
+            kind, _, target = event.partition(" ")
+            if kind in (EventKind.SITE_LOST, EventKind.LINK_DOWN):
+                sites.add(target)
+    return sorted(sites)
+
+
+def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, output_format: str,
+                 options: ExecOptions) -> int:
+    from hybridctl.commands.apply_flow import open_store
+    from hybridctl.core.failover.failover import plan_rollback
+    from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.executor import pending_for
+
+    store = open_store(state)
+    with _maybe_locked(store, "runbook rollback", options.lock_timeout_s, not dry_run):
+        current = store.read()
+        pending = pending_for(current, OPERATION)
+        if pending is not None and not dry_run:
+            raise RefusedError(f"runbook {pending.target} is unfinished", hint="finish it first: hybridctl runbook resume")
+        chain = [_read(_runbooks_dir(store) / f"{rid}.json") for rid in _active(store)]
+        if not chain:
+            raise RefusedError(f"no failover is in effect in {store.root}: there is nothing to roll back")
+        the_inventory = _load_inventory(inventory, current)
+        original = chain[0]
+        if original.before.inventory_digest != inventory_digest(the_inventory):
+            raise RefusedError("the inventory changed since the failover: the pre-failover plan no longer fits it",
+                               hint="make a new plan instead: hybridctl plan INVENTORY --previous, then apply it")
+        refs = _refs(options, {w.name for w in the_inventory.workloads})
+        runbook = plan_rollback(the_inventory, original, _applied(current, store),
+                                steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
+                                returning_sites=_returning_sites(chain), base_serial=current.serial)
+        _emit(runbook, output_format)
+        if dry_run:
+            return 0
+        return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
+
+
+def run_show(state: Path | None, output_format: str) -> int:
+    from hybridctl.commands.apply_flow import open_store
+    from hybridctl.executor import pending_for
+
+    store = open_store(state)
+    current = store.read()
+    pending = pending_for(current, OPERATION)
+    if pending is not None:
+        _emit(_read(Path(str(pending.detail.get("file")))), output_format)
+        stderr().print(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
+        return 0
+    chain = _active(store)
+    if not chain:
+        stdout().print(f"no failover is in effect in {store.root}")
+        return 0
+    _emit(_read(_runbooks_dir(store) / f"{chain[-1]}.json"), output_format)
+    return 0

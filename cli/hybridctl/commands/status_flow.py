@@ -1,0 +1,243 @@
+"""status: the applied plan, each site and pool, the last run, and drift.
+
+Drift of cloud stacks comes from a Pulumi refresh in preview-only mode (nothing is written);
+drift of nodes from node.yml in Ansible check mode with --diff: a host with a task that
+would change has drifted. Both run under the state lock, so they never race an apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from hybridctl.core.steps import Step, StepKind, make_step
+from hybridctl.drivers.ansible import SshOptions
+from hybridctl.drivers.state import Deployed, State, StateStore
+from hybridctl.errors import CHANGES, ExitCode, PrerequisiteError, RefusedError
+from hybridctl.render.console import stderr, stdout
+
+_CLOUD = (StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES)
+
+
+@dataclass(frozen=True)
+class DriftItem:
+    step: str
+    site: str | None
+    drifted: bool | None  # None: could not be checked
+    summary: str
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> what drifted or went wrong
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    items: tuple[DriftItem, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def found(self) -> bool:
+        return any(i.drifted for i in self.items)
+
+    @property
+    def errors(self) -> bool:
+        return any(i.drifted is None for i in self.items)
+
+
+def _step_of(deployed: Deployed) -> Step:
+    return make_step(deployed.step_id, deployed.kind, deployed.step_id, deployed.record, site=deployed.site)
+
+
+def _cloud_drift(store: StateStore, cloud: list[Deployed], notes: list[str]) -> list[DriftItem]:
+    from hybridctl.runners import cloud_driver, stack_spec
+
+    if not cloud:
+        return []
+    try:
+        driver = cloud_driver(store.root)
+    except PrerequisiteError as exc:
+        notes.append(f"cloud drift not checked: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        return []
+    items = []
+    for deployed in cloud:
+        spec = stack_spec(_step_of(deployed))
+        try:
+            result = driver.refresh(spec, preview_only=True)
+        except Exception as exc:  # one stack that cannot be read must not hide the others
+            items.append(DriftItem(deployed.step_id, deployed.site, None, f"refresh failed: {exc}"))
+            continue
+        changed = {op: n for op, n in result.summary.items() if op != "same" and n}
+        summary = ", ".join(f"{n} {op}" for op, n in sorted(changed.items())) or "in sync"
+        items.append(DriftItem(deployed.step_id, deployed.site, result.has_changes,
+                               f"{spec.project}/{spec.stack_name}: {summary}",
+                               {c.name: c.op for c in result.changes}))
+    return items
+
+
+def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions) -> list[DriftItem]:
+    from hybridctl.paths import playbooks_dir
+    from hybridctl.runners import run_ansible_step
+
+    items = []
+    for deployed in nodes:
+        result = run_ansible_step(_step_of(deployed), None, playbooks=playbooks_dir(), ssh=ssh,
+                                  work_dir=store.ansible_dir, check=True, diff=True)
+        hosts: dict[str, str] = {}
+        unknown = False
+        for host in result.hosts:
+            if host.state.value in ("failed", "unreachable"):
+                unknown = True
+                hosts[host.host] = f"{host.state.value}: {(host.message or '').splitlines()[0][:200] if host.message else ''}"
+            elif host.changed:
+                hosts[host.host] = f"{host.changed} task(s) would change"
+        drifted = any("would change" in v for v in hosts.values())
+        if not result.hosts and result.error:
+            unknown = True
+            hosts["-"] = result.error.splitlines()[-1][:200]
+        summary = (f"{sum('would change' in v for v in hosts.values())} of {len(result.hosts)} host(s) drifted"
+                   if drifted else f"{len(result.hosts)} host(s) in sync")
+        items.append(DriftItem(deployed.step_id, deployed.site, True if drifted else (None if unknown else False),
+                               summary + (" (some hosts could not be checked)" if unknown else ""), hosts))
+    return items
+
+
+def check_drift(store: StateStore, state: State, ssh: SshOptions) -> DriftReport:
+    notes: list[str] = []
+    cloud = [d for d in state.deployed.values() if d.kind in _CLOUD]
+    nodes = [d for d in state.deployed.values() if d.kind == StepKind.NODE_BASELINE]
+    items = _cloud_drift(store, sorted(cloud, key=lambda d: d.step_id), notes)
+    items += _node_drift(store, sorted(nodes, key=lambda d: d.step_id), ssh)
+    return DriftReport(tuple(items), tuple(notes))
+
+
+def _site_kind(deployed: list[Deployed]) -> str:
+    for d in deployed:
+        if d.kind in _CLOUD:
+            return "cloud"
+        inventory = d.record.get("inventory", {})
+        for hostvars in (inventory.get("hostvars", {}) if isinstance(inventory, dict) else {}).values():
+            return str(hostvars.get("hybridctl_site_kind", "-"))
+    return "-"
+
+
+def status_document(store: StateStore, state: State, drift: DriftReport | None) -> dict[str, object]:
+    plan = state.applied_plan or {}
+    by_site: dict[str, list[Deployed]] = defaultdict(list)
+    for d in state.deployed.values():
+        by_site[d.site or f"cluster {d.record.get('cluster') or '-'}"].append(d)
+    pools: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for pool in plan.get("pools", []):
+        pools[pool["site"]].append({"pool": pool["pool"], "gpu": pool["gpu"], "capacity_type": pool["capacity_type"],
+                                    "used_gpus": pool["used_gpus"], "capacity_gpus": pool["capacity_gpus"]})
+    drift_of = {i.step: i for i in drift.items} if drift else {}
+    sites = []
+    for site in sorted(set(pools) | set(by_site)):
+        steps = sorted(by_site.get(site, []), key=lambda d: d.step_id)
+        sites.append({"site": site, "kind": state.site_kinds.get(site) or _site_kind(steps), "pools": pools.get(site, []), "steps": [
+            {"step": d.step_id, "applied_at": d.applied_at, "key": d.key,
+             "drift": None if d.step_id not in drift_of else {"drifted": drift_of[d.step_id].drifted,
+                                                                "summary": drift_of[d.step_id].summary,
+                                                                "hosts": drift_of[d.step_id].hosts}}
+            for d in steps]})
+    holder = store.lock.holder()
+    return {
+        "format_version": 1, "state_dir": str(store.root), "serial": state.serial, "lineage": state.lineage,
+        "applied": None if not plan else {
+            "inventory": plan.get("inventory"), "plan_digest": state.applied_plan_digest,
+            "applied_at": state.applied_at, "inventory_path": state.inventory_path,
+            "total_usd_per_month": plan.get("total_usd_per_month"), "placements": len(plan.get("placements", []))},
+        "sites": sites,
+        "last_run": state.last_run.to_dict() if state.last_run else None,
+        "pending": state.pending.to_dict() if state.pending else None,
+        "lock": holder.__dict__ if holder else None,
+        "drift": None if drift is None else {"found": drift.found, "errors": drift.errors, "notes": list(drift.notes),
+                                             "items": [i.__dict__ for i in drift.items]},
+    }
+
+
+def _short_time(iso: str) -> str:
+    return iso.replace("T", " ")[:16]
+
+
+def _drift_text(drift: dict[str, object] | None) -> str:
+    if drift is None:
+        return "not checked"
+    word = {True: "[red]drifted[/]", False: "[green]in sync[/]"}.get(drift["drifted"], "[yellow]unknown[/]")  # type: ignore[call-overload]
+    hosts = drift["hosts"]
+    lines = [f"{word}: {escape(str(drift['summary']))}"]
+    if isinstance(hosts, dict):
+        lines += [f"  {escape(h)}: {escape(v)}" for h, v in hosts.items()]
+    return "\n".join(lines)
+
+
+def render_status(out: Console, doc: dict[str, object]) -> None:
+    applied = doc["applied"]
+    out.print(f"state: {doc['state_dir']} (serial {doc['serial']})")
+    if isinstance(applied, dict):
+        out.print(f"applied plan: inventory {applied['inventory']}, {applied['plan_digest']}, applied {applied['applied_at']}, "
+                  f"${applied['total_usd_per_month']:,.2f}/month, {applied['placements']} placements")
+    else:
+        out.print("applied plan: none")
+    table = Table(title="sites", title_justify="left")
+    for column in ("site", "kind", "GPUs used/capacity", "deployed step", "applied (UTC)", "drift"):
+        table.add_column(column)
+    for site in doc["sites"]:  # type: ignore[attr-defined]
+        pool_text = "\n".join(f"{p['pool']} {p['used_gpus']}/{p['capacity_gpus']}" for p in site["pools"]) or "-"
+        steps = site["steps"] or [None]
+        for i, step in enumerate(steps):
+            first = i == 0
+            table.add_row(site["site"] if first else "", site["kind"] if first else "", pool_text if first else "",
+                          step["step"] if step else "nothing deployed", _short_time(step["applied_at"]) if step else "",
+                          _drift_text(step["drift"]) if step else "", end_section=i == len(steps) - 1)
+    out.print(table)
+    last = doc["last_run"]
+    if isinstance(last, dict):
+        out.print(f"last run: {last['operation']} {last['run_id']} {last['status']} (started {last['started_at']}, "
+                  f"finished {last['finished_at'] or '-'}): {last['summary'] or '-'}")
+    pending = doc["pending"]
+    if isinstance(pending, dict):
+        out.print(f"[yellow]unfinished {pending['operation']}[/] ({len(pending['run_ids'])} run(s)): run "
+                  f"`hybridctl {pending['operation']}` again to resume it")
+    lock = doc["lock"]
+    if isinstance(lock, dict):
+        out.print(f"lock: held by pid {lock['pid']} on {lock['host']} since {lock['started_at']} ({lock['command']})")
+    checked = doc["drift"]
+    if isinstance(checked, dict):
+        for note in checked["notes"]:
+            out.print(f"note: {escape(note)}")
+        out.print("drift: " + ("[red]found[/]" if checked["found"] else "none found")
+                  + (" (some checks failed)" if checked["errors"] else ""))
+
+
+def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
+                  ssh_factory: Callable[[StateStore], SshOptions]) -> int:
+    if not store.exists():
+        raise RefusedError(f"nothing has been applied with the state in {store.root}",
+                           hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
+    state = store.read()
+    report = None
+    if drift and state.deployed:
+        from hybridctl.commands.apply_flow import locked
+
+        ssh = ssh_factory(store)
+        with locked(store, "status --drift", lock_timeout_s, stderr()):
+            state = store.read()
+            report = check_drift(store, state, ssh)
+    doc = status_document(store, state, report)
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
+    else:
+        render_status(stdout(), doc)
+    if report is not None and report.found and detailed_exitcode:
+        return int(CHANGES)
+    if report is not None and report.errors:
+        return int(ExitCode.FAILED)
+    return 0
+
+
+

@@ -1,0 +1,166 @@
+"""Events applied to an inventory: the capacity, prices and reachable sites that are left.
+
+The result is an ordinary Inventory, so the planner, the checker and every report work on
+it unchanged. A pool with no capacity left stays in the inventory (its site's egress price
+still prices data that lives there) but offers a GPU type that no workload asks for, so it is
+eligible for nothing and no longer counts as a failure domain a fixed workload must span.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hybridctl.core.eligibility import Demand, demands, pool_infos
+from hybridctl.core.failover.events import Event, EventKind
+from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
+from hybridctl.core.plan.model import Plan
+
+NO_GPU = "no-capacity"  # the GPU type of a pool that has nothing left: no workload's request matches it
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    site: str
+    pool: str
+    gpu: str
+    capacity_before: int
+    capacity_after: int
+    usd_per_gpu_hour_before: float
+    usd_per_gpu_hour_after: float
+    causes: tuple[str, ...]  # the events that changed it
+
+    @property
+    def lost(self) -> bool:
+        return self.capacity_after == 0 < self.capacity_before
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """The inventory as the events leave it, and what they did."""
+
+    events: tuple[Event, ...]
+    inventory: Inventory
+    lost_sites: frozenset[str]
+    down_links: frozenset[str]
+    pool_changes: tuple[PoolChange, ...]
+    cut_off: Mapping[str, str]  # demand key -> why it cannot stay behind a link that is down
+
+    def change_of(self, pool: str) -> PoolChange | None:
+        for change in self.pool_changes:
+            if change.pool == pool:
+                return change
+        return None
+
+    @property
+    def gpu_types(self) -> dict[str, str]:
+        """pool -> its real GPU type (the disrupted inventory hides it for pools with nothing left)."""
+        return {c.pool: c.gpu for c in self.pool_changes}
+
+
+def link_need(demand: Demand, site: str) -> str | None:
+    """Why a replica at `site` cannot run without the site's uplink, or None (edge autonomy)."""
+    if demand.workload.type is WorkloadType.FEDERATED_TRAINING:
+        return "federated training exchanges weights with the other trainers over the uplink"
+    passes = demand.workload.data_passes_per_month
+    for dataset in demand.remote_datasets:
+        if dataset.site != site and dataset.size_gb * passes > 0:
+            return f"it reads dataset {dataset.name} from {dataset.site}"
+    return None
+
+
+def _cut_off(inventory: Inventory, applied: Plan, down: Sequence[str]) -> tuple[dict[str, str], dict[str, int]]:
+    """Demands behind a down link that need it, and the GPUs per pool of those that stay."""
+    placed: dict[str, set[str]] = defaultdict(set)
+    for placement in applied.placements:
+        if placement.site in down:
+            placed[placement.demand or placement.workload].add(placement.site)
+    cut: dict[str, str] = {}
+    for demand in demands(inventory):
+        for site in sorted(placed.get(demand.key, ())):
+            need = link_need(demand, site)
+            if need is not None:
+                cut[demand.key] = f"the uplink of {site} is down and {need}"
+                break
+    staying: dict[str, int] = defaultdict(int)
+    for placement in applied.placements:
+        if placement.site in down and (placement.demand or placement.workload) not in cut:
+            staying[placement.pool] += placement.gpus
+    return cut, staying
+
+
+def _without_sites(workload: Workload, excluded: frozenset[str], all_sites: Sequence[str]) -> Workload:
+    allowed = workload.sites if workload.sites is not None else list(all_sites)
+    return workload.model_copy(update={"sites": [s for s in allowed if s not in excluded]})
+
+
+def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan) -> Disruption:
+    """Apply the events, in order, to the inventory on which `applied` runs."""
+    info = {p.name: p for p in pool_infos(inventory)}
+    capacity = {name: p.capacity_gpus for name, p in info.items()}
+    price = {name: p.usd_per_gpu_hour for name, p in info.items()}
+    causes: dict[str, list[str]] = defaultdict(list)
+    lost_sites: set[str] = set()
+    down: list[str] = []
+    for event in events:
+        if event.kind is EventKind.SITE_LOST:
+            lost_sites.add(event.target)
+            for pool in next(s for s in inventory.sites if s.name == event.target).pools:
+                capacity[pool.name] = 0
+                causes[pool.name].append(str(event))
+        elif event.kind is EventKind.LINK_DOWN:
+            if event.target not in down:
+                down.append(event.target)
+        elif event.kind in (EventKind.POOL_LOST, EventKind.SPOT_RECLAIM):
+            capacity[event.target] = 0
+            causes[event.target].append(str(event))
+        elif event.kind is EventKind.CAPACITY:
+            capacity[event.target] = event.capacity_after(capacity[event.target])
+            causes[event.target].append(str(event))
+        elif event.kind is EventKind.PRICE:
+            price[event.target] = round(event.price_after(price[event.target]), 6)
+            causes[event.target].append(str(event))
+
+    down_links = [s for s in down if s not in lost_sites]
+    cut, staying = _cut_off(inventory, applied, down_links) if down_links else ({}, {})
+    for site in inventory.sites:
+        if site.name in down_links:
+            # nothing can be shipped to a site without its uplink: only what stays keeps its GPUs
+            for pool in site.pools:
+                kept = min(capacity[pool.name], staying.get(pool.name, 0))
+                if kept != capacity[pool.name]:
+                    capacity[pool.name] = kept
+                    causes[pool.name].append(f"link-down {site.name}")
+
+    def changed_pool(pool: Pool) -> Pool:
+        update: dict[str, object] = {}
+        if capacity[pool.name] != info[pool.name].capacity_gpus:
+            update["gpus" if pool.gpus is not None else "max_gpus"] = capacity[pool.name]
+        if capacity[pool.name] == 0:
+            update["gpu"] = NO_GPU
+        if price[pool.name] != info[pool.name].usd_per_gpu_hour:
+            update["usd_per_gpu_hour"] = price[pool.name]
+        return pool.model_copy(update=update) if update else pool
+
+    def changed_site(site: Site) -> Site:
+        pools = [changed_pool(p) for p in site.pools]
+        return site if all(a is b for a, b in zip(pools, site.pools, strict=True)) else \
+            site.model_copy(update={"pools": pools})
+
+    sites = [changed_site(s) for s in inventory.sites]
+    workloads = inventory.workloads
+    if down_links:
+        # a workload that is not already running behind a down link may not start there
+        excluded = frozenset(down_links)
+        names = [s.name for s in inventory.sites]
+        at_site = {p.workload for p in applied.placements if p.site in excluded
+                   and (p.demand or p.workload) not in cut}
+        workloads = [w if w.name in at_site or (w.sites is not None and not excluded & set(w.sites))
+                     else _without_sites(w, excluded, names) for w in workloads]
+    disrupted = inventory.model_copy(update={"sites": sites, "workloads": workloads})
+    changes = tuple(
+        PoolChange(p.site.name, name, p.pool.gpu, p.capacity_gpus, capacity[name], p.usd_per_gpu_hour, price[name],
+                   tuple(causes[name]))
+        for name, p in info.items() if name in causes)
+    return Disruption(tuple(events), disrupted, frozenset(lost_sites), frozenset(down_links), changes, cut)

@@ -1,0 +1,126 @@
+"""Drills: tabletop failovers. Each scenario is replanned from the base plan and nothing is executed.
+
+The gate (the exit code CI acts on) fails when a fixed-tier workload would lose service, or
+would be back later than its `rto_minutes`. Degrading to a fallback passes: that is what a
+fallback is for. Scenarios are independent of one another; each starts from the base plan.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
+from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
+from hybridctl.core.failover.scenario import Scenario
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.tiers import Tier
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    scenario: Scenario
+    impacts: tuple[WorkloadImpact, ...]
+    usd_per_month_before: float
+    usd_per_month_after: float
+    budget_problem: str | None
+    solver_status: str
+    seconds: float
+
+    def with_status(self, *statuses: Status) -> list[WorkloadImpact]:
+        return [i for i in self.impacts if i.status in statuses]
+
+    @property
+    def moved(self) -> list[WorkloadImpact]:
+        return self.with_status(Status.MOVED, Status.STARTED)
+
+    @property
+    def degraded(self) -> list[WorkloadImpact]:
+        return self.with_status(Status.DEGRADED)
+
+    @property
+    def lost(self) -> list[WorkloadImpact]:
+        return self.with_status(Status.DOWN)
+
+    @property
+    def usd_per_month_delta(self) -> float:
+        return round(self.usd_per_month_after - self.usd_per_month_before, 2)
+
+    @property
+    def recovery_minutes(self) -> float:
+        """The longest estimated time until every moved replica runs again."""
+        return max((i.recovery_minutes for i in self.impacts if i.status is not Status.DOWN), default=0.0)
+
+    @property
+    def worst_outage_minutes(self) -> float | None:
+        outages = [i.outage_minutes for i in self.impacts if i.outage_minutes is not None]
+        return max(outages) if outages else None
+
+    @property
+    def rto_misses(self) -> list[WorkloadImpact]:
+        return [i for i in self.impacts if i.meets_rto is False]
+
+    @property
+    def gate_failures(self) -> list[str]:
+        """Why this scenario fails the gate: fixed-tier service lost or recovery objective missed."""
+        failures: list[str] = []
+        for i in self.impacts:
+            if i.tier != Tier.FIXED.value:
+                continue
+            if i.loses_service:
+                failures.append(f"{i.workload} (fixed) loses service: {i.reason}")
+            elif i.meets_rto is False:
+                failures.append(f"{i.workload} (fixed) is back in ~{i.outage_minutes:g} min, over its "
+                                f"rto_minutes {i.rto_minutes:g}")
+        return failures
+
+    @property
+    def passed(self) -> bool:
+        return not self.gate_failures
+
+
+@dataclass(frozen=True)
+class DrillReport:
+    inventory: str
+    base: Plan
+    results: tuple[ScenarioResult, ...]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> list[ScenarioResult]:
+        return [r for r in self.results if not r.passed]
+
+
+def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions) -> ScenarioResult:
+    started = time.perf_counter()
+    result: Replan = replan(inventory, base, scenario.events, options)
+    return ScenarioResult(
+        scenario=scenario,
+        impacts=tuple(impacts(inventory, result)),
+        usd_per_month_before=base.total_usd_per_month,
+        usd_per_month_after=result.after.total_usd_per_month,
+        budget_problem=budget_violation(result.after),
+        solver_status=result.after.solver.status,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], options: FailoverOptions | None = None,
+          on_result: Callable[[ScenarioResult], None] | None = None) -> DrillReport:
+    """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress)."""
+    options = options or FailoverOptions()
+    started = time.perf_counter()
+    results: list[ScenarioResult] = []
+    for scenario in scenarios:
+        result = run_scenario(inventory, base, scenario, options)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return DrillReport(inventory.name, base, tuple(results), round(time.perf_counter() - started, 3))

@@ -1,0 +1,80 @@
+"""plan_failover() and plan_rollback(): the applied plan and events in, a Runbook out. Pure.
+
+Both take `steps_for`, the function that turns a plan into apply's step graph (the command
+layer builds it from the stacks, bundles and state). A failover runbook holds the steps that
+differ between the applied plan's graph and the failover plan's; a rollback runbook holds
+those that differ between the failover plan's and the pre-failover plan's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from hybridctl.core.failover.disrupt import Disruption
+from hybridctl.core.failover.events import Event
+from hybridctl.core.failover.impact import impacts
+from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
+from hybridctl.core.failover.runbook import (
+    Runbook,
+    RunbookKind,
+    build_runbook,
+    failover_manual_steps,
+    incident_id,
+)
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.costs import inventory_digest
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.steps import StepPlan
+
+StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
+
+
+def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *, steps_for: StepsFor,
+                  options: FailoverOptions | None = None, base_serial: int | None = None) -> tuple[Runbook, Replan]:
+    result = replan(inventory, applied, events, options)
+    # once applied, the failover plan is the plan of this inventory under these events
+    result = dataclasses.replace(result, after=dataclasses.replace(result.after,
+                                                                   inventory_digest=inventory_digest(inventory)))
+    disruption = result.disruption
+    hosts = {s.name: f" (hosts: {', '.join(h.name for h in s.hosts)})" if s.hosts else "" for s in inventory.sites}
+    unreachable = {site: f"site-lost {site}: it cannot be reached{hosts[site]}" for site in disruption.lost_sites}
+    unreachable |= {site: f"link-down {site}: nothing can be shipped to it{hosts[site]}"
+                    for site in disruption.down_links}
+    notes: list[str] = []
+    over = budget_violation(result.after)
+    if over:
+        notes.append(f"over budget: {over}")
+    for site in sorted(disruption.lost_sites):
+        kind = next(s.kind.value for s in inventory.sites if s.name == site)
+        if kind == "cloud":
+            notes.append(f"the GPU pools of {site} are left as they are in Pulumi's state; once the region is back, "
+                         "`hybridctl runbook rollback` restores them, or `hybridctl destroy --site` removes them")
+    if result.after.solver.status != "optimal":
+        notes.append(f"the solver stopped at {result.after.solver.status} (gap {result.after.solver.gap:.2%})")
+    before_steps, after_steps = steps_for(applied), steps_for(result.after)
+    notes += [n for n in after_steps.notes if n not in notes]
+    runbook = build_runbook(
+        inventory, kind=RunbookKind.FAILOVER, incident=incident_id(applied, events), events=[str(e) for e in events],
+        before=applied, after=result.after, impacts=impacts(inventory, result),
+        before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable=unreachable,
+        manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
+        base_serial=base_serial, notes=notes)
+    return runbook, result
+
+
+def plan_rollback(inventory: Inventory, failover: Runbook, current: Plan, *, steps_for: StepsFor,
+                  returning_sites: Sequence[str], base_serial: int | None = None) -> Runbook:
+    """Back from the failover plan (`current`) to the plan that ran before the failover."""
+    target = failover.before
+    quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
+    back = Replan(quiet, current, target, {}, 0)
+    before_steps, after_steps = steps_for(current), steps_for(target)
+    return build_runbook(
+        inventory, kind=RunbookKind.ROLLBACK, incident=failover.incident, events=failover.events,
+        before=current, after=target, impacts=impacts(inventory, back, returning=True),
+        before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable={},
+        verify_sites=sorted(returning_sites), base_serial=base_serial,
+        notes=[f"returns to the plan that ran before {failover.id} ({', '.join(failover.events)})",
+               *after_steps.notes])

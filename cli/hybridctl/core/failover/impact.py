@@ -1,0 +1,209 @@
+"""What a failover does to each workload: moved, degraded to its fallback, or down; when it is back.
+
+Recovery time of a replica moved to a new pool (the spec's estimate) = the receiving site's
+`provision_minutes` + `model_gb` transferred at the receiving site's `uplink_mbps`.
+Checkpointed work resumes from its last checkpoint, so it loses at most `checkpoint_minutes`.
+A workload that keeps at least one replica where it was never stops serving: its outage is 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hybridctl.core.eligibility import demands
+from hybridctl.core.failover.replan import Replan
+from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
+from hybridctl.core.plan.model import Plan
+
+MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
+_STATELESS = frozenset({WorkloadType.REALTIME_INFERENCE, WorkloadType.BATCH_INFERENCE, WorkloadType.EMBEDDING})
+
+
+class Status(StrEnum):
+    UNCHANGED = "unchanged"
+    MOVED = "moved"  # every replica still runs, some in new pools
+    DEGRADED = "degraded"  # runs in its fallback shape, or with fewer replicas than before
+    DOWN = "down"  # ran before, runs nowhere now
+    STARTED = "started"  # ran nowhere before, runs now
+
+
+def transfer_minutes(model_gb: float | None, site: Site) -> float:
+    if not model_gb or site.uplink_mbps is None:
+        return 0.0
+    return model_gb * MEGABITS_PER_GB / site.uplink_mbps / 60.0
+
+
+def recovery_minutes(workload: Workload, site: Site) -> float:
+    """The spec's estimate for one replica of `workload` brought up at `site`."""
+    return site.provision_minutes_effective + transfer_minutes(workload.model_gb, site)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """Replicas of a workload that start in a pool where they did not run before."""
+
+    site: str
+    pool: str
+    replicas: int
+    gpu_type: str
+    provision_minutes: float
+    transfer_minutes: float
+
+    @property
+    def recovery_minutes(self) -> float:
+        return round(self.provision_minutes + self.transfer_minutes, 1)
+
+
+@dataclass(frozen=True)
+class WorkloadImpact:
+    workload: str
+    tier: str
+    type: str
+    status: Status
+    before: dict[str, int]  # pool -> replicas in the applied plan
+    after: dict[str, int]  # pool -> replicas in the failover plan
+    replicas_wanted: int
+    replicas_running: int
+    arrivals: tuple[Arrival, ...]
+    fallback: str | None  # the fallback shape it runs in, when degraded to it
+    reason: str
+    outage_minutes: float | None  # None: it never stops serving (or is down: see status)
+    recovery_minutes: float  # until every replica of the new shape runs
+    rto_minutes: float | None
+    work_lost_minutes_max: float | None  # checkpointed work; None when stateless or not checkpointed
+    restarts_from_scratch: bool  # stateful work without checkpoints that moves
+    usd_per_month_before: float
+    usd_per_month_after: float
+
+    @property
+    def meets_rto(self) -> bool | None:
+        if self.rto_minutes is None:
+            return None
+        if self.status is Status.DOWN:
+            return False
+        return self.outage_minutes is None or self.outage_minutes <= self.rto_minutes
+
+    @property
+    def loses_service(self) -> bool:
+        return self.status is Status.DOWN
+
+    @property
+    def usd_per_month_delta(self) -> float:
+        return round(self.usd_per_month_after - self.usd_per_month_before, 2)
+
+
+def _by_workload(result: Plan) -> tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]:
+    replicas: dict[str, dict[str, int]] = defaultdict(dict)
+    usd: dict[str, float] = defaultdict(float)
+    gpu: dict[str, dict[str, str]] = defaultdict(dict)
+    for p in result.placements:
+        replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
+        usd[p.workload] += p.usd_per_month
+        gpu[p.workload][p.pool] = p.gpu_type
+    for m in result.data_movements:
+        usd[m.workload] += m.usd_per_month
+    return replicas, usd, gpu
+
+
+def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
+            returning: bool) -> str:
+    disruption = replan.disruption
+    if returning:
+        return "returns to its pre-failover placement"
+    unplaced = [u for u in replan.after.unplaced if u.workload == workload]
+    if status is Status.DOWN:
+        return unplaced[0].reason if unplaced else "no capacity left for it"
+    shrunk = [ch for pool in before if (ch := disruption.change_of(pool)) is not None
+              and after.get(pool, 0) < before[pool]]
+    causes = sorted({c for ch in shrunk if ch.capacity_after < ch.capacity_before for c in ch.causes})
+    repriced = sorted({c for ch in shrunk if ch.capacity_after >= ch.capacity_before for c in ch.causes})
+    cut = [why for key, why in disruption.cut_off.items() if key == workload or key.startswith(f"{workload}@")]
+    parts: list[str] = []
+    if cut:
+        parts.append(cut[0])
+    elif causes:
+        parts.append(f"its capacity changed: {', '.join(causes)}")
+    elif repriced:
+        parts.append(f"under the new prices ({', '.join(repriced)}) moving saves more than the move threshold")
+    elif status in (Status.MOVED, Status.DEGRADED):
+        prices_changed = any(c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before for c in disruption.pool_changes)
+        parts.append("moved to make room for workloads the events displaced"
+                     + (", or because under the new prices moving saves more than the move threshold"
+                        if prices_changed else ""))
+    if status is Status.STARTED:
+        parts.append("capacity freed by the replan lets it run")
+    if unplaced:
+        why = unplaced[0].reason.removeprefix(f"{cut[0]}; ") if cut else unplaced[0].reason
+        parts.append(f"{sum(u.replicas for u in unplaced)} replica(s) unplaced: {why}")
+    return "; ".join(parts)
+
+
+def _spread_note(tier: str, before: dict[str, int], after: dict[str, int], pool_site: dict[str, Site],
+                 spread: int) -> str:
+    """A fixed workload that spanned enough failure domains and no longer can: say so."""
+    if tier != "fixed" or spread < 2:
+        return ""
+    needed = min(spread, sum(after.values()))
+    domains_before = {pool_site[p].domain for p, n in before.items() if n > 0}
+    domains_after = {pool_site[p].domain for p, n in after.items() if n > 0}
+    if needed >= 2 and len(domains_after) < needed <= len(domains_before):
+        return (f"; it now runs in {len(domains_after)} failure domain(s): spread_fixed_across {spread} cannot be "
+                "met with the capacity that is left")
+    return ""
+
+
+def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
+    """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
+    pool_site = {p.name: s for s in inventory.sites for p in s.pools}
+    before_all, usd_before, _ = _by_workload(replan.before)
+    after_all, usd_after, gpu_after = _by_workload(replan.after)
+    degraded_workloads = {p.workload: p for p in replan.after.placements if p.degraded}
+    wanted: dict[str, int] = defaultdict(int)  # a federated workload wants its replicas at each data site
+    for demand in demands(inventory):
+        wanted[demand.workload.name] += demand.replicas
+    fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
+    result: list[WorkloadImpact] = []
+    for w in inventory.workloads:
+        before, after = before_all.get(w.name, {}), after_all.get(w.name, {})
+        degraded = w.name in degraded_workloads
+        if before == after and not degraded:
+            continue
+        running_before, running_after = sum(before.values()), sum(after.values())
+        if running_after == 0:
+            status = Status.DOWN if running_before else Status.UNCHANGED
+        elif running_before == 0:
+            status = Status.STARTED
+        elif degraded or running_after < running_before:
+            status = Status.DEGRADED
+        else:
+            status = Status.MOVED
+        if status is Status.UNCHANGED:
+            continue
+        # a fallback with another GPU count restarts every replica; fewer replicas only scale down
+        reshaped = degraded and w.fallback is not None and w.fallback.gpu is not None \
+            and w.fallback.gpu.count != w.gpu.count
+        arrivals = tuple(
+            Arrival(pool_site[pool].name, pool, n if reshaped else n - before.get(pool, 0), gpu_after[w.name][pool],
+                    pool_site[pool].provision_minutes_effective, round(transfer_minutes(w.model_gb, pool_site[pool]), 1))
+            for pool, n in sorted(after.items()) if reshaped or n > before.get(pool, 0))
+        kept = 0 if reshaped else sum(min(n, after.get(pool, 0)) for pool, n in before.items())
+        interrupted = running_before > 0 and kept == 0 and status is not Status.DOWN
+        recovery = max((a.recovery_minutes for a in arrivals), default=0.0)
+        outage = min((a.recovery_minutes for a in arrivals), default=0.0) if interrupted else None
+        moved = bool(arrivals) and running_before > 0
+        stateful = w.type not in _STATELESS
+        result.append(WorkloadImpact(
+            workload=w.name, tier=replan.after.tiers.get(w.name, ""), type=w.type.value, status=status,
+            before=dict(sorted(before.items())), after=dict(sorted(after.items())),
+            replicas_wanted=wanted[w.name], replicas_running=running_after, arrivals=arrivals,
+            fallback=fallbacks.get(w.name) if degraded else None,
+            reason=_reason(status, w.name, replan, before, after, returning) + _spread_note(
+                replan.after.tiers.get(w.name, ""), before, after, pool_site, inventory.policies.spread_fixed_across),
+            outage_minutes=outage, recovery_minutes=recovery, rto_minutes=w.rto_minutes,
+            work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,
+            restarts_from_scratch=moved and stateful and w.checkpoint_minutes is None,
+            usd_per_month_before=round(usd_before.get(w.name, 0.0), 2),
+            usd_per_month_after=round(usd_after.get(w.name, 0.0), 2)))
+    return result

@@ -1,0 +1,194 @@
+"""The failover replan: the applied plan, re-placed on what the events leave, moving as little as possible.
+
+1. Plan the work the events touch (scope.py) with the applied plan as `previous` and a strong
+   move threshold: a replica moves only when its capacity is gone, or when moving it saves more
+   than the threshold per month. Work on untouched pools stays where it is; if touched work
+   finds no room, the work on the pools it could use joins the replan, so moving it can make room.
+2. Survival path: work left short is planned again in its `fallback` shape (fewer replicas,
+   other GPU types), and those placements are marked `degraded`. A fallback that places nothing
+   is dropped again, and the outcome with the least work down wins: a fallback keeps more of
+   the service, never less.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hybridctl.core.eligibility import Demand, demands, pool_infos
+from hybridctl.core.failover.disrupt import Disruption, disrupt
+from hybridctl.core.failover.events import Event
+from hybridctl.core.failover.scope import Scope
+from hybridctl.core.inventory.models import Inventory, Workload
+from hybridctl.core.plan.model import Plan, Unplaced
+from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
+from hybridctl.core.plan.units import TIER_WEIGHT
+from hybridctl.core.tiers import TIER_ORDER, Tier
+
+# A replica that still has capacity stays unless moving it saves this much per month: a hundred
+# times what `plan --previous` uses, because during an incident every move is a risk of its own.
+# Re-optimising cost is for an ordinary `plan --previous` once the incident is over.
+DEFAULT_FAILOVER_MOVE_THRESHOLD_USD = 10_000.0
+# Each widening lets one more link of a chain of moves make room (C moves so B can, so A fits).
+MAX_WIDENINGS = 3
+
+
+@dataclass(frozen=True)
+class FailoverOptions:
+    move_threshold_usd: float = DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    gap: float = DEFAULT_GAP
+
+    def plan_options(self) -> PlanOptions:
+        return PlanOptions(time_limit_s=self.time_limit_s, gap=self.gap, move_threshold_usd=self.move_threshold_usd)
+
+
+@dataclass(frozen=True)
+class Replan:
+    disruption: Disruption
+    before: Plan  # the applied plan
+    after: Plan  # the failover plan, on the disrupted inventory
+    fallbacks: Mapping[str, str]  # demand key -> the fallback shape it runs in
+    passes: int  # planner runs it took
+
+
+def fallback_shape(workload: Workload) -> tuple[tuple[str, ...], int, int]:
+    """(GPU types, GPUs per replica, replicas) in degraded mode."""
+    fallback = workload.fallback
+    gpu = fallback.gpu if fallback is not None and fallback.gpu is not None else workload.gpu
+    replicas = fallback.replicas if fallback is not None and fallback.replicas is not None else workload.replicas
+    return tuple(gpu.types), gpu.count, replicas
+
+
+def describe_fallback(workload: Workload) -> str:
+    types, count, replicas = fallback_shape(workload)
+    return f"{replicas} replica{'s' * (replicas != 1)} × {count} {'/'.join(types)}"
+
+
+def _degraded_demand(demand: Demand) -> Demand:
+    types, count, replicas = fallback_shape(demand.workload)
+    return dataclasses.replace(demand, gpu_types=types, gpu_count=count, replicas=replicas)
+
+
+def _placed(result: Plan) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for p in result.placements:
+        counts[p.demand or p.workload] += p.replicas
+    return counts
+
+
+def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], before: Plan) -> Plan:
+    """Mark fallback placements, explain what was left unplaced, and show pools by their real GPU."""
+    placements = tuple(dataclasses.replace(p, degraded=True) if (p.demand or p.workload) in degraded else p
+                       for p in result.placements)
+    lost_from: dict[str, list[str]] = defaultdict(list)
+    for p in before.placements:
+        change = disruption.change_of(p.pool)
+        if change is not None and change.capacity_after < change.capacity_before:
+            lost_from[p.demand or p.workload].append(f"{p.pool} ({', '.join(change.causes)})")
+    unplaced: list[Unplaced] = []
+    for u in result.unplaced:
+        key = u.demand or u.workload
+        reason = u.reason
+        if key in disruption.cut_off:
+            reason = f"{disruption.cut_off[key]}; {reason}"
+        elif lost_from.get(key):
+            ran = ", ".join(sorted(set(lost_from[key])))
+            if reason.startswith("no eligible pool: no pool offers GPU type"):
+                # the pools it may use are the ones the events emptied (they offer no GPU any more)
+                reason = f"no eligible pool left: every pool it may use has lost its capacity; it ran in {ran}"
+            else:
+                reason = f"{reason}; it ran in {ran}"
+        if key in degraded:
+            reason = f"even in its fallback shape ({degraded[key]}): {reason}"
+        unplaced.append(dataclasses.replace(u, reason=reason))
+    real_gpu = disruption.gpu_types
+    pools = tuple(dataclasses.replace(p, gpu=real_gpu.get(p.pool, p.gpu)) if p.pool in real_gpu else p
+                  for p in result.pools)
+    return dataclasses.replace(result, placements=placements, unplaced=tuple(unplaced), pools=pools)
+
+
+def _placed_of(result: Plan, wanted: Mapping[str, Demand]) -> list[int]:
+    placed = _placed(result)
+    return [placed.get(key, 0) for key in wanted] or [1]
+
+
+def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, Demand]) -> tuple[float, ...]:
+    """Lower is better: workloads down (fixed first), replicas missing (by tier), fallbacks used, cost."""
+    placed = _placed(result)
+    down = [0.0, 0.0, 0.0]
+    missing = 0.0
+    for key, demand in wanted.items():
+        running = placed.get(key, 0)
+        if running == 0:
+            down[TIER_ORDER.index(demand.tier)] += 1
+        missing += TIER_WEIGHT[demand.tier] * max(0, demand.replicas - running)
+    return (*down, missing, float(len(degraded)), result.total_usd_per_month)
+
+
+def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
+           options: FailoverOptions | None = None) -> Replan:
+    """The failover plan for `events` hitting the inventory while `applied` runs.
+
+    Work left short first tries its fallback where that is all it can get (placed below the
+    fallback's replicas). If some work is still down, the fallbacks of the other short work are
+    tried too, since shrinking them frees capacity. The best outcome by _score wins.
+    """
+    options = options or FailoverOptions()
+    disruption = disrupt(inventory, events, applied)
+    disrupted = disruption.inventory
+    plan_options = options.plan_options()
+    all_demands = demands(disrupted)
+    wanted = {d.key: d for d in all_demands}
+    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied)
+    first = scope.plan(plan_options)
+    passes = 1
+    for _ in range(MAX_WIDENINGS):
+        if scope.everything:
+            break
+        wider = scope.widened(first, _newly_short(first, applied), options.move_threshold_usd)
+        if wider.free == scope.free:
+            break
+        scope = wider
+        first = scope.plan(plan_options)
+        passes += 1
+    best: tuple[Plan, dict[str, Demand]] = (first, {})
+    short = {u.demand or u.workload for u in first.unplaced}
+    if short:
+        placed_full = _placed(first)
+        # a fallback that is the full shape again degrades nothing: such work is simply replanned
+        fallbacks = {d.key: d for d in all_demands if d.key in short and d.key in scope.free
+                     and d.workload.fallback is not None
+                     and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)}
+        needy = {k: d for k, d in fallbacks.items() if placed_full.get(k, 0) < fallback_shape(d.workload)[2]}
+        for group in (needy, fallbacks):
+            if group is fallbacks and (len(fallbacks) == len(needy) or min(_placed_of(best[0], wanted)) > 0):
+                continue  # no other fallback to try, or nothing is down any more
+            candidates = dict(group)
+            while candidates:
+                attempt = scope.plan(plan_options, {k: _degraded_demand(d) for k, d in candidates.items()})
+                passes += 1
+                placed = _placed(attempt)
+                # a fallback that places nothing helps nobody: that work keeps its full shape
+                useless = {k for k in candidates if placed.get(k, 0) == 0}
+                if not useless:
+                    if _score(attempt, wanted, candidates) < _score(best[0], wanted, best[1]):
+                        best = (attempt, candidates)
+                    break
+                candidates = {k: d for k, d in candidates.items() if k not in useless}
+    result, chosen = best
+    degraded = {k: describe_fallback(d.workload) for k, d in chosen.items()}
+    return Replan(disruption, applied, _finish(result, disruption, degraded, applied), degraded, passes)
+
+
+def _newly_short(result: Plan, applied: Plan) -> set[str]:
+    """Fixed and burst demands with more replicas unplaced than the applied plan had unplaced.
+
+    Opportunistic work is what a failover sheds first: making room for it is not a reason to
+    move running work (and searching for such room is most of the cost on a large fleet).
+    """
+    before = {u.demand or u.workload: u.replicas for u in applied.unplaced}
+    return {u.demand or u.workload for u in result.unplaced
+            if u.tier != Tier.OPPORTUNISTIC.value and u.replicas > before.get(u.demand or u.workload, 0)}

@@ -1,0 +1,115 @@
+"""The part of the fleet a failover replans; everything else keeps its applied placement verbatim.
+
+A failover must move only what must move. Work whose pools the events did not touch would
+stay anyway under the strong stability term, so it is pinned: its GPUs are taken off the pools'
+capacity and the planner sees only the free demands — those with a replica on a pool whose
+capacity fell or whose price changed, those cut off behind a down link, and those the applied
+plan left unplaced. Solving the affected part alone is what makes a failover of a fleet of
+10,000 workloads fast. The scope widens once, to the pinned work on the pools where moving it
+could pay: pools that free work left short could use (moving pinned work makes room), and pools
+where moved work would save more than the move threshold (a cheaper survival).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.failover.disrupt import Disruption
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.costs import data_movements
+from hybridctl.core.plan.model import Placement, Plan, PoolUsage
+from hybridctl.core.plan.planner import PlanOptions, plan
+
+
+def key_of(placement_demand: str, workload: str) -> str:
+    return placement_demand or workload
+
+
+@dataclass(frozen=True)
+class Scope:
+    inventory: Inventory  # the disrupted inventory
+    demands: tuple[Demand, ...]  # all of them, in inventory order
+    pools: tuple[PoolInfo, ...]  # the disrupted inventory's pools, full capacity
+    applied: Plan
+    free: frozenset[str]  # demand keys the planner places; the others are pinned
+
+    @staticmethod
+    def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
+                applied: Plan) -> Scope:
+        touched = {c.pool for c in disruption.pool_changes
+                   if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
+        free = {key_of(p.demand, p.workload) for p in applied.placements if p.pool in touched}
+        free |= set(disruption.cut_off)
+        free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
+        return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
+                     frozenset(_whole_workloads(free, demands)))
+
+    def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
+        """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
+        on moved work larger than the move threshold (anything less cannot pay for the move)."""
+        index = EligibilityIndex(self.inventory, list(self.pools))
+        by_key = {d.key: d for d in self.demands}
+        wanted: set[int] = set()
+        for key in short:
+            if key in by_key:
+                wanted.update(index.eligible(by_key[key]))
+        price = {p.name: p.usd_per_gpu_hour for p in self.pools}
+        dearest: dict[str, float] = {}  # free demand -> the dearest pool it was placed in
+        for placement in result.placements:
+            key = key_of(placement.demand, placement.workload)
+            if key in self.free:
+                dearest[key] = max(dearest.get(key, 0.0), price[placement.pool])
+        for key, paid in dearest.items():
+            demand = by_key[key]
+            # below this price, one replica saves more than the move threshold
+            cheaper_than = paid - move_threshold_usd / max(demand.gpu_count * demand.hours, 1e-9)
+            wanted.update(p for p in index.eligible(demand) if self.pools[p].usd_per_gpu_hour < cheaper_than)
+        names = {self.pools[p].name for p in wanted}
+        extra = {key_of(p.demand, p.workload) for p in self.applied.placements if p.pool in names}
+        return dataclasses.replace(self, free=frozenset(_whole_workloads(self.free | extra, self.demands)))
+
+    @property
+    def everything(self) -> bool:
+        return len(self.free) >= len(self.demands)
+
+    def plan(self, options: PlanOptions, shaped: Mapping[str, Demand] | None = None) -> Plan:
+        """Place the free demands (in the shapes given) around the pinned ones; a whole plan comes back."""
+        shaped = shaped or {}
+        free = [shaped.get(d.key, d) for d in self.demands if d.key in self.free]
+        pinned = [p for p in self.applied.placements if key_of(p.demand, p.workload) not in self.free]
+        taken: dict[str, int] = defaultdict(int)
+        for p in pinned:
+            taken[p.pool] += p.gpus
+        residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
+                    for p in self.pools]
+        partial = plan(self.inventory, previous=self.applied, options=options, pools=residual, planned_demands=free)
+        if not pinned and len(free) == len(self.demands):
+            return partial
+        return self._assemble(partial, pinned, [shaped.get(d.key, d) for d in self.demands])
+
+    def _assemble(self, partial: Plan, pinned: list[Placement], demands: list[Demand]) -> Plan:
+        placements = sorted([*pinned, *partial.placements],
+                            key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
+        unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
+                                                if key_of(u.demand, u.workload) not in self.free)],
+                          key=lambda u: (u.workload, u.demand))
+        used: dict[str, int] = defaultdict(int)
+        for p in placements:
+            used[p.pool] += p.gpus
+        pools = tuple(PoolUsage(p.site.name, p.name, p.pool.gpu, p.pool.capacity_type.value, p.capacity_gpus,
+                                used.get(p.name, 0), round(p.usd_per_gpu_hour, 4)) for p in self.pools)
+        movements = data_movements(self.inventory, demands, placements)
+        return dataclasses.replace(
+            partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),
+            pools=pools, compute_usd_per_month=round(sum(p.usd_per_month for p in placements), 2),
+            data_usd_per_month=round(sum(m.usd_per_month for m in movements), 2))
+
+
+def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:
+    """A workload's trainer groups share its cost ceiling: free one, free them all."""
+    workloads = {key.split("@", 1)[0] for key in keys}
+    return {d.key for d in demands if d.workload.name in workloads}

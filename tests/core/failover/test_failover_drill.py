@@ -1,0 +1,109 @@
+"""Drills: the report per scenario, and the gate CI acts on."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from failover_helpers import by_pool, inventory, onprem, pool, workload
+from hybridctl.core.failover.drill import drill, run_scenario
+from hybridctl.core.failover.events import Event, EventKind
+from hybridctl.core.failover.replan import FailoverOptions, replan
+from hybridctl.core.failover.scenario import Scenario, standard_scenarios
+from hybridctl.core.plan.planner import plan
+
+
+def lost(site: str) -> Scenario:
+    return Scenario(f"lost-{site}", (Event(EventKind.SITE_LOST, site),))
+
+
+@pytest.fixture
+def two_sites():
+    return inventory(
+        [onprem("dc-a", [pool("a-l4", "L4", 4, 1.0)], provision=5),
+         onprem("dc-b", [pool("b-l4", "L4", 1, 2.0), pool("b-t4", "T4", 2, 0.4)], provision=12)],
+        [workload("checkout", "realtime_inference", ["L4"], replicas=2, rto_minutes=15,
+                  fallback={"gpu": {"types": ["T4"], "count": 1}, "replicas": 1}),
+         workload("search", "realtime_inference", ["L4"], rto_minutes=10),
+         workload("reports", "batch_inference", ["L4"], hours_per_month=40)])
+
+
+class TestGate:
+    def test_degrading_to_a_fallback_passes_and_losing_service_fails(self, two_sites) -> None:
+        base = plan(two_sites)
+        result = run_scenario(two_sites, base, lost("dc-a"), FailoverOptions())
+        status = {i.workload: i.status.value for i in result.impacts}
+        # b-l4 has one GPU: search takes it (checkout degrades to T4; reports, opportunistic, is dropped)
+        assert status == {"checkout": "degraded", "search": "moved", "reports": "down"}
+        assert [i.fallback for i in result.degraded] == ["1 replica × 1 T4"]
+        assert [i.workload for i in result.lost] == ["reports"]
+        # search: 12 min at dc-b against rto_minutes 10: a fixed workload misses its objective
+        assert result.gate_failures == ["search (fixed) is back in ~12 min, over its rto_minutes 10"]
+        assert not result.passed
+
+    def test_a_lost_fixed_workload_fails_the_gate(self) -> None:
+        inv = inventory([onprem("dc-a", [pool("a-l4", "L4", 2, 1.0)]), onprem("dc-b", [pool("b-h100", "H100", 2, 3.0)])],
+                        [workload("ocr", "realtime_inference", ["L4"])])
+        result = run_scenario(inv, plan(inv), lost("dc-a"), FailoverOptions())
+        assert len(result.gate_failures) == 1
+        assert result.gate_failures == ["ocr (fixed) loses service: no eligible pool left: every pool it may use has "
+                                        "lost its capacity; it ran in a-l4 (site-lost dc-a)"]
+
+    def test_lower_tiers_never_fail_the_gate(self, two_sites) -> None:
+        relaxed = two_sites.model_copy(update={"workloads": [
+            w.model_copy(update={"rto_minutes": None}) if w.name == "search" else w for w in two_sites.workloads]})
+        result = run_scenario(relaxed, plan(relaxed), lost("dc-a"), FailoverOptions())
+        assert [i.workload for i in result.lost] == ["reports"]
+        assert result.passed
+
+    def test_the_report_covers_every_scenario_from_the_same_base(self, two_sites) -> None:
+        base = plan(two_sites)
+        report = drill(two_sites, base, [lost("dc-a"), lost("dc-b")])
+        assert [r.scenario.name for r in report.results] == ["lost-dc-a", "lost-dc-b"]
+        assert all(r.usd_per_month_before == base.total_usd_per_month for r in report.results)
+        assert [r.passed for r in report.results] == [False, True]
+        assert not report.passed and [r.scenario.name for r in report.failed] == ["lost-dc-a"]
+
+    def test_cost_delta(self, two_sites) -> None:
+        base = plan(two_sites)
+        result = run_scenario(two_sites, base, lost("dc-a"), FailoverOptions())
+        # before: 3 L4 × 730 × $1 + 40 × $1; after: search 730 × $2 + checkout 1 T4 × 730 × $0.40
+        assert result.usd_per_month_before == pytest.approx(2230.0)
+        assert result.usd_per_month_after == pytest.approx(1752.0)
+        assert result.usd_per_month_delta == pytest.approx(-478.0)
+
+
+class TestStabilityMeasured:
+    """On a fleet with room to spare, a site loss moves the lost site's work and nothing else."""
+
+    @staticmethod
+    def fleet(seed: int):
+        rng = random.Random(seed)
+        sites = [onprem(f"dc-{i}", [pool(f"dc{i}-l4", "L4", 64, round(rng.uniform(0.6, 1.2), 2)),
+                                    pool(f"dc{i}-h100", "H100", 32, round(rng.uniform(1.8, 2.6), 2))])
+                 for i in range(4)]
+        workloads = []
+        for n in range(40):
+            kind = rng.choice(["realtime_inference", "training", "batch_inference"])
+            extra = {} if kind == "realtime_inference" else {"hours_per_month": rng.choice([50, 200, 400])}
+            gpu = rng.choice([["L4"], ["H100"], ["L4", "H100"]])
+            workloads.append(workload(f"w{n}", kind, gpu, replicas=rng.randint(1, 3), **extra))
+        return inventory(sites, workloads)
+
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_workloads_off_the_lost_site_do_not_move(self, seed: int) -> None:
+        inv = self.fleet(seed)
+        base = plan(inv)
+        for site in inv.sites:
+            result = replan(inv, base, [Event(EventKind.SITE_LOST, site.name)])
+            on_site = {p.workload for p in base.placements if p.site == site.name}
+            assert result.after.unplaced == ()
+            moved = [w.name for w in inv.workloads if w.name not in on_site
+                     and by_pool(base.placements, w.name) != by_pool(result.after.placements, w.name)]
+            assert moved == [], f"site-lost {site.name} moved healthy workloads {moved}"
+
+    def test_standard_drill_on_a_roomy_fleet_passes(self) -> None:
+        inv = self.fleet(4)
+        report = drill(inv, plan(inv), standard_scenarios(inv))
+        assert report.passed
+        assert {r.scenario.name for r in report.results} >= {"site-lost-dc-0", "capacity-l4-half"}

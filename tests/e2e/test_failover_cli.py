@@ -1,0 +1,277 @@
+"""`hybridctl drill`, `failover` and `runbook` as subprocesses, against a real state directory and the
+recording cloud double (HYBRIDCTL_CLOUD_DRIVER). Real SSH hosts: test_failover_hosts.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
+from hybridctl.paths import inventories_dir
+from support.apply_cli import cli_env, write_inventory
+from support.recording_cloud import RecordingCloud
+
+# `hybridctl` with the apply and failover commands registered, whether or not app._register() lists them yet
+_BOOT = ("import sys; import hybridctl.commands.apply_cmds, hybridctl.commands.failover_cmds; "
+         "from hybridctl.commands.app import run; sys.argv[0] = 'hybridctl'; run()")
+
+
+def argv(*args: str | Path) -> list[str]:
+    return [sys.executable, "-c", _BOOT, *map(str, args)]
+
+
+def cli(*args: str | Path, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv(*args), env=cli_env(**env), cwd=cwd, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def two_regions() -> dict[str, Any]:
+    """On-prem (no hosts) and two cloud regions in two clusters; `api` runs in aws-a until aws-a is lost."""
+    def region(name: str, price: float) -> dict[str, Any]:
+        return {"name": name, "kind": "cloud", "provider": "aws", "region": f"eu-{name}", "cluster": f"k8s-{name}",
+                "jurisdiction": "EU", "egress_usd_per_gb": 0.09, "latency_ms": {"eu-users": 20},
+                "provision_minutes": 12 if name == "aws-a" else 15,
+                "pools": [{"name": f"{name}-g6", "gpu": "L4", "instance_type": "g6.xlarge", "max_gpus": 16,
+                           "capacity_type": "on_demand", "usd_per_gpu_hour": price}]}
+
+    return {"version": 1, "name": "regions", "regions": ["eu-users"],
+            "sites": [{"name": "dc", "kind": "onprem", "jurisdiction": "EU", "egress_usd_per_gb": 0.0,
+                       "latency_ms": {"eu-users": 10},
+                       "pools": [{"name": "dc-l4", "gpu": "L4", "gpus": 2, "capacity_type": "reserved",
+                                  "usd_per_gpu_hour": 0.4}]},
+                      region("aws-a", 0.8), region("aws-b", 1.0)],
+            "workloads": [{"name": "api", "type": "realtime_inference", "gpu": {"types": ["L4"], "count": 1},
+                           "replicas": 4, "rto_minutes": 20, "model_gb": 10},
+                          {"name": "ocr", "type": "realtime_inference", "gpu": {"types": ["L4"], "count": 1},
+                           "sites": ["dc"]}]}
+
+
+class Lab:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.inventory = write_inventory(root / "inventory.yaml", two_regions())
+        self.state = root / "state"
+
+    @property
+    def cloud(self) -> RecordingCloud:
+        return RecordingCloud(self.state / "recording-cloud")
+
+    def ups(self) -> list[str]:
+        return [str(c["stack"]) for c in self.cloud.calls() if c["operation"] == "up"]
+
+    def store(self) -> StateStore:
+        return StateStore(self.state)
+
+    def run(self, *args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return cli(*args, "--state", self.state, cwd=self.root, **env)
+
+    def applied(self) -> dict[str, Any]:
+        plan = self.store().read().applied_plan
+        assert plan is not None
+        return {(p["workload"], p["pool"]): p["replicas"] for p in plan["placements"]}  # type: ignore[return-value]
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Lab:
+    lab = Lab(tmp_path)
+    done = cli("apply", lab.inventory, "--state", lab.state, "--auto-approve", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert lab.applied() == {("api", "dc-l4"): 1, ("api", "aws-a-g6"): 3, ("ocr", "dc-l4"): 1}
+    return lab
+
+
+class TestDrill:
+    def test_the_enterprise_example_passes_the_standard_drill(self, tmp_path: Path) -> None:
+        report_file = tmp_path / "drill.json"
+        done = cli("drill", inventories_dir() / "enterprise", "--standard", "--json-out", report_file)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "drill passed" in flat(done.stdout)
+        report = json.loads(report_file.read_text())
+        assert report["format_version"] == 1 and report["passed"] is True and report["failed"] == []
+        names = [s["name"] for s in report["scenarios"]]
+        assert "site-lost-dc-frankfurt" in names and "spot-price-x3" in names
+        assert any(n.startswith("link-down-edge-") for n in names)
+
+    def test_the_example_scenario_file_runs_on_the_enterprise_example(self) -> None:
+        done = cli("drill", inventories_dir() / "enterprise", "--scenario",
+                   inventories_dir() / "scenarios" / "enterprise-drills.yaml", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert [s["name"] for s in report["scenarios"]] == ["frankfurt-dark", "eu-central-brownout",
+                                                            "us-east-spot-storm", "h100-failures", "edge-region-cut"]
+        dark = report["scenarios"][0]
+        assert dark["events"] == ["site-lost dc-frankfurt", "capacity euc1-p5-spot=-75%", "price euc1-p5-spot=x2"]
+        assert dark["budget_problem"] is not None  # survivable, but over the monthly budget: reported, not gated
+
+    def test_a_fixed_workload_that_loses_service_fails_the_gate(self, tmp_path: Path) -> None:
+        document = two_regions()
+        document["workloads"][1]["rto_minutes"] = 5
+        inventory = write_inventory(tmp_path / "inv.yaml", document)
+        done = cli("drill", inventory, "--format", "json")
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        failed = {s["name"]: s["gate_failures"] for s in report["scenarios"] if not s["passed"]}
+        assert failed == {"site-lost-dc": ["ocr (fixed) loses service: no eligible pool left: every pool it may use "
+                                           "has lost its capacity; it ran in dc-l4 (site-lost dc)"]}
+
+    def test_scenario_files_and_their_errors(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        good = tmp_path / "good.yaml"
+        good.write_text("version: 1\nscenarios:\n  - name: both-regions\n    events: [site-lost aws-a, "
+                        "capacity aws-b-g6=50%]\n")
+        done = cli("drill", inventory, "--scenario", good, "--format", "markdown")
+        assert done.returncode == 0, done.stderr
+        assert "`both-regions`" in done.stdout and "✅ passed" in done.stdout
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("version: 1\nscenarios:\n  - name: typo\n    events:\n      - site-lost aws-c\n")
+        done = cli("drill", inventory, "--scenario", bad)
+        assert done.returncode == 1
+        assert f"{bad}:5:9" in flat(done.stderr) and "did you mean 'aws-" in flat(done.stderr)
+        assert flat(done.stderr).count("bad.yaml:5:9") == 1
+
+
+class TestFailoverRefusals:
+    def test_nothing_applied(self, tmp_path: Path) -> None:
+        done = cli("failover", "site-lost", "aws-a", "--state", tmp_path / "state",
+                   "--inventory", write_inventory(tmp_path / "inv.yaml", two_regions()))
+        assert done.returncode == 4 and "nothing is applied" in flat(done.stderr)
+
+    def test_event_syntax_and_unknown_sites_are_usage_errors(self, lab: Lab) -> None:
+        done = lab.run("failover", "capacity", "aws-a-g6")
+        assert done.returncode == 2 and "'capacity aws-a-g6' is malformed" in flat(done.stderr)
+        done = lab.run("failover", "site-lost", "aws-c")
+        assert done.returncode == 2 and "did you mean 'aws-" in flat(done.stderr)
+
+    def test_execute_without_a_terminal_needs_auto_approve(self, lab: Lab) -> None:
+        done = lab.run("failover", "site-lost", "aws-a", "--execute")
+        assert done.returncode == 4 and "--auto-approve" in flat(done.stderr)
+        assert lab.store().read().pending is None
+
+
+class TestFailoverLoop:
+    def test_dry_run_changes_nothing(self, lab: Lab) -> None:
+        ups, serial = lab.ups(), lab.store().read().serial
+        done = lab.run("failover", "site-lost", "aws-a", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        runbook = json.loads(done.stdout)
+        assert runbook["format_version"] == 1 and runbook["kind"] == "failover"
+        assert [s["id"] for s in runbook["steps"]] == ["confirm/contain", "manual/fence/aws-a", "confirm/capacity",
+                                                       "cloud-pools/aws-b", "confirm/admission",
+                                                       "cluster-queues/k8s-aws-b"]
+        # the lost region's stacks are left alone (their teardown waits): rollback brings them back
+        assert [d["step_id"] for d in runbook["deferred"]] == ["destroy/cluster-queues/k8s-aws-a",
+                                                               "destroy/cloud-pools/aws-a"]
+        api = next(w for w in runbook["workloads"] if w["workload"] == "api")
+        # one replica kept serving on dc-l4; the three from aws-a start in aws-b: 15 min + 10 GB at no uplink limit
+        assert api["status"] == "moved" and api["after"] == {"aws-b-g6": 3, "dc-l4": 1}
+        assert api["outage_minutes"] is None and api["recovery_minutes"] == 15.0 and api["meets_rto"] is True
+        # 3 replicas × 730 h × ($1.00 - $0.80)
+        assert runbook["summary"]["usd_per_month_delta"] == pytest.approx(438.0)
+        assert lab.ups() == ups and lab.store().read().serial == serial
+
+    def test_execute_then_roll_back(self, lab: Lab) -> None:
+        original = lab.applied()
+        done = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert lab.applied() == {("api", "dc-l4"): 1, ("api", "aws-b-g6"): 3, ("ocr", "dc-l4"): 1}
+        assert lab.ups()[-2:] == ["regions-aws-b", "regions-k8s-aws-b"]  # nothing was sent to the lost region
+        assert "runbook rollback" in flat(done.stdout)
+        state = lab.store().read()
+        assert state.last_run is not None and state.last_run.operation == "runbook"
+        shown = lab.run("runbook", "show", "--format", "json")
+        assert json.loads(shown.stdout)["events"] == ["site-lost aws-a"]
+
+        back = lab.run("runbook", "rollback", "--auto-approve")
+        assert back.returncode == 0, back.stdout + back.stderr
+        assert lab.applied() == original
+        assert lab.ups()[-2:] == ["regions-aws-a", "regions-k8s-aws-a"] or \
+            sorted(lab.ups()[-4:]) == ["regions-aws-a", "regions-aws-b", "regions-k8s-aws-a", "regions-k8s-aws-b"]
+        again = lab.run("runbook", "rollback", "--auto-approve")
+        assert again.returncode == 4 and "no failover is in effect" in flat(again.stderr)
+        assert journal_problems(lab.store().journal.records()) == []
+
+    def test_a_killed_runbook_resumes_without_repeating_done_steps(self, lab: Lab) -> None:
+        process = subprocess.Popen(argv("failover", "site-lost", "aws-a", "--execute", "--auto-approve",
+                                        "--state", lab.state),
+                                   env=cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="1.5"), cwd=lab.root,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        journal = lab.store().journal
+        deadline = time.monotonic() + 120
+        while not any(r.event == JournalEvent.STEP_DONE and r.step == "cloud-pools/aws-b" for r in journal.records()):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the runbook never finished its first cloud step"
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)  # halfway: the queues step is still to come
+        process.communicate()
+        pending = lab.store().read().pending
+        assert pending is not None and pending.operation == "runbook"
+        ups = lab.ups()
+        assert ups.count("regions-aws-b") == 1
+
+        resumed = lab.run("runbook", "resume", "--auto-approve")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "already-done" in flat(resumed.stdout) or "done in an earlier run" in flat(resumed.stdout)
+        assert lab.ups().count("regions-aws-b") == 1  # not repeated
+        assert lab.ups()[-1] == "regions-k8s-aws-b"
+        assert lab.store().read().pending is None
+        assert lab.applied() == {("api", "dc-l4"): 1, ("api", "aws-b-g6"): 3, ("ocr", "dc-l4"): 1}
+        nothing = lab.run("runbook", "resume", "--auto-approve")
+        assert nothing.returncode == 0 and "nothing to resume" in flat(nothing.stdout)
+
+
+class TestConfirmation:
+    """Each group opens with a confirmation; a decline stops the runbook where it is (resume asks again)."""
+
+    @staticmethod
+    def gate() -> Any:
+        from hybridctl.core.steps import make_step
+
+        return make_step("confirm/capacity", "runbook-confirm", "confirm: bring capacity into service",
+                         {"group": "capacity", "title": "Bring capacity into service", "steps": ["cloud-pools/a"]})
+
+    def run(self, monkeypatch: pytest.MonkeyPatch, answer: bool, auto_approve: bool = False) -> Any:
+        import threading
+
+        import typer
+        from hybridctl.commands.failover_flow import _confirm_runner
+        from hybridctl.executor import StepContext
+        from rich.console import Console
+
+        asked: list[str] = []
+        monkeypatch.setattr(typer, "confirm", lambda question, default=False: asked.append(question) or answer)
+        step = self.gate()
+        outcome = _confirm_runner(auto_approve, Console(file=open(os.devnull, "w")))(  # noqa: SIM115
+            step, StepContext(step, threading.Event(), lambda message: None))
+        return outcome, asked
+
+    def test_approved(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        outcome, asked = self.run(monkeypatch, True)
+        assert outcome.status.value == "done" and outcome.detail == {"approved_by": "operator"}
+        assert asked == ["Go ahead?"]
+
+    def test_declined(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        outcome, _ = self.run(monkeypatch, False)
+        assert outcome.status.value == "failed" and "runbook resume" in (outcome.error or "")
+
+    def test_auto_approved_without_asking(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        outcome, asked = self.run(monkeypatch, False, auto_approve=True)
+        assert outcome.status.value == "done" and asked == []
+        assert outcome.detail == {"approved_by": "--auto-approve"}
+
+
+def test_the_cli_default_move_threshold_is_the_core_default() -> None:
+    from hybridctl.commands.failover_cmds import MOVE_THRESHOLD_USD
+    from hybridctl.core.failover.replan import DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
+
+    assert MOVE_THRESHOLD_USD == DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
