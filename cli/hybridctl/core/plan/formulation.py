@@ -1,23 +1,24 @@
-"""The placement MILP of one component, as sparse arrays a solver can take directly.
+"""The placement MILP of one component, built as sparse arrays a solver can take directly.
 
 Columns: x[u,p] replicas of unit u in pool p (integer); s[u] replicas left unplaced (integer,
-priced by a penalty so that everything that fits is placed); y[u,site] whether u has a
-replica at a site that pays data movement (binary); v[u,domain] whether u uses a failure
-domain (binary, only for spreads of 3 or more); z[u,p] replicas moved away from a previous
-placement (continuous, priced by the move threshold).
+priced by a penalty so that everything that fits is placed); y[u,site] how many of u's
+workloads have a replica at a site that pays data movement (binary for a single workload);
+v[u,domain] whether u uses a failure domain (binary, only for spreads of 3 or more); z[u,p]
+replicas moved away from a previous placement (continuous, priced by the move threshold).
+
+Everything is built with numpy over all units at once: at 10,000 workloads a Python loop
+per column costs more than the solver.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.eligibility import PoolInfo
-from hybridctl.core.plan.units import TIER_WEIGHT, Unit
+from hybridctl.core.plan.units import TIER_WEIGHT, FloatArray, IntArray, PoolTable, Unit
 
 
 class Col(IntEnum):
@@ -28,106 +29,268 @@ class Col(IntEnum):
     MOVED = 4
 
 
-@dataclass
+@dataclass(frozen=True)
 class Model:
-    cost: list[float] = field(default_factory=list)
-    lower: list[float] = field(default_factory=list)
-    upper: list[float] = field(default_factory=list)
-    integer: list[bool] = field(default_factory=list)
-    kind: list[Col] = field(default_factory=list)
-    owner: list[tuple[int, int]] = field(default_factory=list)  # (unit, pool index / -1 / site or domain id)
-    rows_lower: list[float] = field(default_factory=list)
-    rows_upper: list[float] = field(default_factory=list)
-    entries_row: list[int] = field(default_factory=list)
-    entries_col: list[int] = field(default_factory=list)
-    entries_value: list[float] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)  # site/domain names behind SITE/DOMAIN owners
+    cost: FloatArray
+    lower: FloatArray
+    upper: FloatArray
+    integer: npt.NDArray[np.bool_]
+    kind: npt.NDArray[np.int8]  # a Col per column
+    unit: IntArray  # the unit each column belongs to
+    ref: IntArray  # pool index (PLACE, MOVED), site id (SITE), domain id (DOMAIN), -1 (UNPLACED)
+    rows_lower: FloatArray
+    rows_upper: FloatArray
+    starts: npt.NDArray[np.int32]  # column-wise sparse matrix
+    index: npt.NDArray[np.int32]
+    value: FloatArray
+    demand_rows: int  # rows 0..units-1 are each unit's replica balance
 
-    def column(self, kind: Col, owner: tuple[int, int], cost: float, upper: float, integer: bool) -> int:
-        self.cost.append(cost)
-        self.lower.append(0.0)
-        self.upper.append(upper)
-        self.integer.append(integer)
-        self.kind.append(kind)
-        self.owner.append(owner)
-        return len(self.cost) - 1
+    @property
+    def columns(self) -> int:
+        return int(self.cost.size)
 
-    def row(self, lower: float, upper: float, terms: list[tuple[int, float]]) -> None:
-        r = len(self.rows_lower)
-        self.rows_lower.append(lower)
-        self.rows_upper.append(upper)
-        for col, value in terms:
-            self.entries_row.append(r)
-            self.entries_col.append(col)
-            self.entries_value.append(value)
+    @property
+    def rows(self) -> int:
+        return int(self.rows_lower.size)
 
-    def csc(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.float64]]:
-        """Column-wise sparse matrix: starts, row indices, values."""
-        cols = np.asarray(self.entries_col, dtype=np.int64)
-        order = np.argsort(cols, kind="stable")
-        counts = np.bincount(cols, minlength=len(self.cost))
-        starts = np.zeros(len(self.cost) + 1, dtype=np.int32)
-        np.cumsum(counts, out=starts[1:])
-        rows = np.asarray(self.entries_row, dtype=np.int32)[order]
-        values = np.asarray(self.entries_value, dtype=np.float64)[order]
-        return starts, rows, values
+
+class _Builder:
+    """Collects column and row blocks, then packs them into one column-wise matrix."""
+
+    def __init__(self) -> None:
+        self.columns = 0
+        self.rows = 0
+        self.col_parts: list[tuple[FloatArray, FloatArray, bool, Col, IntArray, IntArray]] = []
+        self.row_parts: list[tuple[FloatArray, FloatArray]] = []
+        self.entries: list[tuple[IntArray, IntArray, FloatArray]] = []
+
+    def add_columns(self, cost: FloatArray, upper: FloatArray, integer: bool, kind: Col, unit: IntArray,
+                    ref: IntArray) -> IntArray:
+        first = self.columns
+        self.columns += int(cost.size)
+        self.col_parts.append((cost, upper, integer, kind, unit, ref))
+        return np.arange(first, self.columns, dtype=np.int64)
+
+    def add_rows(self, lower: FloatArray, upper: FloatArray) -> int:
+        first = self.rows
+        self.rows += int(lower.size)
+        self.row_parts.append((lower, upper))
+        return first
+
+    def add_entries(self, rows: IntArray, cols: IntArray, values: FloatArray) -> None:
+        self.entries.append((rows, cols, np.broadcast_to(values, rows.shape).astype(np.float64)))
+
+    def build(self, demand_rows: int) -> Model:
+        sizes = [part[0].size for part in self.col_parts]
+        cost = _floats([c[0] for c in self.col_parts])
+        integer = np.repeat([c[2] for c in self.col_parts], sizes).astype(np.bool_)
+        kind = np.repeat([int(c[3]) for c in self.col_parts], sizes).astype(np.int8)
+        rows = _ints([e[0] for e in self.entries])
+        cols = _ints([e[1] for e in self.entries])
+        order = np.lexsort((rows, cols))
+        starts = np.zeros(self.columns + 1, dtype=np.int32)
+        np.cumsum(np.bincount(cols, minlength=self.columns), out=starts[1:])
+        return Model(cost, np.zeros(self.columns), _floats([c[1] for c in self.col_parts]), integer, kind,
+                     _ints([c[4] for c in self.col_parts]), _ints([c[5] for c in self.col_parts]),
+                     _floats([r[0] for r in self.row_parts]), _floats([r[1] for r in self.row_parts]),
+                     starts, rows[order].astype(np.int32), _floats([e[2] for e in self.entries])[order], demand_rows)
+
+
+def _floats(parts: list[FloatArray]) -> FloatArray:
+    return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0, dtype=np.float64)
+
+
+def _ints(parts: list[IntArray]) -> IntArray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
 def penalty_per_replica(unit: Unit, max_price: float) -> float:
     """Dearer than any placement with its data movement, and dearer for higher tiers, so that
     everything that fits is placed and capacity goes to fixed work first. Kept as small as
     that allows: huge penalties beside small costs slow the MIP down."""
-    egress = max(unit.egress_usd_by_site.values(), default=0.0)
-    return unit.gpu_count * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + egress
+    return unit.gpu_count * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + unit.max_egress
 
 
-def formulate(units: list[Unit], pools: list[PoolInfo], ceilings: dict[str, float],
+def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """Distinct keys in order, and for each entry the group it falls in."""
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    return distinct.astype(np.int64), inverse.astype(np.int64).reshape(-1)
+
+
+def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
               move_threshold_usd: float) -> Model:
-    model = Model()
-    max_price = max((p.usd_per_gpu_hour for p in pools), default=1.0)
-    capacity_terms: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    ceiling_terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for u, unit in enumerate(units):
-        place: dict[int, int] = {}
-        for p in unit.eligible:
-            per_replica = unit.gpu_count * unit.hours * pools[p].usd_per_gpu_hour
-            col = model.column(Col.PLACE, (u, p), per_replica, float(unit.replicas), True)
-            place[p] = col
-            capacity_terms[p].append((col, float(unit.gpu_count)))
-            if unit.ceiling_group is not None:
-                ceiling_terms[unit.ceiling_group].append((col, per_replica))
-        unplaced = model.column(Col.UNPLACED, (u, -1), penalty_per_replica(unit, max_price), float(unit.replicas), True)
-        model.row(unit.replicas, unit.replicas, [*((c, 1.0) for c in place.values()), (unplaced, 1.0)])
-        by_site: dict[str, list[int]] = defaultdict(list)
-        by_domain: dict[str, list[int]] = defaultdict(list)
-        for p, col in place.items():
-            by_site[pools[p].site.name].append(col)
-            by_domain[pools[p].domain].append(col)
-        for site, usd in sorted(unit.egress_usd_by_site.items()):
-            model.names.append(site)
-            y = model.column(Col.SITE, (u, len(model.names) - 1), usd, 1.0, True)
-            model.row(-np.inf, 0.0, [*((c, 1.0) for c in by_site[site]), (y, -float(unit.replicas))])
-            if unit.ceiling_group is not None:
-                ceiling_terms[unit.ceiling_group].append((y, usd))
-        if unit.spread > 1:
-            # no failure domain may hold more than R - (k - 1) of a workload's replicas (n(R - 1) for
-            # n merged twins with k = 2); for k = 2 this alone is exact
-            cap = float(len(unit.members) * (unit.member_replicas - unit.spread + 1))
-            for domain in sorted(by_domain):
-                model.row(-np.inf, cap, [(c, 1.0) for c in by_domain[domain]])
-            if unit.spread > 2:
-                used: list[int] = []
-                for domain in sorted(by_domain):
-                    model.names.append(domain)
-                    v = model.column(Col.DOMAIN, (u, len(model.names) - 1), 0.0, 1.0, True)
-                    model.row(0.0, np.inf, [*((c, 1.0) for c in by_domain[domain]), (v, -1.0)])
-                    used.append(v)
-                model.row(float(unit.spread), np.inf, [(v, 1.0) for v in used])
-        for p, before in sorted(unit.previous.items()):
-            moved = model.column(Col.MOVED, (u, p), move_threshold_usd, float(before), False)
-            model.row(float(before), np.inf, [(place[p], 1.0), (moved, 1.0)])
-    for p in sorted(capacity_terms):
-        model.row(-np.inf, float(pools[p].capacity_gpus), capacity_terms[p])
-    for group in sorted(ceiling_terms):
-        model.row(-np.inf, ceilings[group], ceiling_terms[group])
+    b = _Builder()
+    n_units = len(units)
+    gpus = np.array([u.gpu_count for u in units], dtype=np.float64)
+    hours = np.array([u.hours for u in units], dtype=np.float64)
+    replicas = np.array([u.replicas for u in units], dtype=np.float64)
+    member_replicas = np.array([u.member_replicas for u in units], dtype=np.float64)
+    members = np.array([len(u.members) for u in units], dtype=np.float64)
+    spread = np.array([u.spread for u in units], dtype=np.int64)
+    lengths = np.array([len(u.eligible) for u in units], dtype=np.int64)
+    xu = np.repeat(np.arange(n_units, dtype=np.int64), lengths)
+    xp = np.concatenate([u.pools for u in units]) if units else np.zeros(0, dtype=np.int64)
+    egress = np.concatenate([u.egress for u in units]) if units else np.zeros(0)
+    x_site = table.site[xp]
+    per_replica = gpus[xu] * hours[xu] * table.price[xp]
+    # a pool fits at most capacity // gpus replicas: a tighter bound than the unit's replicas
+    slots = np.floor(table.capacity[xp] / gpus[xu])
+    x_upper = np.minimum(replicas[xu], slots)
+
+    # data movement, per (unit, site): paid once per workload with a replica there. Where one
+    # workload can have at most one replica at the site, every replica pays: fold it into x.
+    paid = np.flatnonzero(egress > 0)
+    n_sites = max(len(table.site_names), 1)
+    site_groups, site_of = _groups(xu[paid] * n_sites + x_site[paid])
+    group_unit = site_groups // n_sites
+    site_slots = np.bincount(site_of, weights=slots[paid], minlength=site_groups.size)
+    link = np.minimum(member_replicas[group_unit], site_slots)
+    folded = link[site_of] <= 1
+    x_cost = per_replica.copy()
+    x_cost[paid[folded]] += egress[paid[folded]]
+
+    x = b.add_columns(x_cost, x_upper, True, Col.PLACE, xu, xp)
+    penalty = np.array([penalty_per_replica(u, table.max_price) for u in units], dtype=np.float64)
+    s = b.add_columns(penalty, replicas, True, Col.UNPLACED, np.arange(n_units, dtype=np.int64),
+                      np.full(n_units, -1, dtype=np.int64))
+    unplaced_floor = _ceiling_floor(units, ceilings, x_cost, x_upper, lengths, replicas)
+    demand = b.add_rows(replicas, replicas)
+    b.add_entries(demand + xu, x, np.ones(1))
+    b.add_entries(demand + np.arange(n_units, dtype=np.int64), s, np.ones(1))
+
+    # y: one column and one row per (unit, site) that pays and is not folded
+    open_groups = np.flatnonzero(link > 1)
+    if open_groups.size:
+        first_col = np.full(site_groups.size, -1, dtype=np.int64)
+        first_col[site_of[::-1]] = paid[::-1]  # any column of the group gives its site's egress
+        y_unit = group_unit[open_groups]
+        y_cost = egress[first_col[open_groups]]
+        y = b.add_columns(y_cost, members[y_unit], True, Col.SITE, y_unit, site_groups[open_groups] % n_sites)
+        row_of_group = np.full(site_groups.size, -1, dtype=np.int64)
+        first = b.add_rows(np.full(open_groups.size, -np.inf), np.zeros(open_groups.size))
+        row_of_group[open_groups] = first + np.arange(open_groups.size)
+        linked = row_of_group[site_of] >= 0
+        b.add_entries(row_of_group[site_of[linked]], x[paid[linked]], np.ones(1))
+        b.add_entries(row_of_group[open_groups], y, -link[open_groups])
+    else:
+        y = np.zeros(0, dtype=np.int64)
+        y_unit = np.zeros(0, dtype=np.int64)
+        y_cost = np.zeros(0)
+
+    _spread_rows(b, table, x, s, xu, xp, spread, members, member_replicas)
+    _previous_rows(b, units, x, lengths, move_threshold_usd)
+
+    capacity_pools, capacity_of = _groups(xp)
+    first = b.add_rows(np.full(capacity_pools.size, -np.inf), table.capacity[capacity_pools].astype(np.float64))
+    b.add_entries(first + capacity_of, x, gpus[xu])
+    _rounding_rows(b, x, xp, gpus[xu], table)
+
+    groups = sorted({u.ceiling_group for u in units if u.ceiling_group is not None})
+    if groups:
+        group_id = {g: i for i, g in enumerate(groups)}
+        unit_group = np.array([group_id.get(u.ceiling_group or "", -1) if u.ceiling_group else -1
+                               for u in units], dtype=np.int64)
+        first = b.add_rows(np.full(len(groups), -np.inf), np.array([ceilings[g] for g in groups]))
+        capped = unit_group[xu] >= 0
+        b.add_entries(first + unit_group[xu[capped]], x[capped], x_cost[capped])
+        capped_y = unit_group[y_unit] >= 0
+        b.add_entries(first + unit_group[y_unit[capped_y]], y[capped_y], y_cost[capped_y])
+    model = b.build(n_units)
+    model.lower[s] = unplaced_floor
     return model
+
+
+def _ceiling_floor(units: list[Unit], ceilings: dict[str, float], x_cost: FloatArray, x_upper: FloatArray,
+                   lengths: IntArray, replicas: FloatArray) -> FloatArray:
+    """Replicas a cost ceiling leaves unplaced for certain: more than k replicas cannot fit when the
+    k + 1 cheapest already cost more than the ceiling. As a bound on the unplaced column this is
+    exact for integers, and it keeps the LP from placing 1.2 replicas where only one fits."""
+    floor = np.zeros(len(units))
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    for u, unit in enumerate(units):
+        if unit.ceiling_group is None:
+            continue
+        cols = slice(int(offsets[u]), int(offsets[u + 1]))
+        order = np.argsort(x_cost[cols], kind="stable")
+        cheapest = np.repeat(x_cost[cols][order], x_upper[cols][order].astype(np.int64))[: unit.replicas]
+        fits = int(np.count_nonzero(np.cumsum(cheapest) <= ceilings[unit.ceiling_group] + 1e-6))
+        floor[u] = replicas[u] - fits
+    return floor
+
+
+def _spread_rows(b: _Builder, table: PoolTable, x: IntArray, s: IntArray, xu: IntArray, xp: IntArray,
+                 spread: IntArray, members: FloatArray, member_replicas: FloatArray) -> None:
+    """No failure domain may hold more than R - (k - 1) of a workload's replicas (n(R - 1) for n
+    merged twins with k = 2): for k = 2 this alone is exact; k >= 3 also counts domains used,
+    which the spec asks of a workload only when all its replicas are placed."""
+    spread_cols = np.flatnonzero(spread[xu] > 1)
+    if not spread_cols.size:
+        return
+    n_domains = max(len(table.domain_names), 1)
+    domain_groups, domain_of = _groups(xu[spread_cols] * n_domains + table.domain[xp[spread_cols]])
+    group_unit = domain_groups // n_domains
+    cap = members[group_unit] * (member_replicas[group_unit] - spread[group_unit] + 1)
+    first = b.add_rows(np.full(domain_groups.size, -np.inf), cap)
+    b.add_entries(first + domain_of, x[spread_cols], np.ones(1))
+    wide = np.flatnonzero(spread[group_unit] > 2)
+    if not wide.size:
+        return
+    v_unit = group_unit[wide]
+    v = b.add_columns(np.zeros(wide.size), np.ones(wide.size), True, Col.DOMAIN, v_unit,
+                      domain_groups[wide] % n_domains)
+    # v[d] <= replicas in d: a domain counts only when it is used
+    row_of_group = np.full(domain_groups.size, -1, dtype=np.int64)
+    first = b.add_rows(np.zeros(wide.size), np.full(wide.size, np.inf))
+    row_of_group[wide] = first + np.arange(wide.size)
+    counted = row_of_group[domain_of] >= 0
+    b.add_entries(row_of_group[domain_of[counted]], x[spread_cols[counted]], np.ones(1))
+    b.add_entries(row_of_group[wide], v, -np.ones(1))
+    # sum(v) + k * unplaced >= k: k domains, unless a replica is left unplaced
+    wide_units, unit_of_v = _groups(v_unit)
+    first = b.add_rows(spread[wide_units].astype(np.float64), np.full(wide_units.size, np.inf))
+    b.add_entries(first + unit_of_v, v, np.ones(1))
+    b.add_entries(first + np.arange(wide_units.size, dtype=np.int64), s[wide_units],
+                  spread[wide_units].astype(np.float64))
+
+
+def _previous_rows(b: _Builder, units: list[Unit], x: IntArray, lengths: IntArray, move_threshold_usd: float) -> None:
+    """z[u,p] >= before - x[u,p]: replicas moved away from where the previous plan had them."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    cols: list[int] = []
+    owners: list[int] = []
+    pools: list[int] = []
+    before: list[float] = []
+    for u, unit in enumerate(units):
+        if not unit.previous:
+            continue
+        position = {p: i for i, p in enumerate(unit.eligible)}
+        for p, n in sorted(unit.previous.items()):
+            cols.append(int(x[offsets[u] + position[p]]))
+            owners.append(u)
+            pools.append(p)
+            before.append(float(n))
+    if not cols:
+        return
+    count = len(cols)
+    z = b.add_columns(np.full(count, move_threshold_usd), np.array(before), False, Col.MOVED,
+                      np.array(owners, dtype=np.int64), np.array(pools, dtype=np.int64))
+    first = b.add_rows(np.array(before), np.full(count, np.inf))
+    rows = first + np.arange(count, dtype=np.int64)
+    b.add_entries(rows, np.array(cols, dtype=np.int64), np.ones(1))
+    b.add_entries(rows, z, np.ones(1))
+
+
+def _rounding_rows(b: _Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable) -> None:
+    """Capacity rows divided by a replica size and rounded down (Chvátal-Gomory): sum over units
+    of floor(g/k) x <= floor(capacity/k). Valid for whole replicas, and they stop the LP bound
+    from filling a pool with fractions of 8-GPU replicas, which is most of its gap."""
+    for k in sorted({int(g) for g in np.unique(gpus).tolist() if g > 1}):
+        weight = np.floor(gpus / k)
+        keep = np.flatnonzero(weight > 0)
+        if not keep.size:
+            continue
+        pools, pool_of = _groups(xp[keep])
+        cap = np.floor(table.capacity[pools] / k)
+        # only where rounding bites: the pool also hosts smaller replicas or is not a multiple of k
+        first = b.add_rows(np.full(pools.size, -np.inf), cap.astype(np.float64))
+        b.add_entries(first + pool_of, x[keep], weight[keep])

@@ -6,20 +6,23 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 from hybridctl import __version__
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, inventory_digest
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
-from hybridctl.core.plan.formulation import Col, formulate
+from hybridctl.core.plan.formulation import Col, formulate, penalty_per_replica
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport, Unplaced
 from hybridctl.core.plan.solve import solve
-from hybridctl.core.plan.units import Unit, build_units, components
+from hybridctl.core.plan.units import PoolTable, Unit, build_units, components, distribute
 from hybridctl.core.tiers import classify_workload
 
 DEFAULT_TIME_LIMIT_S = 30.0
 DEFAULT_GAP = 1e-4
 DEFAULT_MOVE_THRESHOLD_USD = 100.0
+EXACT_RESOLVE_MAX_COLUMNS = 2_000  # an unmerged model this small is solved again when merging lost money
 
 _STATUS_RANK = {"optimal": 0, "gap_limit": 1, "time_limit": 2}
 
@@ -40,41 +43,87 @@ def previous_replicas(previous: Plan | None) -> dict[str, dict[str, int]]:
     return kept
 
 
-def _distribute(unit: Unit, counts: dict[int, int], pools: list[PoolInfo]) -> list[tuple[Demand, int, int]]:
-    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas)."""
-    if len(unit.members) == 1:
-        return [(unit.members[0], p, n) for p, n in sorted(counts.items()) if n > 0]
-    if unit.spread > 1:
-        return _deal_round_robin(unit, counts, pools)
-    remaining = dict(counts)
-    order = sorted(remaining, key=lambda p: (pools[p].usd_per_gpu_hour, p))
-    result: list[tuple[Demand, int, int]] = []
-    for member in sorted(unit.members, key=lambda d: d.key):
-        need = member.replicas
-        for p in order:
-            take = min(need, remaining[p])
-            if take > 0:
-                result.append((member, p, take))
-                remaining[p] -= take
-                need -= take
-            if need == 0:
-                break
+def _reason_key(demand: Demand, p: int) -> tuple[object, ...]:
+    """Everything placement_reason() reads: thousands of twins share one reason per pool."""
+    w = demand.workload
+    return (demand.gpu_types, demand.decision.capacity_types, demand.pinned_site,
+            tuple(w.sites) if w.sites is not None else None, tuple(d.name for d in demand.checked_datasets),
+            (w.latency.region, w.latency.p95_ms) if w.latency else None, p, demand.gpu_count,
+            tuple(sorted({d.site for d in demand.remote_datasets})), w.replicas > 1)
+
+
+@dataclass
+class _Solved:
+    """What the solver decided, summed over components."""
+
+    counts: dict[int, dict[int, int]]  # unit -> pool -> replicas
+    objective: float  # of the (merged) models
+    bound: float
+    statuses: list[str]
+    methods: set[str]
+    variables: int
+    components: int
+
+
+@dataclass
+class _Assignment:
+    """The solver's answer handed back to demands, and its objective by the spec's rules."""
+
+    assigned: list[tuple[Demand, int, int]]  # (demand, pool, replicas)
+    used: dict[int, int]
+    used_by_tier: dict[int, dict[str, int]]
+    objective: float
+    penalty: float
+
+
+def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, float], options: PlanOptions,
+                      started: float) -> _Solved:
+    groups = components(units)
+    total_columns = sum(len(units[i].eligible) + 1 for g in groups for i in g)
+    solved = _Solved(defaultdict(dict), 0.0, 0.0, [], set(), 0, len(groups))
+    for group in groups:
+        comp_units = [units[i] for i in group]
+        model = formulate(comp_units, table, ceilings, options.move_threshold_usd)
+        solved.variables += model.columns
+        elapsed = time.perf_counter() - started
+        share = (sum(len(u.eligible) + 1 for u in comp_units) / max(total_columns, 1))
+        budget = max((options.time_limit_s - elapsed) * max(share, 0.05), 0.5)
+        solution = solve(model, time_limit_s=budget, gap=options.gap)
+        solved.objective += solution.objective
+        solved.bound += solution.bound
+        solved.statuses.append(solution.status)
+        solved.methods.add(solution.method.split(" ")[0])
+        placed = np.flatnonzero((model.kind == Col.PLACE) & (solution.values > 0.5))
+        for col in placed.tolist():
+            solved.counts[group[int(model.unit[col])]][int(model.ref[col])] = int(solution.values[col])
+    return solved
+
+
+def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: PoolTable,
+            options: PlanOptions) -> _Assignment:
+    """Hand replicas back to demands and price the result: compute, data movement once per site,
+    the penalty on unplaced replicas and the stability term, as the model counts them."""
+    result = _Assignment([], defaultdict(int), defaultdict(lambda: defaultdict(int)), 0.0, 0.0)
+    moved = 0.0
+    for u, unit in enumerate(units):
+        counts = solved.counts.get(u, {})
+        egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
+        placed_of: dict[str, int] = defaultdict(int)
+        sites_of: dict[str, dict[int, float]] = defaultdict(dict)
+        for demand, p, n in distribute(unit, counts, table):
+            result.assigned.append((demand, p, n))
+            result.used[p] += n * demand.gpu_count
+            result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
+            result.objective += n * demand.usd_per_replica(pools[p])
+            placed_of[demand.key] += n
+            sites_of[demand.key][int(table.site[p])] = egress_at[p]
+        for demand in unit.members:
+            result.penalty += (demand.replicas - placed_of[demand.key]) * penalty_per_replica(unit, table.max_price)
+            result.objective += sum(sites_of[demand.key].values())
+        for p, n in unit.previous.items():
+            moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
+    result.objective += result.penalty + moved
     return result
-
-
-def _deal_round_robin(unit: Unit, counts: dict[int, int], pools: list[PoolInfo]) -> list[tuple[Demand, int, int]]:
-    """Deal merged twins' replicas, sorted by failure domain, one to each twin in turn.
-
-    Twin i gets slots i, i+n, i+2n...: its replicas stand n apart in the sorted list, so they
-    all fall in one domain only if that domain holds more than n(R-1) slots, which the
-    formulation forbids. Twins left short (capacity ran out) are the last in the order.
-    """
-    slots = [p for p in sorted(counts, key=lambda p: (pools[p].domain, p)) for _ in range(counts[p])]
-    members = sorted(unit.members, key=lambda d: d.key)
-    taken: dict[tuple[int, int], int] = defaultdict(int)
-    for position, p in enumerate(slots):
-        taken[(position % len(members), p)] += 1
-    return [(members[m], p, n) for (m, p), n in sorted(taken.items())]
 
 
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
@@ -83,58 +132,43 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     options = options or PlanOptions()
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
+    table = PoolTable.of(pools)
     index = EligibilityIndex(inventory, pools)
     all_demands = planned_demands if planned_demands is not None else demands(inventory)
-    units = build_units(all_demands, index, inventory.policies.spread_fixed_across, previous_replicas(previous))
+    before = previous_replicas(previous)
     ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
-    groups = components(units)
-    total_columns = sum(len(units[i].eligible) + 1 for g in groups for i in g)
-
-    counts: dict[int, dict[int, int]] = defaultdict(dict)  # unit -> pool -> replicas
-    objective = bound = penalty = 0.0
-    statuses: list[str] = []
-    methods: set[str] = set()
-    variables = 0
-    for group in groups:
-        comp_units = [units[i] for i in group]
-        model = formulate(comp_units, pools, ceilings, options.move_threshold_usd)
-        variables += len(model.cost)
-        elapsed = time.perf_counter() - started
-        share = (sum(len(u.eligible) + 1 for u in comp_units) / max(total_columns, 1))
-        budget = max((options.time_limit_s - elapsed) * max(share, 0.05), 0.5)
-        solution = solve(model, time_limit_s=budget, gap=options.gap)
-        objective += solution.objective
-        bound += solution.bound
-        statuses.append(solution.status)
-        methods.add(solution.method.split(" ")[0])
-        for col, kind in enumerate(model.kind):
-            value = int(solution.values[col])
-            if value <= 0:
-                continue
-            u, p = model.owner[col]
-            if kind is Col.PLACE:
-                counts[group[u]][p] = value
-            elif kind is Col.UNPLACED:
-                penalty += model.cost[col] * value
-    used: dict[int, int] = defaultdict(int)
-    used_by_tier: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    assigned: list[tuple[Demand, int, int]] = []
-    for u, unit in enumerate(units):
-        for demand, p, n in _distribute(unit, counts.get(u, {}), pools):
-            assigned.append((demand, p, n))
-            used[p] += n * demand.gpu_count
-            used_by_tier[p][demand.tier.value] += n * demand.gpu_count
+    units = build_units(all_demands, index, inventory.policies.spread_fixed_across, before, table)
+    solved = _solve_components(units, table, ceilings, options, started)
+    result = _assign(units, solved, pools, table, options)
+    # Twins that pay data movement are merged by a relaxation; in the rare case handing them back
+    # pays more than it counted, a small model is solved again unmerged, which is exact.
+    if result.objective > solved.objective * (1 + 1e-9) + 0.01 \
+            and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
+        exact_units = build_units(all_demands, index, inventory.policies.spread_fixed_across, before, table,
+                                  merge_egress=False)
+        exact = _solve_components(exact_units, table, ceilings, options, started)
+        exact_result = _assign(exact_units, exact, pools, table, options)
+        exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
+        if exact_result.objective < result.objective:
+            solved, result = exact, exact_result
+        else:
+            solved.bound = exact.bound
+    used, used_by_tier = result.used, result.used_by_tier
 
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
-    for demand, p, n in assigned:
+    reasons: dict[tuple[object, ...], str] = {}
+    for demand, p, n in result.assigned:
         pool = pools[p]
         placed_replicas[demand.key] += n
+        key = _reason_key(demand, p)
+        reason = reasons.get(key)
+        if reason is None:
+            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
             replicas=n, gpus=n * demand.gpu_count, usd_per_month=round(n * demand.usd_per_replica(pool), 2),
-            reason=placement_reason(demand, pool, index, used, inventory),
-            demand=demand.key, gpu_type=pool.pool.gpu, gpus_per_replica=demand.gpu_count))
+            reason=reason, demand=demand.key, gpu_type=pool.pool.gpu, gpus_per_replica=demand.gpu_count))
     placements.sort(key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
 
     unplaced: list[Unplaced] = []
@@ -146,11 +180,15 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     movements = data_movements(inventory, all_demands, placements)
     usage = tuple(PoolUsage(p.site.name, p.name, p.pool.gpu, p.pool.capacity_type.value, p.capacity_gpus,
                             used.get(p.index, 0), round(p.usd_per_gpu_hour, 4)) for p in pools)
-    status = max(statuses, key=lambda s: _STATUS_RANK.get(s, 3)) if statuses else "no_demand"
+    objective = result.objective
+    bound = min(solved.bound, objective)
     gap = max(0.0, (objective - bound) / abs(objective)) if objective else 0.0
+    status = max(solved.statuses, key=lambda s: _STATUS_RANK.get(s, 3)) if solved.statuses else "no_demand"
+    if status == "optimal" and gap > options.gap + 1e-9:
+        status = "gap_limit"
     report = SolverReport(status, round(objective, 2), round(bound, 2), round(gap, 6),
-                          round(time.perf_counter() - started, 3), "+".join(sorted(methods)) or "none",
-                          len(groups), variables, round(penalty, 2))
+                          round(time.perf_counter() - started, 3), "+".join(sorted(solved.methods)) or "none",
+                          solved.components, solved.variables, round(result.penalty, 2))
     decisions = {w.name: classify_workload(w, inventory.policies).tier.value for w in inventory.workloads}
     return Plan(
         inventory_name=inventory.name,

@@ -1,10 +1,16 @@
-"""Units: what the MILP places. Identical plain demands are merged into one unit.
+"""Units: what the MILP places. Identical demands are merged into one unit.
 
 Many workloads in a real fleet are copies of one another (the same service in many
-flavours, sweeps of one experiment). A demand with no per-workload constraint — no cost
-ceiling, no failure-domain spread, no paid data movement, no previous placement to keep —
-behaves exactly like its twins, so they are solved as one unit with the replicas summed,
-then handed back replica by replica. This is exact, not a heuristic.
+flavours, sweeps of one experiment). Twins are solved as one unit with the replicas summed,
+then handed back replica by replica:
+- a plain twin (no cost ceiling, no spread of 3 or more, no data movement, no previous
+  placement to keep) behaves exactly like the others, so merging is exact;
+- twins of spread 2 stay exact with a per-domain cap (see formulation.py);
+- twins that pay data movement merge with one integer per site counting the twins that pay
+  there. That is a relaxation (it never costs more than the unmerged model), so the bound
+  stays proven; handing replicas back seldom pays more than it counted, and when it does the
+  plan's objective and gap say so (and a small model is solved again unmerged: planner.py).
+Twins with a cost ceiling, a spread of 3 or more, or a previous placement stay apart.
 """
 
 from __future__ import annotations
@@ -12,10 +18,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.tiers import Tier
 
 TIER_WEIGHT = {Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0}
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class PoolTable:
+    """Per-pool arrays the formulation reads, resolved once: sites and domains as small integers."""
+
+    price: FloatArray  # usd per GPU-hour
+    capacity: IntArray  # GPUs
+    site: IntArray  # index into site_names
+    domain: IntArray  # index into domain_names
+    site_names: tuple[str, ...]
+    domain_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, pools: list[PoolInfo]) -> PoolTable:
+        site_names = tuple(sorted({p.site.name for p in pools}))
+        domain_names = tuple(sorted({p.site.domain for p in pools}))
+        site_id = {name: i for i, name in enumerate(site_names)}
+        domain_id = {name: i for i, name in enumerate(domain_names)}
+        return cls(np.array([p.usd_per_gpu_hour for p in pools], dtype=np.float64),
+                   np.array([p.capacity_gpus for p in pools], dtype=np.int64),
+                   np.array([site_id[p.site.name] for p in pools], dtype=np.int64),
+                   np.array([domain_id[p.site.domain] for p in pools], dtype=np.int64),
+                   site_names, domain_names)
+
+    @property
+    def max_price(self) -> float:
+        return float(self.price.max()) if self.price.size else 1.0
 
 
 @dataclass
@@ -27,14 +67,23 @@ class Unit:
     tier: Tier
     replicas: int
     spread: int = 1  # failure domains each member's placed replicas must span
-    member_replicas: int = 0  # replicas of each member; twins share it
-    egress_usd_by_site: dict[str, float] = field(default_factory=dict)  # paid once per site used
+    member_replicas: int = 0  # replicas of each member; twins share it when they pay data movement
+    egress: FloatArray = field(default_factory=lambda: np.zeros(0))  # per eligible pool: paid once per site used
     ceiling_group: str | None = None  # workloads with max_usd_per_month share one ceiling row
     previous: dict[int, int] = field(default_factory=dict)  # pool index -> replicas in the previous plan
+    pools: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # eligible, as an array
 
     @property
     def key(self) -> str:
         return self.members[0].key
+
+    @property
+    def pays_egress(self) -> bool:
+        return bool(self.egress.size) and bool(self.egress.any())
+
+    @property
+    def max_egress(self) -> float:
+        return float(self.egress.max()) if self.egress.size else 0.0
 
 
 def egress_usd_by_site(demand: Demand, pools: list[PoolInfo], eligible: tuple[int, ...],
@@ -42,40 +91,78 @@ def egress_usd_by_site(demand: Demand, pools: list[PoolInfo], eligible: tuple[in
     """Monthly data-movement cost if the demand has a replica at each eligible site (zero ones dropped)."""
     passes = demand.workload.data_passes_per_month
     costs: dict[str, float] = {}
-    for site in {pools[p].site.name for p in eligible}:
+    for site in sorted({pools[p].site.name for p in eligible}):
         usd = sum(d.size_gb * passes * sites[d.site] for d in demand.remote_datasets if d.site != site)
         if usd > 0:
             costs[site] = usd
     return costs
 
 
+class _Memo:
+    """Per-eligible-list facts shared by the thousands of demands that have the same list."""
+
+    def __init__(self, pools: list[PoolInfo], table: PoolTable) -> None:
+        self.pools = pools
+        self.table = table
+        self.egress_rate = {p.site.name: p.site.egress_usd_per_gb for p in pools}
+        self._arrays: dict[tuple[int, ...], tuple[IntArray, int]] = {}
+        self._egress: dict[tuple[object, ...], FloatArray] = {}
+
+    def arrays(self, eligible: tuple[int, ...]) -> tuple[IntArray, int]:
+        """The eligible pools as an array, and how many failure domains they span."""
+        found = self._arrays.get(eligible)
+        if found is None:
+            array = np.asarray(eligible, dtype=np.int64)
+            found = self._arrays[eligible] = (array, len(np.unique(self.table.domain[array])))
+        return found
+
+    def egress(self, demand: Demand, eligible: tuple[int, ...]) -> FloatArray:
+        reads = tuple(sorted((d.site, d.size_gb) for d in demand.remote_datasets))
+        passes = demand.workload.data_passes_per_month
+        key = (eligible, reads, passes)
+        found = self._egress.get(key)
+        if found is None:
+            by_site = egress_usd_by_site(demand, self.pools, eligible, self.egress_rate) if reads and passes else {}
+            found = self._egress[key] = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible],
+                                                 dtype=np.float64)
+        return found
+
+
 def build_units(demands: list[Demand], index: EligibilityIndex, spread_policy: int,
-                previous: Mapping[str, Mapping[str, int]] | None = None) -> list[Unit]:
-    """One unit per demand with side constraints; one merged unit per class of plain twins."""
+                previous: Mapping[str, Mapping[str, int]] | None = None,
+                table: PoolTable | None = None, *, merge_egress: bool = True) -> list[Unit]:
+    """One unit per demand with side constraints; one merged unit per class of twins."""
     pools = index.pools
+    table = table if table is not None else PoolTable.of(pools)
+    memo = _Memo(pools, table)
     pool_index = {p.name: p.index for p in pools}
-    egress = {p.site.name: p.site.egress_usd_per_gb for p in pools}
     units: list[Unit] = []
     twins: dict[tuple[object, ...], Unit] = {}
     for demand in demands:
         eligible = index.eligible(demand)
         if not eligible:
             continue
-        domains = len({pools[p].domain for p in eligible})
+        array, domains = memo.arrays(eligible)
         spread = min(spread_policy, demand.replicas, domains) if demand.tier is Tier.FIXED else 1
-        paid = egress_usd_by_site(demand, pools, eligible, egress)
+        egress = memo.egress(demand, eligible)
+        paid = bool(egress.any())
         ceiling = demand.workload.name if demand.workload.max_usd_per_month is not None else None
-        before = {pool_index[name]: n for name, n in (previous or {}).get(demand.key, {}).items()
-                  if name in pool_index and pool_index[name] in eligible}
+        before: dict[int, int] = {}
+        for name, n in (previous or {}).get(demand.key, {}).items():
+            p = pool_index.get(name)
+            if p is not None and p in eligible:
+                before[p] = n
         unit = Unit([demand], eligible, demand.gpu_count, demand.hours, demand.tier, demand.replicas,
-                    spread, demand.replicas, paid, ceiling, before)
+                    spread, demand.replicas, egress, ceiling, before, array)
         # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
-        # n twins' replicas is exactly what dealing them out round-robin needs (see _distribute).
-        if spread > 2 or paid or ceiling or before:
+        # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
+        if spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress)):
             units.append(unit)
             continue
+        reads = tuple(sorted((d.site, d.size_gb) for d in demand.remote_datasets)) if paid else ()
         signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
-                     demand.replicas if spread > 1 else 0)
+                     demand.replicas if spread > 1 or paid else 0,
+                     reads, demand.workload.data_passes_per_month if paid else 0.0)
         twin = twins.get(signature)
         if twin is None:
             twins[signature] = unit
@@ -87,7 +174,7 @@ def build_units(demands: list[Demand], index: EligibilityIndex, spread_policy: i
 
 
 def components(units: list[Unit]) -> list[list[int]]:
-    """Independent groups of units: those that share no pool can be solved separately."""
+    """Independent groups of units: those that share no pool (nor a cost ceiling) are solved apart."""
     parent: dict[int, int] = {}
 
     def find(p: int) -> int:
@@ -96,21 +183,114 @@ def components(units: list[Unit]) -> list[list[int]]:
             p = parent[p]
         return p
 
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for eligible in sorted({unit.eligible for unit in units}):
+        for p in eligible[1:]:
+            union(eligible[0], p)
+    ceiling_pool: dict[str, int] = {}
     for unit in units:
-        first = find(unit.eligible[0])
-        for p in unit.eligible[1:]:
-            root = find(p)
-            if root != first:
-                parent[root] = first
-    groups: dict[int, list[int]] = {}
-    ceiling_root: dict[str, int] = {}
-    for i, unit in enumerate(units):
-        root = find(unit.eligible[0])
         # federated trainer groups of one workload share its ceiling: keep them together
         if unit.ceiling_group is not None:
-            other = ceiling_root.setdefault(unit.ceiling_group, root)
-            if other != root:
-                parent[find(root)] = find(other)
+            union(ceiling_pool.setdefault(unit.ceiling_group, unit.eligible[0]), unit.eligible[0])
+    groups: dict[int, list[int]] = {}
     for i, unit in enumerate(units):
         groups.setdefault(find(unit.eligible[0]), []).append(i)
     return sorted(groups.values(), key=lambda g: g[0])
+
+
+def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
+    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas)."""
+    if len(unit.members) == 1:
+        return [(unit.members[0], p, n) for p, n in sorted(counts.items()) if n > 0]
+    if unit.spread > 1:
+        return _deal_round_robin(unit, counts, table)
+    if unit.pays_egress:
+        return _deal_by_site(unit, counts, table)
+    remaining = dict(counts)
+    order = sorted(remaining, key=lambda p: (float(table.price[p]), p))
+    result: list[tuple[Demand, int, int]] = []
+    for member in sorted(unit.members, key=lambda d: d.key):
+        need = member.replicas
+        for p in order:
+            take = min(need, remaining[p])
+            if take > 0:
+                result.append((member, p, take))
+                remaining[p] -= take
+                need -= take
+            if need == 0:
+                break
+    return result
+
+
+def _deal_round_robin(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
+    """Deal merged twins' replicas, sorted by failure domain, one to each twin in turn.
+
+    Twin i gets slots i, i+n, i+2n...: its replicas stand n apart in the sorted list, so they
+    all fall in one domain only if that domain holds more than n(R-1) slots, which the
+    formulation forbids. Twins left short (capacity ran out) are the last in the order.
+    """
+    slots = [p for p in sorted(counts, key=lambda p: (int(table.domain[p]), p)) for _ in range(counts[p])]
+    members = sorted(unit.members, key=lambda d: d.key)
+    taken: dict[tuple[int, int], int] = {}
+    for position, p in enumerate(slots):
+        key = (position % len(members), p)
+        taken[key] = taken.get(key, 0) + 1
+    return [(members[m], p, n) for (m, p), n in sorted(taken.items())]
+
+
+def _deal_by_site(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
+    """Deal twins that pay data movement so that each pays at as few sites as it can.
+
+    Whole workloads go first (R replicas at one paying site pay once); what is left at each
+    paying site is packed best-fit-decreasing into the remaining twins, then replicas at sites
+    that pay nothing fill the gaps (splitting those is free). A paying remainder is split only
+    when nothing else fits: the one case where the plan pays more than the merged model counted.
+    """
+    size = unit.member_replicas
+    egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
+    paying: dict[int, list[int]] = {}
+    filler: list[int] = []
+    for p in sorted(counts):
+        if egress_at[p] > 0:
+            paying.setdefault(int(table.site[p]), []).extend([p] * counts[p])
+        else:
+            filler.extend([p] * counts[p])
+    bins: list[list[int]] = []
+    pieces: list[list[int]] = []
+    for site in sorted(paying):
+        slots = paying[site]
+        whole = len(slots) // size
+        bins.extend(slots[i * size:(i + 1) * size] for i in range(whole))
+        if len(slots) > whole * size:
+            pieces.append(slots[whole * size:])
+    spare = len(unit.members) - len(bins)
+    partial: list[list[int]] = []
+    for piece in sorted(pieces, key=len, reverse=True):
+        fits = [b for b in partial if size - len(b) >= len(piece)]
+        if fits:
+            min(fits, key=lambda b: size - len(b)).extend(piece)
+        elif len(partial) < spare:
+            partial.append(list(piece))
+        else:
+            rest = list(piece)
+            for b in sorted(partial, key=len):
+                take = min(size - len(b), len(rest))
+                b.extend(rest[:take])
+                rest = rest[take:]
+    for p in filler:
+        room = next((b for b in partial if len(b) < size), None)
+        if room is None:
+            room = []
+            partial.append(room)
+        room.append(p)
+    bins.extend(partial)
+    members = sorted(unit.members, key=lambda d: d.key)
+    result: list[tuple[Demand, int, int]] = []
+    for member, slots in zip(members, bins, strict=False):
+        for p in sorted(set(slots)):
+            result.append((member, p, slots.count(p)))
+    return result

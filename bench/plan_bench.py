@@ -1,0 +1,139 @@
+"""How fast and how good the planner is, against its LP bound and a greedy baseline.
+
+Run:  .venv/bin/python bench/plan_bench.py [--seeds 1 2 3] [--sizes 1000x100 10000x300]
+
+For each size (workloads x pools) and seed, a fresh interpreter generates the seeded
+inventory (bench/inventory_gen.py), loads it as the CLI does (parse, validate, checks), plans
+it with the default options, and reports: the plan's wall and CPU time, objective (cost plus
+the penalty on unplaced replicas), the LP bound of the model and the gap to it, the bound the
+planner proved, unplaced workloads, the process's peak memory (maxrss: generation, loading
+and planning together), the violations check_plan() finds (must be 0), and, on the same
+inventory, the cost and unplaced count of the greedy baseline (bench/greedy.py). Then the
+validation time of the inventories and the time of `hybridctl --help` (best of 5), which
+are issue 2's figures. Prints markdown tables.
+
+CPU time is shown beside wall time because the benchmark machine is often shared: the
+solver runs in one thread, so CPU time is what the plan costs when the machine is idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "cli"))
+
+
+def _lp_bound(inventory: object) -> float:
+    from hybridctl.core.eligibility import EligibilityIndex, demands, pool_infos
+    from hybridctl.core.inventory.models import Inventory
+    from hybridctl.core.plan.formulation import formulate
+    from hybridctl.core.plan.planner import DEFAULT_MOVE_THRESHOLD_USD
+    from hybridctl.core.plan.solve import relaxation_bound
+    from hybridctl.core.plan.units import PoolTable, build_units, components
+
+    assert isinstance(inventory, Inventory)
+    pools = pool_infos(inventory)
+    table = PoolTable.of(pools)
+    units = build_units(demands(inventory), EligibilityIndex(inventory, pools),
+                        inventory.policies.spread_fixed_across, None, table)
+    ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
+    return sum(relaxation_bound(formulate([units[i] for i in group], table, ceilings, DEFAULT_MOVE_THRESHOLD_USD))
+               for group in components(units))
+
+
+def one(workloads: int, pools: int, seed: int) -> dict[str, object]:
+    """Measure one instance in this process (run in a fresh interpreter per instance)."""
+    from greedy import greedy
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.checker import check_plan
+    from hybridctl.core.plan.planner import plan
+    from inventory_gen import generate, to_yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "inventory.yaml"
+        path.write_text(to_yaml(generate(workloads, pools, seed)))
+        began = time.perf_counter()
+        inventory = load_inventory(path).inventory
+        validate_s = time.perf_counter() - began
+    rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    began, began_cpu = time.perf_counter(), time.process_time()
+    result = plan(inventory)
+    wall, cpu = time.perf_counter() - began, time.process_time() - began_cpu
+    rss_planned = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    lp = _lp_bound(inventory)
+    baseline = greedy(inventory)
+    objective = result.solver.objective
+    return {
+        "workloads": workloads, "pools": pools, "seed": seed, "validate_s": validate_s,
+        "plan_s": wall, "plan_cpu_s": cpu, "objective": objective, "lp_bound": lp,
+        "gap_lp": max(0.0, (objective - lp) / objective), "gap": result.solver.gap, "status": result.solver.status,
+        "method": result.solver.method, "unplaced": len(result.unplaced),
+        "unplaced_replicas": sum(u.replicas for u in result.unplaced),
+        "cost": result.total_usd_per_month, "violations": len(check_plan(inventory, result)),
+        "rss_loaded_mib": rss_loaded / 1024, "rss_mib": rss_planned / 1024,
+        "greedy_cost": baseline.total_usd, "greedy_unplaced": baseline.unplaced_demands,
+        "greedy_unplaced_replicas": baseline.unplaced_replicas,
+    }
+
+
+def _help_seconds(runs: int) -> float:
+    exe = Path(sys.executable).with_name("hybridctl")
+    command = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "hybridctl", "--help"]
+    best = float("inf")
+    for _ in range(runs):
+        began = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--sizes", nargs="+", default=["1000x100", "10000x300"])
+    parser.add_argument("--one", nargs=3, type=int, metavar=("WORKLOADS", "POOLS", "SEED"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(*args.one)))
+        return
+    rows = []
+    for size in args.sizes:
+        workloads, pools = (int(n) for n in size.split("x"))
+        for seed in args.seeds:
+            out = subprocess.run([sys.executable, __file__, "--one", str(workloads), str(pools), str(seed)],
+                                 check=True, capture_output=True, text=True).stdout
+            rows.append(json.loads(out.strip().splitlines()[-1]))
+            print(f"measured {workloads} x {pools} seed {seed}", file=sys.stderr)
+    print("| workloads × pools | seed | plan s (wall) | plan s (CPU) | objective | LP bound | gap to LP | "
+          "proven gap | status | unplaced (replicas) | peak RSS MiB | violations | plan $/month | "
+          "greedy $/month | greedy unplaced (replicas) | plan / greedy cost |")
+    print("|" + "---|" * 16)
+    for r in rows:
+        print(f"| {r['workloads']:,} × {r['pools']} | {r['seed']} | {r['plan_s']:.2f} | {r['plan_cpu_s']:.2f} | "
+              f"{r['objective']:,.0f} | {r['lp_bound']:,.0f} | {100 * r['gap_lp']:.3f} % | {100 * r['gap']:.3f} % | "
+              f"{r['status']} | {r['unplaced']} ({r['unplaced_replicas']}) | {r['rss_mib']:.0f} | "
+              f"{r['violations']} | {r['cost']:,.0f} | {r['greedy_cost']:,.0f} | "
+              f"{r['greedy_unplaced']} ({r['greedy_unplaced_replicas']}) | {r['cost'] / r['greedy_cost']:.3f} |")
+    print()
+    print("| figure | value |")
+    print("|---|---|")
+    for size in args.sizes:
+        workloads, pools = (int(n) for n in size.split("x"))
+        times = [r["validate_s"] for r in rows if r["workloads"] == workloads and r["pools"] == pools]
+        print(f"| validate (load_inventory) {workloads:,} × {pools}, median of {len(times)} | "
+              f"{statistics.median(times):.2f} s |")
+    print(f"| `hybridctl --help`, best of 5 | {_help_seconds(5):.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
