@@ -67,6 +67,7 @@ def plan(
     gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="Relative optimality gap at which to stop."),
     move_threshold_usd: float = typer.Option(100.0, "--move-threshold-usd", min=0.0,
                                              help="With --previous: the saving per month that justifies moving a replica."),
+    max_rows: int = typer.Option(200, "--max-rows", min=0, help="Table format: rows per table at most (0: all)."),
     state: Path | None = typer.Option(None, "--state", help="State directory whose serial a plan file records, so that "
                                       "apply refuses it once the state has moved on (default: $HYBRIDCTL_STATE, "
                                       "else ./.hybridctl/state)."),
@@ -90,7 +91,7 @@ def plan(
     elif output_format is PlanFormat.markdown:
         typer.echo(render_markdown(result, diff), nl=False)
     else:
-        render_plan(stdout(), result, diff)
+        render_plan(stdout(), result, diff, max_rows)
     if out is not None:
         from dataclasses import replace
 
@@ -112,6 +113,7 @@ def plan(
 def show(
     plan_file: Path = typer.Argument(..., help="A plan file written by `plan --out`."),
     output_format: PlanFormat = typer.Option(PlanFormat.table, "--format", "-f", help="Output format."),
+    max_rows: int = typer.Option(200, "--max-rows", min=0, help="Table format: rows per table at most (0: all)."),
 ) -> None:
     """Render a saved plan again."""
     from hybridctl.core.plan.serialize import plan_to_json
@@ -124,7 +126,7 @@ def show(
     elif output_format is PlanFormat.markdown:
         typer.echo(render_markdown(saved), nl=False)
     else:
-        render_plan(stdout(), saved)
+        render_plan(stdout(), saved, max_rows=max_rows)
 
 
 @app.command()

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True)
 class HostDiscovery:
     host: str
@@ -32,11 +31,11 @@ def compare_host(host: str, hostvars: Mapping[str, object], state: str, data: Ma
     declared_gpu = str(hostvars.get("hybridctl_gpu", ""))
     expected = hostvars.get("hybridctl_expected_gpus", 0)
     declared = expected if isinstance(expected, int) else 0
-    base = {"host": host, "site": str(hostvars.get("hybridctl_site", "")), "pool": str(hostvars.get("hybridctl_pool", "")),
-            "declared_gpu": declared_gpu, "declared_gpus": declared}
+    site, pool = str(hostvars.get("hybridctl_site", "")), str(hostvars.get("hybridctl_pool", ""))
     if state == "unreachable" or not data:
         reason = (message or "no answer").strip().splitlines()[0][:200] if message else "no preflight data"
-        return HostDiscovery(**base, state="unreachable" if state == "unreachable" else "failed", problems=(reason,))
+        return HostDiscovery(host, site, pool, declared_gpu, declared,
+                             "unreachable" if state == "unreachable" else "failed", problems=(reason,))
     gpus = data.get("gpus")
     models = tuple(sorted({str(g.get("name", "?")) for g in gpus if isinstance(g, Mapping)})) \
         if isinstance(gpus, list) else ()
@@ -52,6 +51,7 @@ def compare_host(host: str, hostvars: Mapping[str, object], state: str, data: Ma
     available = _number(disk.get("available_bytes")) if isinstance(disk, Mapping) else None
     free = round(available / 1e9, 1) if available is not None else None
     driver = data.get("driver_version")
-    return HostDiscovery(**base, state="mismatch" if problems else "ok", found_gpus=count, found_models=models,
+    return HostDiscovery(host, site, pool, declared_gpu, declared, "mismatch" if problems else "ok",
+                         found_gpus=count, found_models=models,
                          driver_version=str(driver) if driver else None, free_disk_gb=free,
                          problems=tuple(problems))

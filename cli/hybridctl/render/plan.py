@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -11,6 +14,8 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
 from hybridctl.render.templates import render
+
+T = TypeVar("T")
 
 BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDimension.capacity_type)
 
@@ -41,32 +46,51 @@ def cost_table(title: str, lines: list[CostLine], label: str) -> Table:
     return table
 
 
-def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None) -> None:
+def _capped(rows: Sequence[T], max_rows: int) -> tuple[Sequence[T], int]:
+    """The rows to draw and how many were left out: a 10,000-row table helps nobody on a terminal."""
+    if max_rows <= 0 or len(rows) <= max_rows:
+        return rows, 0
+    return rows[:max_rows], len(rows) - max_rows
+
+
+def _more(console: Console, hidden: int, what: str) -> None:
+    if hidden:
+        console.print(f"[dim]… and {hidden:,} more {what} (--max-rows 0 shows all; --format json has everything)[/]")
+
+
+def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0) -> None:
     placements = Table(title="Placements", title_justify="left")
     for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
                             ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right")):
         # names are what people grep for: never truncate them; the explanation folds instead
         placements.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     placements.add_column("why", ratio=1, min_width=16)
-    for p in plan.placements:
+    shown, hidden = _capped(sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
+                            max_rows)
+    for p in shown:
         placements.add_row(p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
                            str(p.replicas), str(p.gpus), usd(p.usd_per_month), escape(p.reason))
     console.print(placements)
+    _more(console, hidden, "placements (the dearest are shown)")
     if plan.unplaced:
         unplaced = Table(title="[red]Unplaced[/]", title_justify="left")
         for column in ("workload", "tier", "replicas", "reason"):
             unplaced.add_column(column)
-        for u in plan.unplaced:
+        shown_unplaced, hidden = _capped(plan.unplaced, max_rows)
+        for u in shown_unplaced:
             unplaced.add_row(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason))
         console.print(unplaced)
+        _more(console, hidden, "unplaced workloads")
     pools = Table(title="Pools", title_justify="left")
     for column, justify in (("site", "left"), ("pool", "left"), ("GPU", "left"), ("capacity type", "left"),
                             ("used / capacity", "right"), ("$/GPU-h", "right")):
         pools.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for pool in plan.pools:
+    shown_pools, hidden = _capped(plan.pools, max_rows)
+    for pool in shown_pools:
         pools.add_row(pool.site, pool.pool, pool.gpu, pool.capacity_type, f"{pool.used_gpus} / {pool.capacity_gpus}",
                       f"{pool.usd_per_gpu_hour:.2f}")
     console.print(pools)
+    _more(console, hidden, "pools")
     for dimension in BREAKDOWNS:
         console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                                  dimension.value))
@@ -75,10 +99,12 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None) -> N
         for column, justify in (("workload", "left"), ("dataset", "left"), ("from", "left"), ("to", "left"),
                                 ("GB/mo", "right"), ("cost/mo", "right")):
             movements.add_column(column, justify=justify)  # type: ignore[arg-type]
-        for m in plan.data_movements:
+        shown_movements, hidden = _capped(plan.data_movements, max_rows)
+        for m in shown_movements:
             movements.add_row(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
                               usd(m.usd_per_month))
         console.print(movements)
+        _more(console, hidden, "data movements")
     if diff is not None:
         render_diff(console, diff)
     s = plan.solver
