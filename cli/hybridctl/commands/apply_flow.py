@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,14 +18,21 @@ from rich.console import Console
 from hybridctl.commands.common import looks_like_plan, read_plan
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.steps import CLOUD_KINDS, BundleRef, DeployedStep, StepGraph, StepPlan
+from hybridctl.core.steps import CLOUD_KINDS, BundleRef, DeployedStep, StepGraph
 from hybridctl.drivers.ansible import SshOptions
 from hybridctl.drivers.pulumi import CloudDriver
 from hybridctl.drivers.state import LockHolder, State, StateStore, now_iso, resolve_state_dir
 from hybridctl.errors import HybridctlError, PrerequisiteError, RefusedError, UsageError
 from hybridctl.executor import RunReport, StepRunner, StepStatus, pending_for, run_operation
 from hybridctl.paths import playbooks_dir, templates_dir
-from hybridctl.render.apply import progress_for, render_ansible_inventory, render_run_report, render_step_plan
+from hybridctl.render.apply import (
+    PlainProgress,
+    RichProgress,
+    progress_for,
+    render_ansible_inventory,
+    render_run_report,
+    render_step_plan,
+)
 from hybridctl.render.console import stderr, stdout
 from hybridctl.runners import check_cloud_credentials, cloud_driver, default_runners
 
@@ -119,21 +126,25 @@ def statuses(store: StateStore, state: State, operation: str, graph: StepGraph) 
     return {s.id: StepStatus.ALREADY_DONE if done.get(s.id) == s.key else StepStatus.PENDING for s in graph}
 
 
-def execute_and_report(store: StateStore, step_plan: StepPlan, runners: dict[str, StepRunner], out: Console, *,
+def execute_and_report(store: StateStore, graph: StepGraph, runners: dict[str, StepRunner], out: Console, *,
                        operation: str, target: str, skip: dict[str, str], parallelism: int,
-                       on_success: Callable[[State, RunReport], State] | None) -> int:
-    observer = progress_for(out)
+                       on_success: Callable[[State, RunReport], State] | None, detail: Mapping[str, object] | None = None,
+                       observer: PlainProgress | RichProgress | None = None, subject: str | None = None,
+                       when_interrupted: str | None = None, retry: str = "run it again") -> int:
+    """Run the steps through the executor, render the report, and say what to do next; the exit code."""
+    observer = observer or progress_for(out)
     try:
-        report = run_operation(store, step_plan.graph, runners, operation=operation, target=target, skip=skip,
+        report = run_operation(store, graph, runners, operation=operation, target=target, detail=detail, skip=skip,
                                parallelism=parallelism, observer=observer, on_success=on_success)
     finally:
         observer.close()
     render_run_report(out, report)
+    subject = subject or operation
     if report.status == "interrupted":
-        out.print(f"{operation} interrupted: run `hybridctl {operation}` again to resume")
+        out.print(f"{subject} interrupted: {when_interrupted or f'run `hybridctl {operation}` again to resume'}")
         return INTERRUPTED
     if not report.succeeded:
-        out.print(f"{operation} failed: fix the cause, then run it again; finished steps are not repeated")
+        out.print(f"{subject} failed: fix the cause, then {retry}; finished steps are not repeated")
         return 1
     return 0
 
@@ -252,7 +263,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
                            applied_at=now_iso(), inventory_path=str(inventory_path.resolve()),
                            site_kinds={s.name: s.kind.value for s in loaded.inventory.sites})
 
-        return execute_and_report(store, step_plan, runners_for(store, driver, ssh), out, operation="apply",
+        return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), out, operation="apply",
                                   target=digest, skip=skip, parallelism=parallelism, on_success=record_applied)
 
 
@@ -284,7 +295,7 @@ def run_destroy(*, site: str | None, state: Path | None, lock_timeout_s: float, 
                 return state_
             return replace(state_, applied_plan=None, applied_plan_digest=None, applied_at=None, site_kinds={})
 
-        return execute_and_report(store, step_plan, runners_for(store, driver, ssh), out, operation="destroy",
+        return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), out, operation="destroy",
                                   target=f"site={site}" if site else "all", skip=skip, parallelism=parallelism,
                                   on_success=record_destroyed)
 

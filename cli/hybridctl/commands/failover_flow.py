@@ -246,9 +246,9 @@ def _on_success(store: StateStore, runbook: Runbook) -> Callable[[State, RunRepo
 
 
 def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Console) -> int:
-    from hybridctl.commands.apply_flow import prepare_cloud, runners_for, ssh_options
-    from hybridctl.executor import pending_for, run_operation
-    from hybridctl.render.apply import PlainProgress, progress_for, render_run_report
+    from hybridctl.commands.apply_flow import execute_and_report, prepare_cloud, runners_for, ssh_options
+    from hybridctl.executor import pending_for
+    from hybridctl.render.apply import PlainProgress, progress_for
 
     if not options.auto_approve and not sys.stdin.isatty():
         raise RefusedError("executing a runbook needs approval for each group of steps, and there is no terminal "
@@ -266,22 +266,15 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, out),
                MANUAL_KIND: _confirm_runner(options.auto_approve, out)}
     path = _save(store, runbook)
-    observer = progress_for(out) if options.auto_approve else PlainProgress(out)
-    try:
-        report = run_operation(store, graph, runners, operation=OPERATION, target=runbook.id,
-                               detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": str(path)},
-                               skip=skip, parallelism=options.parallelism, observer=observer,
-                               on_success=_on_success(store, runbook))
-    finally:
-        observer.close()
-    render_run_report(out, report)
-    if report.status == "interrupted":
-        out.print(f"runbook {runbook.id} interrupted: `hybridctl runbook resume` finishes it")
-        return INTERRUPTED
-    if not report.succeeded:
-        out.print(f"runbook {runbook.id} failed: fix the cause, then `hybridctl runbook resume`; "
-                  "finished steps are not repeated")
-        return 1
+    code = execute_and_report(store, graph, runners, out, operation=OPERATION, target=runbook.id, skip=skip,
+                              parallelism=options.parallelism, on_success=_on_success(store, runbook),
+                              detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": str(path)},
+                              observer=progress_for(out) if options.auto_approve else PlainProgress(out),
+                              subject=f"runbook {runbook.id}",
+                              when_interrupted="`hybridctl runbook resume` finishes it",
+                              retry="`hybridctl runbook resume`")
+    if code:
+        return code
     if runbook.kind is RunbookKind.FAILOVER:
         out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.root}")
     return 0
