@@ -2,16 +2,20 @@
 
 Run as root:  .venv/bin/python bench/ansible_bench.py [--hosts 3 8] [--repeat 3]
 
-Prints, per host count: lab start-up (hosts ready for SSH), and the wall time of
+Prints, per host count: lab start-up (hosts ready for SSH), the wall time of
 tests/drivers/playbooks/ping.yml (fact gathering + ping + set_fact) through the Ansible
-driver, with ssh ControlPersist on (default) and off. Medians of --repeat runs.
+driver with ssh ControlPersist on (default) and off, and the wall time of the product's
+playbooks: preflight.yml, and model-sync.yml distributing a signed 64 MB bundle (a new
+version each run, so every run copies, verifies and activates). Medians of --repeat runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,8 +24,21 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from hosts.lab import HostLab, missing_prerequisites  # noqa: E402
 from hybridctl.drivers.ansible import SshOptions, run_playbook  # noqa: E402
+from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundle  # noqa: E402
+from hybridctl.paths import playbooks_dir  # noqa: E402
 
 PLAYBOOKS = ROOT / "tests" / "drivers" / "playbooks"
+BUNDLE_MB = 64
+
+
+def _bundle(directory: Path, version: str, private_key: Path) -> Path:
+    bundle = directory / version
+    (bundle / "weights").mkdir(parents=True)
+    (bundle / "weights" / "model.safetensors").write_bytes(os.urandom(BUNDLE_MB * 1024 * 1024))
+    (bundle / "config.json").write_text(f'{{"version": "{version}"}}')
+    create_bundle(bundle, model="bench-model", version=version, source_commit="bench")
+    sign_bundle(bundle, private_key)
+    return bundle
 
 
 def main() -> int:
@@ -34,6 +51,9 @@ def main() -> int:
         print("cannot run: " + "; ".join(missing), file=sys.stderr)
         return 2
 
+    work = Path(tempfile.mkdtemp(prefix="hybridctl-ansible-bench-"))
+    private_key, public_key = work / "signing.pem", work / "signing.pub.pem"
+    generate_keypair(private_key, public_key)
     lab = HostLab()
     opened = time.monotonic()
     lab.open()
@@ -41,8 +61,8 @@ def main() -> int:
     try:
         for count in args.hosts:
             starts: list[float] = []
-            runs: dict[str, list[float]] = {"on": [], "off": []}
-            for _ in range(args.repeat):
+            runs: dict[str, list[float]] = {"on": [], "off": [], "preflight": [], "model-sync": []}
+            for attempt in range(args.repeat):
                 began = time.monotonic()
                 hosts = lab.start(count)
                 starts.append(time.monotonic() - began)
@@ -54,11 +74,24 @@ def main() -> int:
                             print(f"run failed: {result}", file=sys.stderr)
                             return 1
                         runs[label].append(result.elapsed_s)
+                    ssh = SshOptions(lab.known_hosts_path, lab.client_key_path)
+                    for playbook, extravars in (
+                            ("preflight", {}),
+                            ("model-sync", {"hybridctl_bundle_dir": str(_bundle(work, f"v{count}-{attempt}", private_key)),
+                                            "hybridctl_bundle_public_key_file": str(public_key)})):
+                        result = run_playbook(playbooks_dir() / f"{playbook}.yml", lab.inventory(hosts), ssh=ssh,
+                                              extravars=extravars)
+                        if not result.succeeded:
+                            print(f"{playbook} failed: {result}", file=sys.stderr)
+                            return 1
+                        runs[playbook].append(result.elapsed_s)
                 lab.stop(hosts)
             print(
                 f"{count} hosts: start {statistics.median(starts):.2f} s; ping.yml "
                 f"{statistics.median(runs['on']):.2f} s (ControlPersist on), "
-                f"{statistics.median(runs['off']):.2f} s (off)  [median of {args.repeat}]"
+                f"{statistics.median(runs['off']):.2f} s (off); preflight.yml "
+                f"{statistics.median(runs['preflight']):.2f} s; model-sync.yml ({BUNDLE_MB} MB bundle) "
+                f"{statistics.median(runs['model-sync']):.2f} s  [median of {args.repeat}]"
             )
     finally:
         lab.close()

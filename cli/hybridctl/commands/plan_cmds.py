@@ -68,16 +68,23 @@ def plan(
     move_threshold_usd: float = typer.Option(100.0, "--move-threshold-usd", min=0.0,
                                              help="With --previous: the saving per month that justifies moving a replica."),
     max_rows: int = typer.Option(200, "--max-rows", min=0, help="Table format: rows per table at most (0: all)."),
+    cloud_preview: bool = typer.Option(False, "--cloud-preview",
+                                       help="Cloud changes from a real `pulumi preview` of every stack (needs the "
+                                            "pulumi CLI and credentials) instead of the stack-configuration diff."),
     state: Path | None = typer.Option(None, "--state", help="State directory whose serial a plan file records, so that "
                                       "apply refuses it once the state has moved on (default: $HYBRIDCTL_STATE, "
                                       "else ./.hybridctl/state)."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
+    import json
+
+    from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.planner import PlanOptions, budget_violation
     from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.plan.serialize import plan_to_json
+    from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json
+    from hybridctl.drivers.state import applied_plan
     from hybridctl.render.console import stderr, stdout
     from hybridctl.render.plan import render_markdown, render_plan
 
@@ -86,12 +93,18 @@ def plan(
     result = make_plan(loaded.inventory, previous=before,
                        options=PlanOptions(time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
     diff = diff_plans(before, result) if before else None
+    baseline = before if before is not None else applied_plan(state)
+    cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
+        else config_diff(loaded.inventory, result, baseline)
     if output_format is PlanFormat.json:
-        typer.echo(plan_to_json(result), nl=False)
+        document = plan_to_dict(result)
+        document["cloud_changes"] = cloud.to_dict()
+        typer.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
     elif output_format is PlanFormat.markdown:
-        typer.echo(render_markdown(result, diff), nl=False)
+        typer.echo(render_markdown(result, diff, cloud), nl=False)
     else:
         render_plan(stdout(), result, diff, max_rows)
+        render_cloud_changes(stdout(), cloud)
     if out is not None:
         from dataclasses import replace
 

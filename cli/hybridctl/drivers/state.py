@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hybridctl.drivers.files import atomic_write_text
 from hybridctl.drivers.journal import Journal, JournalEvent, JournalRecord, journal_problems, now_iso
@@ -35,6 +35,9 @@ from hybridctl.errors import HybridctlError, Location
 __all__ = ["HOLDER_ENV", "Deployed", "Journal", "JournalEvent", "JournalRecord", "LockHolder", "PendingRun",
            "RunRecord", "State", "StateFileError", "StateLock", "StateStore", "current_serial", "journal_problems",
            "new_run_id", "now_iso", "resolve_state_dir", "stop_leftover_processes"]
+
+if TYPE_CHECKING:
+    from hybridctl.core.plan.model import Plan
 
 STATE_ENV = "HYBRIDCTL_STATE"
 DEFAULT_STATE_DIR = Path(".hybridctl") / "state"
@@ -256,6 +259,14 @@ class StateStore:
 def current_serial(state_dir: Path | None, env: Mapping[str, str] | None = None) -> int:
     """The serial a new plan file should record as base_serial (`plan --out` calls this)."""
     return StateStore(resolve_state_dir(state_dir, env)).read().serial
+
+
+def applied_plan(state_dir: Path | None, env: Mapping[str, str] | None = None) -> Plan | None:
+    """The plan the state says is applied, if any (`plan` diffs cloud changes against it)."""
+    from hybridctl.core.plan.serialize import plan_from_dict
+
+    raw = StateStore(resolve_state_dir(state_dir, env)).read().applied_plan
+    return plan_from_dict(dict(raw), "the applied plan in the state") if raw is not None else None
 
 
 def new_run_id() -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +14,9 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
 from hybridctl.render.templates import render
+
+if TYPE_CHECKING:
+    from hybridctl.commands.cloud_changes import CloudChanges
 
 T = TypeVar("T")
 
@@ -132,6 +135,6 @@ def render_diff(console: Console, diff: PlanDiff) -> None:
                   f"{usd(diff.usd_per_month_before)} → {usd(diff.usd_per_month_after)}/month")
 
 
-def render_markdown(plan: Plan, diff: PlanDiff | None = None) -> str:
+def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:
     breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
-    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd)
+    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud)
