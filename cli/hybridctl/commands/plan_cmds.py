@@ -9,6 +9,7 @@ import typer
 
 from hybridctl.commands.app import app
 from hybridctl.commands.common import PlanFormat, looks_like_plan, read_plan, write_atomically
+from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import CHANGES, ExitCode
 
 
@@ -21,15 +22,6 @@ class CostFormat(StrEnum):
     table = "table"
     csv = "csv"
     json = "json"
-
-
-class CostBy(StrEnum):
-    tier = "tier"
-    type = "type"
-    site = "site"
-    pool = "pool"
-    workload = "workload"
-    capacity_type = "capacity_type"
 
 
 @app.command()
@@ -145,7 +137,7 @@ def show(
 @app.command()
 def cost(
     source: Path = typer.Argument(..., help="An inventory (planned first) or a plan file (*.json)."),
-    by: CostBy = typer.Option(CostBy.tier, "--by", help="Break the monthly cost down by this."),
+    by: CostDimension = typer.Option(CostDimension.tier, "--by", help="Break the monthly cost down by this."),
     output_format: CostFormat = typer.Option(CostFormat.table, "--format", "-f", help="Output format."),
 ) -> None:
     """Showback: monthly cost by tier, workload type, site, pool, workload or capacity type."""
@@ -153,7 +145,7 @@ def cost(
     import io
     import json
 
-    from hybridctl.core.showback import CostDimension, showback
+    from hybridctl.core.showback import showback
     from hybridctl.render.console import stdout
     from hybridctl.render.plan import cost_table
 
@@ -164,7 +156,7 @@ def cost(
         from hybridctl.core.plan.planner import plan as make_plan
 
         planned = make_plan(load_inventory(source).inventory)
-    lines = showback(planned, CostDimension(by.value))
+    lines = showback(planned, by)
     if output_format is CostFormat.json:
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,
                                "lines": [{by.value: line.key, "gpus": line.gpus,
