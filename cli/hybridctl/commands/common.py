@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from hybridctl.core.plan.model import Plan
 
 
-class PlanFormat(StrEnum):
+class ReportFormat(StrEnum):
+    """How plans, runbooks and drill reports are shown: rich tables, versioned JSON, or markdown."""
+
     table = "table"
     json = "json"
     markdown = "markdown"

@@ -11,29 +11,17 @@ Exit codes: 0 done; 1 a drill gate failed, a step failed, or an input file is in
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from hybridctl.commands.app import app
+from hybridctl.commands.common import ReportFormat
 
 runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
 app.add_typer(runbook_app)
 
 STATE_HELP = "State directory (default: $HYBRIDCTL_STATE, else ./.hybridctl/state)."
-
-
-class RunbookFormat(StrEnum):
-    markdown = "markdown"
-    table = "table"
-    json = "json"
-
-
-class DrillFormat(StrEnum):
-    table = "table"
-    markdown = "markdown"
-    json = "json"
 
 
 # core.failover.replan.DEFAULT_FAILOVER_MOVE_THRESHOLD_USD, written out so that --help needs no solver import
@@ -47,7 +35,7 @@ def failover(
     state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the one the "
                                           "applied plan was applied from, as the state records it)."),
-    output_format: RunbookFormat = typer.Option(RunbookFormat.markdown, "--format", "-f", help="Output format."),
+    output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Also write the runbook as JSON to this file."),
     execute: bool = typer.Option(False, "--execute", help="Run the runbook: a confirmation per group of steps, "
                                  "journaled, resumable with `hybridctl runbook resume`."),
@@ -86,7 +74,7 @@ def drill(
     standard: bool = typer.Option(False, "--standard", help="The built-in scenarios: each site lost, each spot pool "
                                   "reclaimed, -50 % of each GPU type, spot prices x3, each edge link down "
                                   "(the default when no --scenario is given)."),
-    output_format: DrillFormat = typer.Option(DrillFormat.table, "--format", "-f", help="Output format."),
+    output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", "-f", help="Output format."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the JSON report to this file."),
     move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
                                              help="As for failover."),
@@ -127,7 +115,7 @@ def rollback(
     state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the state's)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print the rollback runbook."),
-    output_format: RunbookFormat = typer.Option(RunbookFormat.markdown, "--format", "-f", help="Output format."),
+    output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve every group without asking."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the Pulumi steps."),
     bundles: Path | None = typer.Option(None, "--bundles", help="Signed model bundles, DIR/<workload>/."),
@@ -151,7 +139,7 @@ def rollback(
 @runbook_app.command("show")
 def show(
     state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
-    output_format: RunbookFormat = typer.Option(RunbookFormat.markdown, "--format", "-f", help="Output format."),
+    output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
 ) -> None:
     """Show the runbook that is unfinished, or else the failover in effect."""
     from hybridctl.commands.failover_flow import run_show

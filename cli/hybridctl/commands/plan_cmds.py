@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
-from hybridctl.commands.common import PlanFormat, looks_like_plan, read_plan, write_atomically
+from hybridctl.commands.common import ReportFormat, looks_like_plan, read_plan, write_atomically
 from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import CHANGES, ExitCode
 
@@ -52,7 +52,7 @@ def plan(
     out: Path | None = typer.Option(None, "--out", "-o", help="Write a plan file for `apply` (byte-stable JSON)."),
     previous: Path | None = typer.Option(None, "--previous", help="A previous plan file: keep workloads where "
                                          "they are unless moving saves more than --move-threshold-usd, and show the diff."),
-    output_format: PlanFormat = typer.Option(PlanFormat.table, "--format", "-f", help="Output format."),
+    output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", "-f", help="Output format."),
     detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
                                            help="Exit 0 if nothing changed against --previous, 2 if something did, 1 on error."),
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit in seconds."),
@@ -88,11 +88,11 @@ def plan(
     baseline = before if before is not None else applied_plan(state)
     cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
         else config_diff(loaded.inventory, result, baseline)
-    if output_format is PlanFormat.json:
+    if output_format is ReportFormat.json:
         document = plan_to_dict(result)
         document["cloud_changes"] = cloud.to_dict()
         typer.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
-    elif output_format is PlanFormat.markdown:
+    elif output_format is ReportFormat.markdown:
         typer.echo(render_markdown(result, diff, cloud), nl=False)
     else:
         render_plan(stdout(), result, diff, max_rows)
@@ -117,7 +117,7 @@ def plan(
 @app.command()
 def show(
     plan_file: Path = typer.Argument(..., help="A plan file written by `plan --out`."),
-    output_format: PlanFormat = typer.Option(PlanFormat.table, "--format", "-f", help="Output format."),
+    output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", "-f", help="Output format."),
     max_rows: int = typer.Option(200, "--max-rows", min=0, help="Table format: rows per table at most (0: all)."),
 ) -> None:
     """Render a saved plan again."""
@@ -126,9 +126,9 @@ def show(
     from hybridctl.render.plan import render_markdown, render_plan
 
     saved = read_plan(plan_file)
-    if output_format is PlanFormat.json:
+    if output_format is ReportFormat.json:
         typer.echo(plan_to_json(saved), nl=False)
-    elif output_format is PlanFormat.markdown:
+    elif output_format is ReportFormat.markdown:
         typer.echo(render_markdown(saved), nl=False)
     else:
         render_plan(stdout(), saved, max_rows=max_rows)
