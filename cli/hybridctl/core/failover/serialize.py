@@ -22,7 +22,7 @@ from hybridctl.core.failover.runbook import (
     RunbookStep,
     System,
 )
-from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+from hybridctl.core.plan.serialize import json_object, plan_from_dict, plan_to_dict
 from hybridctl.core.steps import Step, canonical_json
 from hybridctl.errors import HybridctlError
 
@@ -195,12 +195,8 @@ def runbook_from_dict(raw: Mapping[str, object], source: str = "runbook") -> Run
 
 
 def runbook_from_json(text: str, source: str = "runbook") -> Runbook:
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunbookFileError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    if not isinstance(raw, dict):
-        raise RunbookFileError(f"{source}: not a hybridctl runbook")
+    raw = json_object(text, source, RunbookFileError, "runbook",
+                      "pass a file written by `hybridctl failover --format json`")
     return runbook_from_dict(raw, source)
 
 

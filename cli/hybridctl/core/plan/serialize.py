@@ -98,12 +98,17 @@ def plan_from_dict(raw: JsonDict, source: str = "plan") -> Plan:
                             hint="pass a file written by `hybridctl plan --out`") from None
 
 
-def plan_from_json(text: str, source: str = "plan") -> Plan:
+def json_object(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> JsonDict:
+    """A JSON document that must be an object, with the line and column of a syntax error."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PlanFileError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}",
-                            hint="pass a file written by `hybridctl plan --out`") from None
+        raise error(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=hint) from None
     if not isinstance(raw, dict):
-        raise PlanFileError(f"{source}: not a hybridctl plan", hint="pass a file written by `hybridctl plan --out`")
+        raise error(f"{source}: not a hybridctl {what}", hint=hint)
+    return raw
+
+
+def plan_from_json(text: str, source: str = "plan") -> Plan:
+    raw = json_object(text, source, PlanFileError, "plan", "pass a file written by `hybridctl plan --out`")
     return plan_from_dict(raw, source)
