@@ -8,8 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, hybridctl_argv, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.recording_cloud import RecordingCloud
+from support.waiting import wait_for
 
 POOLS_STACK, QUEUES_STACK = "loop-aws-euc1", "loop-ml-euc1"
 
@@ -63,14 +62,6 @@ def lab(tmp_path: Path) -> Lab:
 def flat(text: str) -> str:
     """Output with rich's line wrapping undone, for matching messages."""
     return " ".join(text.split())
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class TestLoop:
@@ -225,7 +216,7 @@ class TestFailureAndResume:
         process = start_cli("apply", plan, "--inventory", lab.inventory, "--state", lab.state, "--auto-approve",
                             env=env, cwd=lab.root)
         journal = lab.store().journal
-        wait_for(lambda: any(r.event == JournalEvent.STEP_STARTED for r in journal.records()), "the first step")
+        wait_for(lambda: any(r.event == JournalEvent.STEP_STARTED for r in journal.records()), "the first step", timeout_s=60)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
         assert process.returncode == 130, out + err
@@ -249,7 +240,7 @@ class TestConcurrency:
         env = cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="2")
         first = start_cli("apply", plan, "--inventory", lab.inventory, "--state", lab.state, "--auto-approve",
                           env=env, cwd=lab.root)
-        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock")
+        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
         holder = lab.store().lock.holder()
         assert holder is not None
         second = lab.apply(plan, "--inventory", lab.inventory, "--auto-approve")
@@ -265,7 +256,7 @@ class TestConcurrency:
     def test_with_lock_timeout_the_second_apply_waits_its_turn(self, lab: Lab) -> None:
         env = cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="2")
         first = start_cli("apply", lab.inventory, "--state", lab.state, "--auto-approve", env=env, cwd=lab.root)
-        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock")
+        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
         second = lab.apply(lab.inventory, "--auto-approve", "--lock-timeout", "2m")
         assert first.wait(timeout=120) == 0
         assert second.returncode == 0, second.stdout + second.stderr

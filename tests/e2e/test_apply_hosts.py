@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -20,6 +18,7 @@ from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.recording_cloud import RecordingCloud
+from support.waiting import wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -87,14 +86,6 @@ def _cmdline(process: psutil.Process) -> str:
         return " ".join(process.cmdline())
     except psutil.Error:  # gone, or a zombie
         return ""
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 class TestLoopAgainstHosts:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from hosts.lab import HostLab, TestHost
 from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundle
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, write_inventory
+from support.waiting import wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -126,14 +125,6 @@ def snapshot(hosts: list[TestHost]) -> dict[str, bytes]:
                 elif path.is_file():
                     files[key] = path.read_bytes()
     return files
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
