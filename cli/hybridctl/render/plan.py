@@ -61,6 +61,20 @@ def _more(console: Console, hidden: int, what: str) -> None:
         console.print(f"[dim]… and {hidden:,} more {what} (--max-rows 0 shows all; --format json has everything)[/]")
 
 
+def _print_capped(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                  max_rows: int, what: str) -> None:
+    """A table of at most max_rows rows and a line saying how many were left out; a column
+    name ending in ">" is right-aligned (numbers)."""
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column.rstrip(">"), justify="right" if column.endswith(">") else "left")
+    shown, hidden = _capped(rows, max_rows)
+    for row in shown:
+        table.add_row(*row)
+    console.print(table)
+    _more(console, hidden, what)
+
+
 def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0) -> None:
     placements = Table(title="Placements", title_justify="left")
     for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
@@ -76,38 +90,19 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
     console.print(placements)
     _more(console, hidden, "placements (the dearest are shown)")
     if plan.unplaced:
-        unplaced = Table(title="[red]Unplaced[/]", title_justify="left")
-        for column in ("workload", "tier", "replicas", "reason"):
-            unplaced.add_column(column)
-        shown_unplaced, hidden = _capped(plan.unplaced, max_rows)
-        for u in shown_unplaced:
-            unplaced.add_row(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason))
-        console.print(unplaced)
-        _more(console, hidden, "unplaced workloads")
-    pools = Table(title="Pools", title_justify="left")
-    for column, justify in (("site", "left"), ("pool", "left"), ("GPU", "left"), ("capacity type", "left"),
-                            ("used / capacity", "right"), ("$/GPU-h", "right")):
-        pools.add_column(column, justify=justify)  # type: ignore[arg-type]
-    shown_pools, hidden = _capped(plan.pools, max_rows)
-    for pool in shown_pools:
-        pools.add_row(pool.site, pool.pool, pool.gpu, pool.capacity_type, f"{pool.used_gpus} / {pool.capacity_gpus}",
-                      f"{pool.usd_per_gpu_hour:.2f}")
-    console.print(pools)
-    _more(console, hidden, "pools")
+        _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas", "reason"),
+                      [(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason)) for u in plan.unplaced],
+                      max_rows, "unplaced workloads")
+    _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "$/GPU-h>"),
+                  [(p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
+                    f"{p.usd_per_gpu_hour:.2f}") for p in plan.pools], max_rows, "pools")
     for dimension in BREAKDOWNS:
         console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                                  dimension.value))
     if plan.data_movements:
-        movements = Table(title="Data movements", title_justify="left")
-        for column, justify in (("workload", "left"), ("dataset", "left"), ("from", "left"), ("to", "left"),
-                                ("GB/mo", "right"), ("cost/mo", "right")):
-            movements.add_column(column, justify=justify)  # type: ignore[arg-type]
-        shown_movements, hidden = _capped(plan.data_movements, max_rows)
-        for m in shown_movements:
-            movements.add_row(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
-                              usd(m.usd_per_month))
-        console.print(movements)
-        _more(console, hidden, "data movements")
+        _print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
+                      [(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}", usd(m.usd_per_month))
+                       for m in plan.data_movements], max_rows, "data movements")
     if diff is not None:
         render_diff(console, diff)
     s = plan.solver
