@@ -57,6 +57,11 @@ class WorkloadType(StrEnum):
     FEDERATED_TRAINING = "federated_training"
 
 
+class CostModel(StrEnum):
+    CASH = "cash"
+    AMORTIZED = "amortized"
+
+
 class TierChoice(StrEnum):
     AUTO = "auto"
     FIXED = "fixed"
@@ -77,6 +82,9 @@ class Policies(_Model):
         1, description="Failure domains that a fixed-tier workload with at least 2 replicas must span.")
     allow_on_demand_for_opportunistic: StrictBool = Field(
         False, description="Let opportunistic workloads use on-demand capacity (they always may use reserved and spot).")
+    cost_model: CostModel = Field(
+        CostModel.CASH, description="cash (default): minimize the month's cash, committed pools included; "
+                                    "amortized: every replica costs gpu.count x hours x usd_per_gpu_hour in any pool.")
 
 
 class Host(_Model):
@@ -105,6 +113,15 @@ class Pool(_Model):
         None, description="Amortized cost of owned hardware, or the price paid. "
                           "Cloud default: the catalog's list price for the instance type.")
     interruptions_per_day: NonNegativeFloat = Field(0.0, description="Expected spot reclaims per day, for risk and cost.")
+    gpus_per_node: PositiveInt | None = Field(
+        None, description="onprem/edge only: GPUs in one machine; default the smaller of 8 and gpus. "
+                          "Cloud pools take it from the catalog's instance type.")
+    failure_domain: Token | None = Field(
+        None, description="Failure domain of this pool, e.g. a rack row or an availability zone; "
+                          "default: the site's failure domain.")
+    reservation_id: Annotated[str, Field(strict=True, pattern=r"^cr-[0-9a-f]{8,17}$")] | None = Field(
+        None, description="Reserved cloud pools only: the EC2 capacity reservation or Capacity Block "
+                          "(cr-...) its machines launch into.")
 
 
 class Site(_Model):
@@ -123,12 +140,21 @@ class Site(_Model):
     provider: Literal["aws"] | None = Field(None, description="cloud only: the provider; v1 provisions aws.")
     region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1.")
     cluster: Name | None = Field(None, description="cloud only: the Kubernetes cluster its GPU pools join.")
+    max_sensitivity: Sensitivity | None = Field(
+        None, description="The most sensitive data this site may process; default onprem restricted, "
+                          "edge and cloud confidential. Cloud may never exceed confidential.")
     hosts: list[Host] = Field(default_factory=list, description="onprem and edge only: the machines Ansible configures.")
     pools: list[Pool] = Field(description="The site's GPU pools.")
 
     @property
     def domain(self) -> str:
         return self.failure_domain or self.name
+
+    @property
+    def max_sensitivity_effective(self) -> Sensitivity:
+        if self.max_sensitivity is not None:
+            return self.max_sensitivity
+        return Sensitivity.RESTRICTED if self.kind is SiteKind.ONPREM else Sensitivity.CONFIDENTIAL
 
     @property
     def provision_minutes_effective(self) -> float:
@@ -146,6 +172,13 @@ class Dataset(_Model):
     sensitivity: Sensitivity = Field(description="public | internal | confidential | restricted.")
     residency: list[Token] | None = Field(
         None, description="Jurisdictions where it may be processed; default: any.")
+    copies: list[Name] = Field(
+        default_factory=list, description="Other sites holding a full, current copy; read there with no egress.")
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        """Every site holding the data: the primary first, then the copies."""
+        return (self.site, *self.copies)
 
 
 class GpuRequest(_Model):
@@ -153,6 +186,9 @@ class GpuRequest(_Model):
 
     types: Annotated[list[Token], Field(min_length=1)] = Field(description="Acceptable GPU types; any of them.")
     count: PositiveInt = Field(description="GPUs per replica.")
+    multi_node: StrictBool | None = Field(
+        None, description="Whether one replica may span machines; default true for pretraining, training, "
+                          "fine_tuning and federated_training, false otherwise.")
 
 
 class LatencyBudget(_Model):
@@ -194,11 +230,27 @@ class Workload(_Model):
         None, description="Size of the model artifacts a replica needs on its host, in GB.")
     sites: list[Name] | None = Field(None, description="Allow-list of sites.")
     fallback: Fallback | None = Field(None, description="Survival path when capacity is lost.")
+    team: Name | None = Field(None, description="Owner, a DNS label; showback and chargeback group by it.")
+    spread: PositiveInt | None = Field(
+        None, description="Failure domains its replicas must span; overrides policies.spread_fixed_across, any tier.")
+    survives_site_loss: StrictBool = Field(
+        True, description="false: losing its site is expected to take it down (drills report it and do not fail).")
+
+    @property
+    def multi_node(self) -> bool:
+        """Whether one replica may span machines, with the per-type default applied."""
+        if self.gpu.multi_node is not None:
+            return self.gpu.multi_node
+        return self.type in _MULTI_NODE_TYPES
 
     @property
     def hours(self) -> float:
         """Hours per month, with the realtime default applied (validation rejects a missing value otherwise)."""
         return self.hours_per_month if self.hours_per_month is not None else float(DEFAULT_REALTIME_HOURS)
+
+
+_MULTI_NODE_TYPES = frozenset({WorkloadType.PRETRAINING, WorkloadType.TRAINING,
+                               WorkloadType.FINE_TUNING, WorkloadType.FEDERATED_TRAINING})
 
 
 class Inventory(_Model):
