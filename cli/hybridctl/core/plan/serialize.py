@@ -46,9 +46,13 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
     document: JsonDict = {
         "format_version": FORMAT_VERSION,
         "inventory": plan.inventory_name,
+        "cost_model": plan.cost_model,
         "total_usd_per_month": plan.total_usd_per_month,
-        "compute_usd_per_month": plan.compute_usd_per_month,
+        "committed_usd_per_month": plan.committed_usd_per_month,
+        "pay_per_use_usd_per_month": plan.pay_per_use_usd_per_month,
         "data_usd_per_month": plan.data_usd_per_month,
+        "idle_committed_usd_per_month": plan.idle_committed_usd_per_month,
+        "compute_usd_per_month": plan.compute_usd_per_month,
         "budget_usd_per_month": plan.budget_usd_per_month,
         "placements": [asdict(p) for p in plan.placements],
         "unplaced": [asdict(u) for u in plan.unplaced],
@@ -56,6 +60,7 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
         "pools": [asdict(p) for p in plan.pools],
         "tiers": dict(sorted(plan.tiers.items())),
         "workload_types": dict(sorted(plan.workload_types.items())),
+        "teams": dict(sorted(plan.teams.items())),
         "solver": solver,
     }
     if plan_file:
@@ -145,8 +150,10 @@ def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool =
             budget_usd_per_month=raw.get("budget_usd_per_month"),
             tiers=dict(raw.get("tiers", {})),
             workload_types=dict(raw.get("workload_types", {})),
+            teams=dict(raw.get("teams", {})),
             base_serial=raw.get("base_serial"),
             tool_version=str(raw.get("tool_version", "")),
+            cost_model=_cost_model(raw.get("cost_model")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanFileError(f"{source}: not a hybridctl plan ({type(exc).__name__}: {exc})",
@@ -170,6 +177,12 @@ def _expect(raw: JsonDict, source: str) -> None:
     for name in ("tiers", "workload_types"):
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.get(name, {}).items()):
             raise PlanFileError(f"{source}: {name} maps workload names to text", hint=_PLAN_FILE_HINT)
+
+
+def _cost_model(raw: object) -> str:
+    if raw not in ("cash", "amortized"):
+        raise ValueError(f"cost_model {raw!r} is not cash or amortized")
+    return str(raw)
 
 
 def json_object(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> JsonDict:
