@@ -205,7 +205,3 @@ class EligibilityIndex:
                 return (), found
         return tuple(p.index for p in candidates), None
 
-
-def site_allows_demand(demand: Demand, site: Site) -> bool:
-    """Whether a site honours the demand's data rules (used by the independent plan checker)."""
-    return all(_dataset_allows(d, site) is None for d in demand.checked_datasets)
