@@ -90,7 +90,6 @@ class TestReplan:
         assert "api in aws-b-g6: costs 1460.00, plan says 1459.00" in result.stderr  # aws-a lost: both at aws-b
 
     def test_failover(self, inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-
         monkeypatch.syspath_prepend(str(SUPPORT_DIR))
         monkeypatch.setenv("HYBRIDCTL_CLOUD_DRIVER", "recording_cloud:factory")
         state = str(tmp_path / "state")
