@@ -252,6 +252,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
     from hybridctl.core.plan.planner import budget_violation
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+    from hybridctl.core.plan.verify import verified
     from hybridctl.core.stackconfig import plan_digest
     from hybridctl.core.steps import apply_steps
     from hybridctl.drivers.files import atomic_write_text
@@ -275,7 +276,8 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
             loaded = load_inventory(source)
             inventory_path = source
             previous = plan_from_dict(dict(current.applied_plan)) if current.applied_plan else None
-            the_plan = replace(make_plan(loaded.inventory, previous=previous), base_serial=current.serial)
+            the_plan = replace(verified(loaded.inventory, make_plan(loaded.inventory, previous=previous)),
+                               base_serial=current.serial)
             render_plan(out, the_plan, diff_plans(previous, the_plan) if previous else None)
             violation = budget_violation(the_plan)
             if violation:

@@ -59,6 +59,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.core.failover.serialize import drill_to_json
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.render.failover import drill_markdown, render_drill
 
@@ -75,7 +76,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     if standard:
         scenarios += standard_scenarios(inventory)
     check_scenarios(scenarios, inventory)
-    base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
+    base = verified(inventory, plan(inventory, options=PlanOptions(time_limit_s=time_limit_s)))
     report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s))
     if output_format == "json":
         typer.echo(drill_to_json(report), nl=False)
@@ -292,6 +293,7 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
 
     events = parse_events(words)
@@ -305,10 +307,11 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
                            "replans the applied placements against the inventory as it is now")
         refs = _refs(options, {w.name for w in the_inventory.workloads})
-        runbook, _ = plan_failover(the_inventory, applied, events,
+        runbook, result = plan_failover(the_inventory, applied, events,
                                    steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
                                    options=FailoverOptions(move_threshold_usd, time_limit_s),
                                    base_serial=current.serial)
+        verified(result.disruption.inventory, result.after, "failover plan")
         _emit(runbook, output_format)
         if out is not None:
             atomic_write_text(out, runbook_to_json(runbook))

@@ -76,14 +76,15 @@ def plan(
     from hybridctl.core.plan.planner import PlanOptions, budget_violation
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.state import applied_plan
     from hybridctl.render.console import stderr, stdout
     from hybridctl.render.plan import render_markdown, render_plan
 
     loaded = load_inventory(inventory)
     before = read_plan(previous) if previous else None
-    result = make_plan(loaded.inventory, previous=before,
-                       options=PlanOptions(time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+    result = verified(loaded.inventory, make_plan(loaded.inventory, previous=before, options=PlanOptions(
+        time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd)))
     diff = diff_plans(before, result) if before else None
     baseline = before if before is not None else applied_plan(state)
     cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
@@ -154,8 +155,10 @@ def cost(
     else:
         from hybridctl.core.inventory.loader import load_inventory
         from hybridctl.core.plan.planner import plan as make_plan
+        from hybridctl.core.plan.verify import verified
 
-        planned = make_plan(load_inventory(source).inventory)
+        the_inventory = load_inventory(source).inventory
+        planned = verified(the_inventory, make_plan(the_inventory))
     lines = showback(planned, by)
     if output_format is CostFormat.json:
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,

@@ -17,6 +17,7 @@ from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.plan.verify import verified
 from hybridctl.core.tiers import Tier
 
 
@@ -101,6 +102,7 @@ class DrillReport:
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions) -> ScenarioResult:
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options)
+    verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}")  # a bug if not
     return ScenarioResult(
         scenario=scenario,
         impacts=tuple(impacts(inventory, result)),

@@ -1,7 +1,9 @@
 """An independent check of a plan against the inventory: every rule of the spec, re-derived.
 
-It shares no code with the solver's formulation, so a modelling mistake there shows up
-here. The planner runs it after every solve, and the tests use it as their oracle.
+It shares no code with the solver's formulation nor with the planner's tier classification
+(checker_rules.py states the tier rules again from the spec), so a modelling mistake there
+shows up here. The CLI runs it after every plan and every replan (a violation is a bug: exit
+70), and the tests use it as their oracle.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from hybridctl.core.inventory.models import (
     Workload,
     WorkloadType,
 )
+from hybridctl.core.plan.checker_rules import FIXED, spec_capacity_allowed, spec_tier
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.tiers import allowed_capacity_types, decide_tier
 
 _TOLERANCE_USD = 0.05
 _HOURS_ALWAYS_ON = 730
@@ -50,9 +52,9 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
         site, pool = pools[pl.pool]
         if site.name != pl.site:
             problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
-        tier, _, _ = decide_tier(w)
-        if pl.tier != tier.value:
-            problems.append(f"{where}: tier {pl.tier}, but the rules give {tier.value}")
+        tier = spec_tier(w)
+        if pl.tier != tier:
+            problems.append(f"{where}: tier {pl.tier}, but the rules give {tier}")
         gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
         if pl.gpus != pl.replicas * gpu.count:
             problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
@@ -75,6 +77,7 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
         if gpus > capacity:
             problems.append(f"pool {name}: {gpus} GPUs used, capacity {capacity}")
     unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
+    degraded = {p.demand or p.workload for p in plan.placements if p.degraded}
     movement: dict[str, float] = defaultdict(float)
     for w in inventory.workloads:
         if w.type is WorkloadType.FEDERATED_TRAINING:
@@ -85,16 +88,21 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
                 for n in w.datasets:
                     movement[w.name] += _read_usd(datasets[n], site_name, sites) * w.data_passes_per_month
         for key in keys:
-            wanted = w.fallback.replicas if _degraded(plan, key) and w.fallback and w.fallback.replicas else w.replicas
+            wanted = w.fallback.replicas if key in degraded and w.fallback and w.fallback.replicas else w.replicas
             if replicas[key] + unplaced.get(key, 0) != wanted:
                 problems.append(f"{key}: {replicas[key]} placed + {unplaced.get(key, 0)} unplaced != {wanted} replicas")
         if w.max_usd_per_month is not None and compute[w.name] + movement[w.name] > w.max_usd_per_month + _TOLERANCE_USD:
             problems.append(f"{w.name}: costs {compute[w.name] + movement[w.name]:.2f}, ceiling {w.max_usd_per_month:.2f}")
-    problems.extend(_spread_violations(inventory, plan, replicas, domains, datasets))
+    problems.extend(_spread_violations(inventory, degraded, replicas, domains, datasets))
     problems.extend(_machine_and_cost_violations(inventory, plan))
-    planned_movement = sum(m.usd_per_month for m in plan.data_movements)
-    if abs(planned_movement - sum(movement.values())) > _TOLERANCE_USD * max(1, len(plan.data_movements)):
-        problems.append(f"data movement: plan says {planned_movement:.2f}, rules give {sum(movement.values()):.2f}")
+    # per workload, so that data cost charged to the wrong workload shows up, not only a wrong total
+    planned: dict[str, list[float]] = defaultdict(list)
+    for m in plan.data_movements:
+        planned[m.workload].append(m.usd_per_month)
+    for name in sorted(set(planned) | {n for n, usd in movement.items() if usd}):
+        says = sum(planned[name])
+        if abs(says - movement[name]) > _TOLERANCE_USD * max(1, len(planned[name])):
+            problems.append(f"{name}: data movement: plan says {says:.2f}, rules give {movement[name]:.2f}")
     return problems
 
 
@@ -102,11 +110,11 @@ def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], si
                      datasets: dict[str, Dataset]) -> list[str]:
     """The rules a pool breaks for a workload, each re-derived from the spec."""
     problems: list[str] = []
-    tier, _, _ = decide_tier(w)
+    tier = spec_tier(w)
     if pool.gpu not in gpu_types:
         problems.append(f"GPU {pool.gpu} is not one of {gpu_types}")
-    if pool.capacity_type not in allowed_capacity_types(tier, w.preemptible, inventory.policies):
-        problems.append(f"capacity type {pool.capacity_type.value} not allowed for tier {tier.value}")
+    if not spec_capacity_allowed(tier, pool.capacity_type, w.preemptible, inventory.policies):
+        problems.append(f"capacity type {pool.capacity_type.value} not allowed for tier {tier}")
     if pool.capacity_type is CapacityType.SPOT and not w.preemptible:
         problems.append("spot capacity for non-preemptible work")
     read = [datasets[n] for n in w.datasets]
@@ -124,10 +132,6 @@ def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], si
     if w.sites is not None and site.name not in w.sites:
         problems.append(f"site {site.name} not in the allow-list")
     return problems
-
-
-def _degraded(plan: Plan, key: str) -> bool:
-    return any(p.degraded for p in plan.placements if (p.demand or p.workload) == key)
 
 
 # --- revision 2 of the format: node shape, max_sensitivity, pool failure domains, copies, whole
@@ -182,17 +186,20 @@ def _revision2_pool_violations(w: Workload, gpu_count: int, site: Site, pool: Po
     return problems
 
 
-def _spread_violations(inventory: Inventory, plan: Plan, replicas: dict[str, int], domains: dict[str, set[str]],
+def _spread_violations(inventory: Inventory, degraded: set[str], replicas: dict[str, int], domains: dict[str, set[str]],
                        datasets: dict[str, Dataset]) -> list[str]:
     """A fully placed workload with >= 2 replicas spans min(spread, replicas, possible domains) failure
     domains, a pool's own failure_domain counting; spread defaults to spread_fixed_across for the fixed tier."""
     problems: list[str] = []
     for w in inventory.workloads:
-        if w.replicas < 2 or replicas[w.name] != w.replicas or _degraded(plan, w.name):
+        if w.replicas < 2 or replicas[w.name] != w.replicas or w.name in degraded:
             continue
-        tier, _, _ = decide_tier(w)
         wanted = w.spread if w.spread is not None else (
-            inventory.policies.spread_fixed_across if tier.value == "fixed" else 1)
+            inventory.policies.spread_fixed_across if spec_tier(w) == FIXED else 1)
+        if len(domains[w.name]) >= min(wanted, w.replicas):
+            continue
+        # the spread asked for is bounded by the failure domains that could host the workload at all
+        # (worked out only here: for every workload it would cost workloads × pools rule checks)
         possible = {p.failure_domain or s.failure_domain or s.name for s in inventory.sites for p in s.pools
                     if (p.gpus or p.max_gpus or 0) > 0
                     and not _pool_violations(inventory, w, w.gpu.types, s, p, datasets)

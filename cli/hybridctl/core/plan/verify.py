@@ -1,10 +1,14 @@
-"""Re-verifying a plan file against its inventory before anything acts on it.
+"""Verifying plans before anything uses them, in the two places a plan comes from.
 
-A plan file is untrusted: anyone who can write it can change a number. Its content digest
-catches an edit made by hand; this check catches a plan that breaks the inventory's rules
-however it came about — the independent checker's every rule, plus what the checker takes
-for granted in a plan the planner made: sane numbers, and pool and cost summaries that
-agree with the placements they summarise.
+- Made by the planner: every plan and replan the CLI makes goes through `verified`. A plan that
+  breaks a rule of the spec is a bug in the planner, not a user mistake, so it is raised as
+  PlanCheckFailed, which the CLI reports as an internal error (exit 70) naming the broken rule,
+  instead of showing, saving or applying the plan.
+- Read from a plan file: a plan file is untrusted, since anyone who can write it can change a
+  number. Its content digest catches an edit made by hand; `plan_violations` catches a plan
+  that breaks the inventory's rules however it came about — the independent checker's every
+  rule, plus what the checker takes for granted in a plan the planner made: sane numbers, and
+  pool and cost summaries that agree with the placements they summarise.
 """
 
 from __future__ import annotations
@@ -18,6 +22,26 @@ from hybridctl.core.plan.model import Plan
 
 _TOLERANCE_USD = 0.05
 _TIERS = frozenset({"fixed", "burst", "opportunistic"})
+_SHOWN = 10  # violations listed in the message; the rest are counted
+
+
+class PlanCheckFailed(Exception):
+    """The independent checker rejected a plan the planner produced: a bug in hybridctl."""
+
+    def __init__(self, what: str, violations: list[str]) -> None:
+        self.what = what
+        self.violations = violations
+        listed = "; ".join(violations[:_SHOWN])
+        more = f" (and {len(violations) - _SHOWN} more)" if len(violations) > _SHOWN else ""
+        super().__init__(f"the {what} breaks the spec's placement rules: {listed}{more}")
+
+
+def verified(inventory: Inventory, plan: Plan, what: str = "plan") -> Plan:
+    """`plan` itself when the checker finds nothing wrong with it; PlanCheckFailed otherwise."""
+    violations = check_plan(inventory, plan)
+    if violations:
+        raise PlanCheckFailed(what, violations)
+    return plan
 
 
 def plan_violations(inventory: Inventory, plan: Plan) -> list[str]:
