@@ -277,18 +277,18 @@ class EligibilityIndex:
         if found:
             return (), found
         for dataset in demand.checked_datasets:
-            ceilings = sorted({p.site.max_sensitivity_effective.value for p in candidates})
-            found = step("sensitivity", (p for p in candidates if site_may_process(p.site, dataset.sensitivity)),
-                         f"dataset {dataset.name} is {dataset.sensitivity.value} and the remaining sites may "
-                         f"process at most {', '.join(ceilings)} data (max_sensitivity)")
-            if found:
-                return (), found
             if dataset.sensitivity is Sensitivity.RESTRICTED:
                 found = step("sensitivity", (p for p in candidates if p.site.kind in _PREMISES),
                              f"dataset {dataset.name} is restricted (onprem or edge only) and the remaining "
                              "pools are in the cloud")
                 if found:
                     return (), found
+            ceilings = sorted({p.site.max_sensitivity_effective.value for p in candidates})
+            found = step("sensitivity", (p for p in candidates if site_may_process(p.site, dataset.sensitivity)),
+                         f"dataset {dataset.name} is {dataset.sensitivity.value} and the remaining sites may "
+                         f"process at most {', '.join(ceilings)} data (max_sensitivity)")
+            if found:
+                return (), found
             if dataset.residency is not None:
                 zones = set(dataset.residency)
                 left = sorted({p.site.jurisdiction for p in candidates})

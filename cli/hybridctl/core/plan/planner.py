@@ -228,3 +228,21 @@ def budget_violation(plan_: Plan) -> str | None:
         return (f"the optimal plan costs ${plan_.total_usd_per_month:,.2f}/month ({plan_.cost_model}), over the "
                 f"monthly budget of ${budget:,.2f} (policies.monthly_budget_usd)")
     return None
+
+
+def unplaced_failure(plan_: Plan, *, allow_unplaced: bool = False, fail_on_unplaced: bool = False) -> str | None:
+    """Whether unplaced work fails the plan: fixed-tier work by default (it must always run), any
+    work with fail_on_unplaced, none with allow_unplaced."""
+    if fail_on_unplaced:
+        failing = list(plan_.unplaced)
+    elif allow_unplaced:
+        return None
+    else:
+        failing = [u for u in plan_.unplaced if u.tier == "fixed"]
+    if not failing:
+        return None
+    names = sorted({u.workload for u in failing})
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    replicas = sum(u.replicas for u in failing)
+    what = "workload(s)" if fail_on_unplaced else "fixed-tier workload(s)"
+    return f"{len(names)} {what} left with {replicas} replica(s) unplaced: {shown}"
