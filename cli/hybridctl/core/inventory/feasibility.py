@@ -63,7 +63,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   "failure_domain counts), or lower `spread` / policies.spread_fixed_across")
         ceiling = demand.workload.max_usd_per_month
         if ceiling is not None:
-            cheapest = _cheapest_usd(demand, fitting, index, egress_rate)
+            cheapest = cheapest_usd(demand, fitting, index, egress_rate)
             if cheapest > ceiling + 0.005:
                 diagnostics.error("ceiling-below-cost", f"workload {demand.key}: max_usd_per_month "
                                   f"${ceiling:,.2f} is below its cheapest possible cost, ${cheapest:,.2f} "
@@ -75,7 +75,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
 
 
-def _cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
+def cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
                   egress_rate: dict[str, float]) -> float:
     """A lower bound of the whole workload's cost as ceilings count it (amortized compute and data)."""
     per_replica = min(demand.usd_per_replica(p) for p in pools)
