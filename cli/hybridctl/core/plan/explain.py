@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, machines_per_replica
-from hybridctl.core.inventory.models import Inventory, Sensitivity
+from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
 
 
 def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
@@ -39,7 +39,10 @@ def placement_reason(demand: Demand, pool: PoolInfo, index: EligibilityIndex, us
     eligible = [index.pools[p] for p in index.eligible(demand)]
     cheaper = [p for p in eligible if p.usd_per_gpu_hour < pool.usd_per_gpu_hour - 1e-9]
     price = f"${pool.usd_per_gpu_hour:.2f}/GPU-h"
-    if not cheaper:
+    cash = inventory.policies.cost_model is CostModel.CASH
+    if cash and pool.committed and cheaper:
+        rank = f"committed capacity, paid for whether used or not ({price} amortized)"
+    elif not cheaper:
         rank = f"cheapest of {len(eligible)} eligible pool{'s' * (len(eligible) != 1)} ({price})"
     else:
         full = [p for p in cheaper if not has_room(demand, p, used, machines or {})]
