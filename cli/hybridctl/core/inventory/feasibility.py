@@ -32,6 +32,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
     egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
+    fits_of: dict[tuple[tuple[int, ...], int], list[PoolInfo]] = {}
     for demand in demands(inventory):
         path = ("workloads", workload_index[demand.workload.name])
         eligible, exclusion = index.explain(demand)
@@ -40,10 +41,13 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                               f"workload {demand.key}: no pool is eligible: {exclusion.detail}",
                               locator.location(path), _feasibility_hint(exclusion.constraint))
             continue
-        pools = [index.pools[p] for p in eligible]
-        fitting = [p for p in pools if replica_fits(demand, p)]
+        # thousands of near-identical workloads share an eligible list: decide it once per list and size
+        fit_key = (eligible, demand.gpu_count)
+        fitting = fits_of.get(fit_key)
+        if fitting is None:
+            fitting = fits_of[fit_key] = [index.pools[p] for p in eligible if replica_fits(demand, index.pools[p])]
         if not fitting:
-            largest = max(pools, key=lambda p: p.capacity_gpus)
+            largest = max((index.pools[p] for p in eligible), key=lambda p: p.capacity_gpus)
             diagnostics.error("replica-fits-no-pool", f"workload {demand.key}: a replica needs "
                               f"{demand.gpu_count} GPUs, and no eligible pool holds one (the largest, "
                               f"{largest.name}, holds {largest.capacity_gpus} GPUs"
@@ -54,7 +58,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
         required = min(demand.spread, demand.replicas)
         if demand.replicas >= 2 and required >= 2:
-            domains = {p.domain for p in pools}
+            domains = {index.pools[p].domain for p in eligible}
             if len(domains) < required:
                 diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: {demand.tier.value} tier with "
                                   f"{demand.replicas} replicas must span {required} failure domains, but its "
