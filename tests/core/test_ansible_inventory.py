@@ -36,7 +36,8 @@ class TestGroups:
         for tier in ("fixed", "burst"):
             pools = {p.pool for p in plan.placements if p.tier == tier}
             assert result.group(f"tier_{tier}") == tuple(sorted(h for h, p in host_pools.items() if p in pools))
-        assert result.group("tier_fixed") == ("edge-17-a",)  # this plan: so the loop above checked something
+        # this plan (cash: owned capacity fills first, so chat runs on fra-h100): the loop above checked something
+        assert result.group("tier_fixed") == ("edge-17-a", "fra-01", "fra-02", "fra-03")
         assert all("fra-l4-01" not in m for g, m in result.groups.items() if g.startswith("tier_"))
         assert not any(g.startswith("site_aws") for g in result.groups)  # cloud sites have no hosts
 

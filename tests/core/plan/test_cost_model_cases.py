@@ -107,6 +107,7 @@ class TestCommittedPools:
         workloads = [work("train", types=["H100"], count=8, hours=100)]
         cash = solve(inventory(sites, workloads))
         assert placed(cash) == {"train": {"own": 1}}
+        assert cash.placements[0].reason.startswith("committed capacity, paid for whether used or not")
         assert cash.committed_usd_per_month == pytest.approx(8 * 730 * 3.0)  # $17,520
         assert cash.pay_per_use_usd_per_month == 0.0
         assert cash.idle_committed_usd_per_month == pytest.approx(8 * 730 * 3.0 - 8 * 100 * 3.0)

@@ -259,6 +259,11 @@ def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
     if expected:
         return Diagnostic("wrong-type", f"{where}: expected {expected}, got {_describe(value)}", location,
                           "quote text values; write numbers without quotes")
+    if kind in ("less_than_equal", "less_than"):
+        return Diagnostic("out-of-range", f"{where}: {_describe(value)} is above the upper bound of "
+                          f"{ctx.get('le', ctx.get('lt'))}", location,
+                          "every number has a documented upper bound (docs/inventory-format.md); "
+                          "check the units and the value")
     return Diagnostic("invalid-value", f"{where}: {error['msg'][0].lower()}{error['msg'][1:]} "
                       f"(got {_describe(value)})", location)
 

@@ -164,6 +164,17 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
             solved.bound = exact.bound
     used, used_by_tier = result.used, result.used_by_tier
 
+    # whole machines per pay-per-use pool, for the explanations (committed pools count GPUs)
+    machines: dict[int, int] = defaultdict(int)
+    always_on_gpus: dict[int, int] = defaultdict(int)
+    for demand, p, n in result.assigned:
+        if not pools[p].committed:
+            if is_always_on(demand.hours):
+                always_on_gpus[p] += n * demand.gpu_count
+            else:
+                machines[p] += n * -(-demand.gpu_count // pools[p].gpus_per_node)
+    for p, gpus in always_on_gpus.items():
+        machines[p] += -(-gpus // pools[p].gpus_per_node)
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
     reasons: dict[tuple[object, ...], str] = {}
@@ -173,7 +184,7 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
         key = _reason_key(demand, p)
         reason = reasons.get(key)
         if reason is None:
-            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory)
+            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
             replicas=n, gpus=n * demand.gpu_count, usd_per_month=round(n * demand.usd_per_replica(pool), 2),
@@ -185,7 +196,8 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     for demand in all_demands:
         missing = demand.replicas - placed_replicas.get(demand.key, 0)
         if missing > 0:
-            unplaced.append(Unplaced(demand.workload.name, unplaced_reason(demand, missing, index, used, used_by_tier),
+            unplaced.append(Unplaced(demand.workload.name, unplaced_reason(demand, missing, index, used, used_by_tier,
+                                                                              machines),
                                      missing, demand.tier.value, demand.key))
     movements = data_movements(inventory, all_demands, placements)
     usage = pool_usage(pools, placements)
@@ -228,3 +240,21 @@ def budget_violation(plan_: Plan) -> str | None:
         return (f"the optimal plan costs ${plan_.total_usd_per_month:,.2f}/month ({plan_.cost_model}), over the "
                 f"monthly budget of ${budget:,.2f} (policies.monthly_budget_usd)")
     return None
+
+
+def unplaced_failure(plan_: Plan, *, allow_unplaced: bool = False, fail_on_unplaced: bool = False) -> str | None:
+    """Whether unplaced work fails the plan: fixed-tier work by default (it must always run), any
+    work with fail_on_unplaced, none with allow_unplaced."""
+    if fail_on_unplaced:
+        failing = list(plan_.unplaced)
+    elif allow_unplaced:
+        return None
+    else:
+        failing = [u for u in plan_.unplaced if u.tier == "fixed"]
+    if not failing:
+        return None
+    names = sorted({u.workload for u in failing})
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    replicas = sum(u.replicas for u in failing)
+    what = "workload(s)" if fail_on_unplaced else "fixed-tier workload(s)"
+    return f"{len(names)} {what} left with {replicas} replica(s) unplaced: {shown}"

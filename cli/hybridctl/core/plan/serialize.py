@@ -106,9 +106,20 @@ _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 def content_digest(document: JsonDict) -> str:
     """The digest of a plan document's content, itself left out; written into every plan file."""
-    body = {k: v for k, v in document.items() if k != "content_digest"}
+    body = {k: _numbers_as_floats(v) for k, v in document.items() if k != "content_digest"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _numbers_as_floats(value: Any) -> Any:
+    """2117 and 2117.0 are one amount: a plan read back holds floats where it was written with ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _numbers_as_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers_as_floats(v) for v in value]
+    return value
 
 
 def verify_content_digest(raw: JsonDict, source: str) -> None:
