@@ -23,7 +23,8 @@ def test_first_plan_creates_node_groups_and_queues(tmp_path: Path) -> None:
     assert groups["use1-p5-od"]["action"] == "create"
     assert groups["use1-p5-od"]["detail"] == "p5.48xlarge min 0, desired 3, max 16"
     queues = {c["name"] for c in cloud["changes"] if c["kind"] == "cluster-queue"}
-    assert queues == {"cloud-burst-fixed", "cloud-burst-burst", "cloud-burst-opportunistic"}
+    # One queue per tier and reach: a workload reaches only its GPU types, spot only if preemptible.
+    assert queues == {"cloud-burst-fixed-l40s", "cloud-burst-burst-h100", "cloud-burst-opportunistic-h100-spot"}
 
 
 def test_against_the_same_plan_nothing_changes(tmp_path: Path) -> None:

@@ -27,6 +27,11 @@ class CloudChangeRow:
     name: str
     action: str
     detail: str = ""
+    removes_machines: bool = False  # a node group (or its stack) with machines is replaced or deleted
+
+    @property
+    def destructive(self) -> bool:
+        return self.action in ("replace", "delete")
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,19 @@ class CloudChanges:
     def to_dict(self) -> dict[str, object]:
         return {"source": self.source, "changes": [row.__dict__ for row in self.rows]}
 
+    @property
+    def destructive(self) -> tuple[CloudChangeRow, ...]:
+        return tuple(r for r in self.rows if r.destructive)
+
 
 def config_diff(inventory: Inventory, plan: Plan, baseline: Plan | None) -> CloudChanges:
-    from hybridctl.core.stackconfig import diff_stack_configs, stack_configs
+    from hybridctl.core.stackconfig import stack_configs
+    from hybridctl.core.stackdiff import diff_stack_configs
 
     before = stack_configs(inventory, baseline, digest="baseline") if baseline is not None else None
     after = stack_configs(inventory, plan, digest="plan")
-    return CloudChanges(CONFIG_DIFF, tuple(CloudChangeRow(c.project, c.stack, c.kind, c.name, c.action, c.detail)
+    return CloudChanges(CONFIG_DIFF, tuple(CloudChangeRow(c.project, c.stack, c.kind, c.name, c.action, c.detail,
+                                                          c.removes_machines)
                                            for c in diff_stack_configs(before, after)))
 
 
@@ -83,5 +94,6 @@ def render_cloud_changes(console: Console, changes: CloudChanges) -> None:
     for column in ("stack", "kind", "name", "action", "detail"):
         table.add_column(column)
     for row in moving:
-        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, row.action, row.detail)
+        action = f"[bold red]{row.action}[/]" if row.destructive else row.action
+        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, action, row.detail)
     console.print(table)
