@@ -96,6 +96,9 @@ class TestPassphrase:
     def test_from_the_hybridctl_variable(self) -> None:
         assert passphrase_env({driver_mod.PASSPHRASE_ENV: PASSPHRASE}) == {"PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
 
+    def test_from_pulumis_standard_variable(self) -> None:
+        assert passphrase_env({"PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}) == {"PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
+
     def test_from_a_file(self, tmp_path: Path) -> None:
         secret_file = tmp_path / "passphrase"
         secret_file.write_text(PASSPHRASE)
@@ -272,7 +275,8 @@ class TestDriverConversation:
 
     def test_runs_a_working_copy_with_this_interpreter_and_the_file_backend(self, tmp_path: Path, fake_cli: FakeCli) -> None:
         make_driver(tmp_path, fake_cli).preview(SPEC)
-        work_dir = tmp_path / "state" / "pulumi" / "projects" / "aws-gpu-pools"
+        # One working copy per stack: concurrent steps never share one.
+        work_dir = tmp_path / "state" / "pulumi" / "projects" / "aws-gpu-pools" / "acme-aws-us-east-1"
         (preview,) = [c for c in fake_cli.calls() if "preview" in c["argv"]]
         assert Path(preview["cwd"]) == work_dir
         assert preview["env"]["PULUMI_BACKEND_URL"] == f"file://{(tmp_path / 'state' / 'pulumi').resolve()}"
@@ -281,7 +285,13 @@ class TestDriverConversation:
         settings = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
         assert settings["name"] == "hybridctl-aws-gpu-pools"
         assert settings["runtime"] == {"name": "python", "options": {"toolchain": "pip"}}
-        assert {"__main__.py", "gpu_pools.py", "requirements.txt"} <= {p.name for p in work_dir.iterdir()}
+        assert {"__main__.py", "gpu_pools.py", "pools_config.py", "requirements.txt"} <= {p.name for p in work_dir.iterdir()}
+
+    def test_the_queues_copy_carries_the_vendored_device_plugin(self, tmp_path: Path, fake_cli: FakeCli) -> None:
+        spec = StackSpec("k8s-queues", "acme-ml-use1", {"clusterName": "ml-use1"})
+        make_driver(tmp_path, fake_cli).preview(spec)
+        copy = tmp_path / "state" / "pulumi" / "projects" / "k8s-queues" / "acme-ml-use1"
+        assert (copy / "vendor" / "nvidia-device-plugin" / "nvidia-device-plugin.yml").is_file()
 
     def test_the_passphrase_never_reaches_the_command_line(self, tmp_path: Path, fake_cli: FakeCli) -> None:
         make_driver(tmp_path, fake_cli).up(SPEC)
