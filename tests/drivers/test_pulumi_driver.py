@@ -24,7 +24,6 @@ from hybridctl.drivers.pulumi import (
     backend_url,
     check_aws_credentials,
     check_credentials,
-    check_kubernetes_credentials,
     check_pulumi_cli,
     flatten_config,
     parse_version,
@@ -143,18 +142,19 @@ class TestCloudCredentials:
         (tmp_path / ".aws" / "config").write_text("[default]\nregion = us-east-1\n")
         check_aws_credentials({}, tmp_path)
 
-    def test_kubeconfig_from_env_or_home(self, tmp_path: Path) -> None:
-        with pytest.raises(PrerequisiteError, match="no kubeconfig"):
-            check_kubernetes_credentials({}, tmp_path)
-        kubeconfig = tmp_path / "kc"
-        kubeconfig.write_text("apiVersion: v1\n")
-        check_kubernetes_credentials({"KUBECONFIG": str(kubeconfig)}, tmp_path)
-
     def test_the_check_follows_the_stacks_project(self, tmp_path: Path) -> None:
         with pytest.raises(PrerequisiteError, match="AWS"):
             check_credentials(StackSpec("aws-gpu-pools", "s", {}), {}, tmp_path)
-        with pytest.raises(PrerequisiteError, match="kubeconfig"):
+        # The queues stacks reach EKS with `aws eks get-token`: AWS credentials and the AWS CLI.
+        with pytest.raises(PrerequisiteError, match="AWS"):
             check_credentials(StackSpec("k8s-queues", "s", {}), {}, tmp_path)
+        keys = {"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s", "PATH": str(tmp_path / "bin")}
+        with pytest.raises(PrerequisiteError, match="AWS CLI"):
+            check_credentials(StackSpec("k8s-queues", "s", {}), keys, tmp_path)
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "aws").write_text("#!/bin/sh\n")
+        (tmp_path / "bin" / "aws").chmod(0o755)
+        check_credentials(StackSpec("k8s-queues", "s", {}), keys, tmp_path)
 
 
 class TestConfigFlattening:

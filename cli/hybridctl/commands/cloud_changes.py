@@ -97,3 +97,32 @@ def render_cloud_changes(console: Console, changes: CloudChanges) -> None:
         action = f"[bold red]{row.action}[/]" if row.destructive else row.action
         table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, action, row.detail)
     console.print(table)
+
+
+def approve_destructive(console: Console, inventory: Inventory, plan: Plan, applied: Plan | None, *,
+                        auto_approve: bool, allow_machine_removal: bool) -> CloudChanges:
+    """Show the replaces and deletions `apply` will make in the cloud, before its approval prompt.
+
+    Deleting or replacing node groups that have machines stops the work on them: --auto-approve
+    alone does not approve that; it also takes --allow-machine-removal.
+    """
+    from hybridctl.errors import RefusedError
+
+    changes = config_diff(inventory, plan, applied)
+    destructive = CloudChanges(changes.source, changes.destructive)
+    if not destructive.rows:
+        return destructive
+    table = Table(title="Destructive cloud changes (replace or delete)", title_justify="left")
+    for column in ("stack", "kind", "name", "action", "detail"):
+        table.add_column(column)
+    for row in destructive.rows:
+        machines = " — removes running machines" if row.removes_machines else ""
+        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, row.action, row.detail + machines)
+    console.print(table)
+    removing = [r for r in destructive.rows if r.removes_machines]
+    if removing and auto_approve and not allow_machine_removal:
+        raise RefusedError(
+            "apply would delete or replace node groups with running machines: "
+            + ", ".join(f"{r.stack}/{r.name}" for r in removing),
+            hint="review the table above, then pass --allow-machine-removal as well as --auto-approve")
+    return destructive

@@ -168,24 +168,22 @@ def check_aws_credentials(env: Mapping[str, str] | None = None, home: Path | Non
     )
 
 
-def check_kubernetes_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+def check_eks_access(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+    """What the k8s-queues provider needs: it reaches the EKS cluster the inventory names with a
+    token from `aws eks get-token`, so AWS credentials and the AWS CLI (not a kubeconfig)."""
     env = os.environ if env is None else env
-    home = Path.home() if home is None else home
-    if env.get("KUBERNETES_SERVICE_HOST"):  # in-cluster service account
-        return
-    kubeconfigs = [Path(p) for p in env.get("KUBECONFIG", "").split(os.pathsep) if p] or [home / ".kube" / "config"]
-    if any(p.is_file() for p in kubeconfigs):
-        return
-    raise PrerequisiteError(
-        "no kubeconfig found for the k8s-queues stacks",
-        hint="set KUBECONFIG (or create ~/.kube/config, e.g. `aws eks update-kubeconfig --name CLUSTER`), "
-        "or set kubernetes:kubeconfig in the stack config",
-    )
+    check_aws_credentials(env, home)
+    if shutil.which("aws", path=env.get("PATH", "")) is None:
+        raise PrerequisiteError(
+            "the AWS CLI is not installed (no `aws` on PATH); the k8s-queues stacks authenticate to EKS with "
+            "`aws eks get-token`",
+            hint="install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html)",
+        )
 
 
 CREDENTIAL_CHECKS: Mapping[str, Callable[[Mapping[str, str] | None, Path | None], None]] = {
     "aws-gpu-pools": check_aws_credentials,
-    "k8s-queues": check_kubernetes_credentials,
+    "k8s-queues": check_eks_access,
 }
 
 
