@@ -56,3 +56,15 @@ def test_a_preview_without_the_pulumi_cli_says_how_to_install_it(tmp_path: Path)
                              "--state", str(tmp_path / "state")], capture_output=True, text=True, env=env)
     assert result.returncode == 2
     assert "the pulumi CLI is not installed" in result.stderr and "get.pulumi.com" in result.stderr
+
+
+def test_a_preview_waits_for_no_one_and_never_writes_beside_a_running_apply(tmp_path: Path) -> None:
+    from hybridctl.drivers.state import StateStore
+    from support.apply_cli import cli_env, run_cli
+
+    state = tmp_path / "state"
+    with StateStore(state).locked(command="apply (test)"):
+        held = run_cli("plan", CLOUD_BURST, "--cloud-preview", "--state", state, env=cli_env(), cwd=tmp_path)
+    assert held.returncode == 3, held.stdout + held.stderr  # LOCKED
+    free = run_cli("plan", CLOUD_BURST, "--cloud-preview", "--state", state, env=cli_env(), cwd=tmp_path)
+    assert free.returncode == 0, free.stdout + free.stderr

@@ -62,19 +62,22 @@ def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: Path | None) -> 
     """A real `pulumi preview` of every stack the plan maps to; needs the pulumi CLI and credentials."""
     from hybridctl.core.stackconfig import plan_digest, stack_configs
     from hybridctl.drivers.pulumi import PulumiDriver, StackSpec, check_credentials
-    from hybridctl.drivers.state import resolve_state_dir
+    from hybridctl.drivers.state import StateStore, resolve_state_dir
     from hybridctl.runners import cloud_driver
 
     configs = stack_configs(inventory, plan, digest=plan_digest(plan))
-    driver = cloud_driver(resolve_state_dir(state_dir))
+    store = StateStore(resolve_state_dir(state_dir))
+    driver = cloud_driver(store.root)
     specs = [StackSpec(c.project, c.stack_name, c.values()) for c in configs.gpu_pools]
     specs += [StackSpec(q.project, q.stack_name, q.values()) for q in configs.queues]
     if isinstance(driver, PulumiDriver):
         for spec in specs:
             check_credentials(spec)
     rows: list[CloudChangeRow] = []
-    for spec in specs:
-        result = driver.preview(spec)
+    # A preview writes each stack's configuration: never beside a running apply.
+    with store.locked(command="plan --cloud-preview"):
+        results = [(spec, driver.preview(spec)) for spec in specs]
+    for spec, result in results:
         if result.changes:
             rows += [CloudChangeRow(spec.project, spec.stack_name, c.type, c.name, c.op) for c in result.changes]
         else:
