@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.inventory.models import Dataset, Inventory, Workload
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport
 from hybridctl.core.stackconfig import (
     GpuPoolsStackConfig,
@@ -282,3 +282,37 @@ class TestDiff:
         # ml-euw1 plans 8 of pretrain's GPUs, ml-use1 20: the smaller share dispatches.
         assert ("multikueue", "burst", "create", "workers ml-use1") in found
         assert ("stack", "acme-ml-euw1", "create", "") in found
+
+
+class TestLaunchTemplateInputs:
+    @staticmethod
+    def with_work(**pool_changes: Any) -> Inventory:
+        base = inventory()
+        sites = [s.model_copy(update={"pools": [p.model_copy(update=pool_changes) if p.name == "use1-g6-res" else p
+                                                for p in s.pools]}) for s in base.sites]
+        return base.model_copy(update={
+            "sites": sites,
+            "datasets": [Dataset.model_validate({"name": "corpus", "site": "aws-use1", "size_gb": 500,
+                                                 "sensitivity": "internal"})],
+            "workloads": [Workload.model_validate({
+                "name": "pretrain", "type": "pretraining", "gpu": {"types": ["H100"], "count": 16},
+                "hours_per_month": 100, "model_gb": 300, "datasets": ["corpus"]})],
+        })
+
+    def test_disk_holds_the_models_and_datasets_of_the_pools_workloads(self) -> None:
+        p5 = pools_of(stack_configs(self.with_work(), PLAN, "d"), "aws-use1")["use1-p5-od"]
+        # 300 GB + 500 GB = 746 GiB, plus 100 GiB for the OS and images.
+        assert p5.disk_gib == 846
+        assert pools_of(stack_configs(self.with_work(), PLAN, "d"), "aws-use1")["use1-g6-res"].disk_gib == 200
+
+    def test_multi_node_work_on_an_efa_type_gets_an_interface_per_network_card(self) -> None:
+        pools = pools_of(stack_configs(self.with_work(), PLAN, "d"), "aws-use1")
+        assert pools["use1-p5-od"].efa_interfaces == 32  # 16-GPU replicas span two p5.48xlarge
+        assert pools["use1-p5-spot"].efa_interfaces == 0  # sweeps is not multi-node work
+
+    def test_reserved_pools_carry_their_reservation_and_zone_pools_their_zone(self) -> None:
+        inv = self.with_work(reservation_id="cr-0123456789abcdef0", failure_domain="us-east-1b")
+        g6 = pools_of(stack_configs(inv, PLAN, "d"), "aws-use1")["use1-g6-res"]
+        assert (g6.reservation_id, g6.availability_zone) == ("cr-0123456789abcdef0", "us-east-1b")
+        other_domain = self.with_work(failure_domain="rack-7")
+        assert pools_of(stack_configs(other_domain, PLAN, "d"), "aws-use1")["use1-g6-res"].availability_zone is None

@@ -279,18 +279,19 @@ def _zone(site: Site, pool: Pool) -> str | None:
     return None
 
 
-def _node_pool(planned: _PlannedPool, inventory: Inventory, cat: Catalog, machines: int | None) -> NodePoolConfig:
+def _node_pool(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
+               machines: int | None) -> NodePoolConfig:
     pool = planned.pool
     gpn = cat.instances[pool.instance_type or ""].gpus_per_node
     minimum, desired, maximum = node_group_sizes(planned.gpus_by_tier.get(Tier.FIXED, 0),
                                                  sum(planned.gpus_by_tier.values()), gpn, pool.max_gpus or 0, machines)
-    workloads = [w for w in inventory.workloads if w.name in planned.workloads]
+    workloads = [known[w] for w in sorted(planned.workloads) if w in known]
     multi_node = any(w.multi_node and w.gpu.count > gpn for w in workloads)
     return NodePoolConfig(
         name=pool.name, instance_type=pool.instance_type or "", capacity_type=pool.capacity_type.value,
         gpu_type=pool.gpu, gpus_per_node=gpn, min_size=minimum, desired_size=desired, max_size=maximum,
         instance_types=_spot_types(pool, cat) if pool.capacity_type is CapacityType.SPOT else (),
-        disk_gib=disk_gib(workloads, {d.name: d.size_gb for d in inventory.datasets}),
+        disk_gib=disk_gib(workloads, dataset_gb),
         efa_interfaces=EFA_NETWORK_CARDS.get(pool.instance_type or "", 0) if multi_node else 0,
         reservation_id=pool.reservation_id if pool.capacity_type is CapacityType.RESERVED else None,
         availability_zone=_zone(planned.site, pool),
@@ -375,6 +376,8 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
     digest = digest or plan_digest(plan)
     planned = _planned_pools(inventory, plan, cat)
     machines = planned_machines(plan)
+    known = {w.name: w for w in inventory.workloads}
+    dataset_gb = {d.name: d.size_gb for d in inventory.datasets}
     by_site: dict[str, list[_PlannedPool]] = defaultdict(list)
     for p in planned:
         by_site[p.site.name].append(p)
@@ -382,7 +385,8 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
         GpuPoolsStackConfig(
             site=site_pools[0].site.name, region=site_pools[0].site.region or "",
             cluster_name=site_pools[0].site.cluster or "", inventory_name=inventory.name, plan_digest=digest,
-            node_pools=tuple(_node_pool(p, inventory, cat, machines.get((p.site.name, p.pool.name))) for p in site_pools),
+            node_pools=tuple(_node_pool(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)))
+                             for p in site_pools),
         )
         for _, site_pools in sorted(by_site.items())
     )
