@@ -316,3 +316,31 @@ class TestLaunchTemplateInputs:
         assert (g6.reservation_id, g6.availability_zone) == ("cr-0123456789abcdef0", "us-east-1b")
         other_domain = self.with_work(failure_domain="rack-7")
         assert pools_of(stack_configs(other_domain, PLAN, "d"), "aws-use1")["use1-g6-res"].availability_zone is None
+
+
+class TestReach:
+    def test_opportunistic_work_that_is_not_preemptible_never_reaches_spot(self) -> None:
+        inv = inventory(allow_on_demand_for_opportunistic=True).model_copy(update={"workloads": [
+            Workload.model_validate({"name": "embed", "type": "embedding", "gpu": {"types": ["H100"], "count": 8},
+                                     "hours_per_month": 50}),
+            Workload.model_validate({"name": "sweeps", "type": "experiment", "gpu": {"types": ["H100"], "count": 8},
+                                     "hours_per_month": 50, "preemptible": True, "checkpoint_minutes": 15}),
+        ]})
+        plan = make_plan(place("embed", "opportunistic", "aws-use1", "use1-p5-od", 8),
+                         place("sweeps", "opportunistic", "aws-use1", "use1-p5-spot", 8))
+        queues = queues_of(stack_configs(inv, plan, "d"), "ml-use1")
+        queue_of = {w.name: w.cluster_queue for w in queues.workloads}
+        assert [f.flavor for f in queues.quotas(queue_of["embed"])] == ["use1-p5-od"]
+        assert [f.flavor for f in queues.quotas(queue_of["sweeps"])] == ["use1-p5-spot", "use1-p5-od"]
+
+    def test_a_workload_reaches_every_pool_of_its_gpu_types_and_no_other(self) -> None:
+        inv = inventory().model_copy(update={"workloads": [
+            Workload.model_validate({"name": "chat", "type": "realtime_inference",
+                                     "gpu": {"types": ["A10G", "L4"], "count": 1}}),
+        ]})
+        plan = make_plan(place("chat", "fixed", "aws-use1", "use1-g6-res", 4), place("x", "fixed", "aws-use1", "use1-p5-od", 8),
+                         place("y", "fixed", "aws-use1", "use1-g5-od", 1))
+        queues = queues_of(stack_configs(inv, plan, "d"), "ml-use1")
+        (chat,) = [w for w in queues.workloads if w.name == "chat"]
+        assert chat.cluster_queue == "acme-fixed-a10g-l4"
+        assert [(f.flavor, f.gpus) for f in queues.quotas(chat.cluster_queue)] == [("use1-g6-res", 4), ("use1-g5-od", 0)]
