@@ -38,6 +38,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 TIER_LABEL = "hybridctl.io/tier"
 WORKLOAD_LABEL = "hybridctl.io/workload"
+TEAM_LABEL = "hybridctl.io/team"
 
 # Spaced so a user can slot their own classes between the tiers.
 TIER_PRIORITY = {"fixed": 100_000, "burst": 10_000, "opportunistic": 1_000}
@@ -224,7 +225,8 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
 
     local_queues: dict[str, Any] = {}
     for workload in cfg.workloads:
-        ns_meta = _metadata(cfg, workload.name, **{TIER_LABEL: workload.tier, WORKLOAD_LABEL: workload.name})
+        team = {TEAM_LABEL: workload.team} if workload.team else {}
+        ns_meta = _metadata(cfg, workload.name, **{TIER_LABEL: workload.tier, WORKLOAD_LABEL: workload.name, **team})
         # Retained on delete: a workload leaving the cluster must not take its pods, secrets and
         # volumes with it; hybridctl stops managing the namespace and the operator deletes it.
         namespace = k8s.core.v1.Namespace(f"ns-{workload.name}", metadata=k8s.meta.v1.ObjectMetaArgs(**ns_meta),

@@ -54,6 +54,7 @@ class Workload:
     name: str
     tier: str
     cluster_queue: str
+    team: str | None = None  # labelled on the namespace (hybridctl.io/team) for showback
 
 
 @dataclass(frozen=True)
@@ -174,14 +175,15 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     workloads = []
     for i, item in enumerate(_list(values["workloads"], "hybridctl:workloads")):
         at = f"hybridctl:workloads[{i}]"
-        obj = _obj(item, at, {"name", "tier", "clusterQueue"})
+        obj = _obj(item, at, {"name", "tier", "clusterQueue"}, frozenset({"team"}))
         if obj["tier"] not in TIERS:
             raise ConfigError(f"{at}.tier: expected one of {', '.join(TIERS)}, got {obj['tier']!r}")
         queue = next((q for q in cluster_queues if q.name == obj["clusterQueue"]), None)
         if queue is None or queue.tier != obj["tier"]:
             raise ConfigError(f"{at}.clusterQueue: {obj['clusterQueue']!r} is not a {obj['tier']} queue of hybridctl:clusterQueues")
         # The workload's namespace carries its name: a DNS label.
-        workloads.append(Workload(_name(obj["name"], f"{at}.name", _DNS_LABEL, 63), obj["tier"], queue.name))
+        team = _name(obj["team"], f"{at}.team", _DNS_LABEL, 63) if "team" in obj else None
+        workloads.append(Workload(_name(obj["name"], f"{at}.name", _DNS_LABEL, 63), obj["tier"], queue.name, team))
     _unique([w.name for w in workloads], "hybridctl:workloads")
     remotes = []
     for i, item in enumerate(_list(values.get("multiKueueClusters") or [], "hybridctl:multiKueueClusters")):

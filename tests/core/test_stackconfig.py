@@ -335,12 +335,12 @@ class TestReach:
 
     def test_a_workload_reaches_every_pool_of_its_gpu_types_and_no_other(self) -> None:
         inv = inventory().model_copy(update={"workloads": [
-            Workload.model_validate({"name": "chat", "type": "realtime_inference",
+            Workload.model_validate({"name": "chat", "type": "realtime_inference", "team": "support",
                                      "gpu": {"types": ["A10G", "L4"], "count": 1}}),
         ]})
         plan = make_plan(place("chat", "fixed", "aws-use1", "use1-g6-res", 4), place("x", "fixed", "aws-use1", "use1-p5-od", 8),
                          place("y", "fixed", "aws-use1", "use1-g5-od", 1))
         queues = queues_of(stack_configs(inv, plan, "d"), "ml-use1")
         (chat,) = [w for w in queues.workloads if w.name == "chat"]
-        assert chat.cluster_queue == "acme-fixed-a10g-l4"
+        assert (chat.cluster_queue, chat.team) == ("acme-fixed-a10g-l4", "support")
         assert [(f.flavor, f.gpus) for f in queues.quotas(chat.cluster_queue)] == [("use1-g6-res", 4), ("use1-g5-od", 0)]

@@ -30,7 +30,7 @@ QUEUES: list[dict[str, Any]] = [
      "flavors": [{"flavor": "use1-p5-spot", "gpus": 24}, {"flavor": "use1-p5-on-demand", "gpus": 0}]},
 ]
 WORKLOADS = [
-    {"name": "fraud-scoring", "tier": "fixed", "clusterQueue": "acme-hybrid-fixed"},
+    {"name": "fraud-scoring", "tier": "fixed", "clusterQueue": "acme-hybrid-fixed", "team": "fraud-ml"},
     {"name": "llm-pretrain", "tier": "burst", "clusterQueue": "acme-hybrid-burst"},
     {"name": "embedding-backfill", "tier": "opportunistic", "clusterQueue": "acme-hybrid-opportunistic"},
     {"name": "nightly-eval", "tier": "burst", "clusterQueue": "acme-hybrid-burst"},
@@ -278,6 +278,17 @@ class TestClusterTarget:
         cluster_target.check_context(cfg, "https://other.gr7.us-east-1.eks.amazonaws.com/", kubeconfig)
         with pytest.raises(queues_config.ConfigError, match="no context"):
             cluster_target.check_context(cfg, "https://x", {"contexts": [], "clusters": []})
+
+
+class TestTeams:
+    def test_the_owning_team_labels_the_namespace(self, cluster: ProgramRun) -> None:
+        labels = {ns.name: ns.inputs["metadata"]["labels"] for ns in cluster.of_type(NAMESPACE)}
+        assert labels["ns-fraud-scoring"]["hybridctl.io/team"] == "fraud-ml"
+        assert "hybridctl.io/team" not in labels["ns-llm-pretrain"]
+
+    def test_a_team_must_be_a_dns_label(self) -> None:
+        with pytest.raises(queues_config.ConfigError, match="team"):
+            run(workloads=[{**WORKLOADS[0], "team": "Fraud ML"}])
 
 
 class TestLifecycle:

@@ -169,6 +169,7 @@ class WorkloadQueue:
     name: str
     tier: str
     cluster_queue: str = ""
+    team: str | None = None  # the owner, labelled on its namespace for showback
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ class QueuesStackConfig:
                  **({"dispatched": True} if q.dispatched else {})}
                 for q in self.cluster_queues
             ],
-            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue} for w in self.workloads],
+            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue, **({"team": w.team} if w.team else {})}
+                          for w in self.workloads],
         }
         if self.multikueue_clusters:
             values["multiKueueClusters"] = [
@@ -366,7 +368,7 @@ def _queues(inventory: Inventory, plan: Plan, pools: list[_PlannedPool], workloa
                 gpus[p.pool.name] += g
         name = queue_name(inventory.name, tier_name, types, spot, mk)
         queues.append(ClusterQueueConfig(name, tier_name, tuple(FlavorQuota(p.pool.name, gpus[p.pool.name]) for p in reach), mk))
-        assigned += [WorkloadQueue(n, tier_name, name) for n in names]
+        assigned += [WorkloadQueue(n, tier_name, name, known[n].team if n in known else None) for n in names]
     return tuple(queues), tuple(sorted(assigned, key=lambda w: w.name))
 
 
