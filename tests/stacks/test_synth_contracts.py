@@ -217,6 +217,18 @@ def test_each_workload_reaches_only_its_gpu_types_and_spot_only_if_preemptible(n
     assert checked
 
 
+def test_two_synths_of_the_same_plan_give_the_same_bytes(tmp_path: Path) -> None:
+    # The engine registers resources concurrently: the output must not follow its order.
+    for attempt in ("a", "b"):
+        write_synth(tmp_path / attempt, synth_plan(*example("enterprise")), plan_digest="sha256:test", inventory="e")
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files and [(tmp_path / "b" / f).read_bytes() for f in files] == [(tmp_path / "a" / f).read_bytes() for f in files]
+    documents = (tmp_path / "a" / "enterprise-ml-use1" / "kubernetes.yaml").read_text().split("---\n")
+    kinds = [next(line for line in d.splitlines() if line.startswith("kind:")) for d in documents]
+    assert kinds.index("kind: Namespace") < kinds.index("kind: LocalQueue")
+    assert max(i for i, k in enumerate(kinds) if k == "kind: ClusterQueue") < kinds.index("kind: LocalQueue")
+
+
 def test_synth_writes_the_documented_layout(tmp_path: Path) -> None:
     runs = synthesized("cloud-burst.yaml")
     index = json.loads(write_synth(tmp_path, runs, plan_digest="sha256:test", inventory="cloud-burst").read_text())

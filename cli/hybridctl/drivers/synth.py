@@ -103,12 +103,14 @@ def _mock_classes() -> tuple[type, type]:
         def __init__(self, cluster_subnets: tuple[str, ...] | None = None) -> None:
             self.registered: list[Registered] = []
             self.invoked: list[Invoked] = []
-            self.options: list[dict[str, Any]] = []
+            # (type, name) -> the options of a registration in flight: registrations may run on
+            # several threads at once, so they are matched by identity, not by order.
+            self.options: dict[tuple[str, str], dict[str, Any]] = {}
             self._cluster_subnets = cluster_subnets
 
         def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
             inputs = normalize(dict(args.inputs))
-            options = self.options.pop() if self.options else {}
+            options = self.options.pop((args.typ, args.name), {})
             self.registered.append(Registered(args.typ, args.name, inputs, options))
             state = dict(inputs)
             label = f"{args.typ.rsplit(':', 1)[-1]} {args.name}"
@@ -160,7 +162,7 @@ def _mock_classes() -> tuple[type, type]:
                 options["ignoreChanges"] = list(request.ignoreChanges)
             if request.type != "pulumi:pulumi:Stack":
                 recorder: Any = self.mocks
-                recorder.options.append(options)
+                recorder.options[(request.type, request.name)] = options
             return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
     return RecordingMocks, OptionsMonitor

@@ -3,12 +3,12 @@
     DIR/index.json                                   stacks, providers (and their clusters), resources
     DIR/<stack>/kubernetes/<Kind>/<name>.yaml        a cluster-scoped Kubernetes object
     DIR/<stack>/kubernetes/<Kind>/<ns>/<name>.yaml   a namespaced one
-    DIR/<stack>/kubernetes.yaml                      all of the stack's objects, in registration order
+    DIR/<stack>/kubernetes.yaml                      all of the stack's objects, referenced ones first
     DIR/<stack>/aws/<service>.<Type>/<name>.json     an AWS resource's inputs (wire names)
     DIR/<stack>/providers/<name>.json                an explicit provider's inputs
 
-Files are written whole and sorted keys are used in JSON, so two runs of the same plan give
-the same bytes and a pull request shows only what changed.
+Files are written whole, resources in a fixed order and keys sorted, so two runs of the same
+plan give the same bytes and a pull request shows only what changed.
 """
 
 from __future__ import annotations
@@ -87,13 +87,30 @@ def _dump_json(obj: object) -> str:
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
+# The order `kubectl apply -f kubernetes.yaml` needs: what others refer to comes first.
+KIND_ORDER = ("Namespace", "DaemonSet", "ResourceFlavor", "Cohort", "WorkloadPriorityClass", "MultiKueueCluster",
+              "MultiKueueConfig", "AdmissionCheck", "ClusterQueue", "LocalQueue")
+
+
+def _order(resource: Registered) -> tuple[int, str, str, str]:
+    """Registration order varies between runs (the engine registers concurrently): sort instead."""
+    if resource.type.startswith(PROVIDER_PREFIX):
+        return (0, resource.type, "", resource.name)
+    if resource.type.startswith(K8S_PREFIX):
+        kind = str(resource.inputs.get("kind", ""))
+        meta = resource.inputs.get("metadata", {})
+        rank = KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+        return (1 + rank, kind, str(meta.get("namespace", "")), str(meta.get("name", resource.name)))
+    return (100, resource.type, "", resource.name)
+
+
 def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
     """Write one stack's files; its entry in the index."""
     root = out / run.stack
     resources: list[dict[str, Any]] = []
     providers: list[dict[str, Any]] = []
     documents: list[str] = []
-    for r in run.resources:
+    for r in sorted(run.resources, key=_order):
         entry: dict[str, Any] = {"type": r.type, "name": r.name}
         if r.type.startswith(PROVIDER_PREFIX):
             path = Path("providers") / f"{_safe(r.name)}.json"
