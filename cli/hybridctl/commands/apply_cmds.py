@@ -44,6 +44,8 @@ def apply(
     state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Apply without asking for confirmation."),
+    allow_machine_removal: bool = typer.Option(False, "--allow-machine-removal", help="With --auto-approve: also "
+                                               "approve deleting or replacing node groups that have machines."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the cloud steps (Pulumi); configure "
                                     "on-prem and edge sites only."),
     bundles: Path | None = typer.Option(None, "--bundles", help="Directory of signed model bundles, one per "
@@ -63,7 +65,8 @@ def apply(
     code = run_apply(source=source, inventory=inventory, state=state, lock_timeout_s=parse_duration(lock_timeout),
                      auto_approve=auto_approve, skip_cloud=skip_cloud, bundles=bundles,
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
-                     parallelism=parallelism, end_failover=end_failover)
+                     parallelism=parallelism, end_failover=end_failover,
+                     allow_machine_removal=allow_machine_removal)
     if code:
         raise typer.Exit(code)
 

@@ -245,7 +245,8 @@ def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], 
 
 def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_timeout_s: float, auto_approve: bool,
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
-              ssh_key: Path | None, parallelism: int, end_failover: bool = False) -> int:
+              ssh_key: Path | None, parallelism: int, end_failover: bool = False,
+              allow_machine_removal: bool = False) -> int:
     from hybridctl.commands.failover_flow import end_failovers
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
@@ -300,6 +301,12 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
             out.print(f"resuming the unfinished apply ({len(pending.run_ids)} earlier run(s)): "
                       f"{done} step(s) already done are not run again")
         render_step_plan(out, f"apply {digest[:19]}… (state serial {current.serial})", step_plan, shown, skip)
+        if not skip_cloud:
+            from hybridctl.commands.cloud_changes import approve_destructive
+
+            applied = plan_from_dict(dict(current.applied_plan)) if current.applied_plan else None
+            approve_destructive(out, loaded.inventory, the_plan, applied, auto_approve=auto_approve,
+                                allow_machine_removal=allow_machine_removal)
         if any(s is StepStatus.PENDING for s in shown.values()) or not current.applied_plan:
             confirm(auto_approve, "apply", "Apply these steps?")
         from hybridctl.core.ansible_inventory import build_ansible_inventory
