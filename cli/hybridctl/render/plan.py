@@ -11,8 +11,10 @@ from rich.table import Table
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, summarize
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
+from hybridctl.render.plan_summary import render_summary, usd
 from hybridctl.render.templates import render
 
 if TYPE_CHECKING:
@@ -21,10 +23,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDimension.capacity_type)
-
-
-def usd(value: float) -> str:
-    return f"${value:,.2f}"
 
 
 def render_classification(console: Console, decisions: list[TierDecision]) -> None:
@@ -75,7 +73,11 @@ def _print_capped(console: Console, title: str, columns: Sequence[str], rows: Se
     _more(console, hidden, what)
 
 
-def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0) -> None:
+def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0, *,
+                detailed: bool = False, summary: PlanSummary | None = None, cloud: CloudChanges | None = None) -> None:
+    """The summary first, then the placements (and what is unplaced, and the diff); the pools, the
+    cost breakdowns and the data movements only when `detailed`."""
+    render_summary(console, plan, summary or summarize(plan, diff, "previous"), cloud)
     placements = Table(title="Placements", title_justify="left")
     for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
                             ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right")):
@@ -93,24 +95,36 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
         _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas", "reason"),
                       [(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason)) for u in plan.unplaced],
                       max_rows, "unplaced workloads")
+    if detailed:
+        render_details(console, plan, max_rows)
+    if diff is not None:
+        render_diff(console, diff)
+
+
+def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
+    """The tables behind --detailed: pools, cost by tier/type/site/capacity type, data movements."""
     _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "$/GPU-h>"),
                   [(p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
                     f"{p.usd_per_gpu_hour:.2f}") for p in plan.pools], max_rows, "pools")
     for dimension in BREAKDOWNS:
         console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                                  dimension.value))
+    note = showback_note(cost_parts(plan))
+    if note:
+        console.print(f"[dim]{escape(note)}[/]")
     if plan.data_movements:
         _print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
                       [(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}", usd(m.usd_per_month))
                        for m in plan.data_movements], max_rows, "data movements")
-    if diff is not None:
-        render_diff(console, diff)
-    s = plan.solver
-    console.print(f"solver: {s.status} ({s.method}), objective {usd(s.objective)}, bound {usd(s.bound)}, "
-                  f"gap {s.gap:.4%}, {s.seconds:.2f} s, {s.components} component(s), {s.variables:,} variables")
-    budget = f" of budget {usd(plan.budget_usd_per_month)}" if plan.budget_usd_per_month is not None else ""
-    console.print(f"[bold]total: {usd(plan.total_usd_per_month)}/month[/] (compute {usd(plan.compute_usd_per_month)}, "
-                  f"data {usd(plan.data_usd_per_month)}){budget}; {len(plan.unplaced)} unplaced")
+
+
+def showback_note(costs: CostParts) -> str | None:
+    """Why the cost tables may not add up to the total: they allocate amortized compute plus data."""
+    allocated = round(costs.compute_usd_per_month + costs.data_usd_per_month, 2)
+    if abs(allocated - costs.total_usd_per_month) < 0.005:
+        return None
+    return (f"these tables allocate {usd(allocated)}/month (amortized compute + data) to workloads; the total, "
+            f"{usd(costs.total_usd_per_month)}, also counts committed capacity no workload uses and whole machines")
 
 
 def render_diff(console: Console, diff: PlanDiff) -> None:
