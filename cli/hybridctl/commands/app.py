@@ -6,13 +6,14 @@ module level, so `hybridctl --help` stays fast; each imports what it needs when 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 import typer
 
 from hybridctl import __version__
-from hybridctl.errors import HybridctlError, environment_problem
+from hybridctl.errors import ExitCode, HybridctlError, environment_problem
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in hybridctl, not a user mistake
 
@@ -91,6 +92,10 @@ def run(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # `hybridctl plan | head`: the reader left; nothing more to say to it
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(int(ExitCode.FAILED))
     except OSError as error:  # the machine said no (read-only, full, a directory in a file's place): not a bug
         if os.environ.get("HYBRIDCTL_DEBUG"):
             raise
