@@ -9,6 +9,7 @@ from pathlib import Path
 from hybridctl.core.plan.diff import diff_plans
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport, Unplaced
 from hybridctl.core.plan_summary import cost_parts, objective_note, pool_idle_committed, summarize
+from hybridctl.render.plan import render_markdown
 from hybridctl.render.plan_summary import summary_rows
 from support.examples import EXAMPLES
 from support.inproc import run_cli
@@ -57,6 +58,9 @@ class TestSummaryFigures:
         assert rows[0] == ("total:", "$5,960.00/month (cash: committed $5,840.00 + pay-per-use $4,000.00 "
                                      "+ data $500.00)")
         assert rows[1] == ("", "$4,380.00 of the committed cost pays for GPUs no workload uses (idle; in the total)")
+        header = render_markdown(rev2).splitlines()[1]
+        assert ("committed $5,840.00 · pay-per-use $4,000.00 · data movement $500.00 (idle committed $4,380.00)"
+                in header)
 
     def test_the_objective_is_explained_when_it_is_not_the_total(self) -> None:
         note = objective_note(_plan())

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, summarize
+from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
 from hybridctl.render.plan_summary import render_summary, usd
@@ -146,4 +146,16 @@ def render_diff(console: Console, diff: PlanDiff) -> None:
 
 def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:
     breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
-    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud)
+    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud,
+                  parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe())
+
+
+def markdown_parts(costs: CostParts) -> str:
+    """The parts of the total for the comment's header line, from the same figures as the summary."""
+    if costs.split_by_commitment:
+        assert costs.committed_usd_per_month is not None and costs.pay_per_use_usd_per_month is not None
+        parts = (f"committed {usd(costs.committed_usd_per_month)} · pay-per-use "
+                 f"{usd(costs.pay_per_use_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}")
+        idle = costs.idle_committed_usd_per_month
+        return parts + (f" (idle committed {usd(idle)})" if idle else "")
+    return f"compute {usd(costs.compute_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}"
