@@ -100,6 +100,13 @@ def plan(
     baseline = before if before is not None else applied_plan(state)
     cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
         else config_diff(loaded.inventory, result, baseline)
+    if out is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
+        from dataclasses import replace
+
+        from hybridctl.drivers.state import current_serial
+
+        saved = replace(result, base_serial=current_serial(state))
+        write_atomically(out, plan_to_json(saved, plan_file=True))
     if output_format is ReportFormat.json:
         document = plan_to_dict(result)
         document["cloud_changes"] = cloud.to_dict()
@@ -112,12 +119,6 @@ def plan(
         render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
         render_cloud_changes(stdout(), cloud)
     if out is not None:
-        from dataclasses import replace
-
-        from hybridctl.drivers.state import current_serial
-
-        saved = replace(result, base_serial=current_serial(state))
-        write_atomically(out, plan_to_json(saved, plan_file=True))
         stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     violation = budget_violation(result)
     if violation:

@@ -96,7 +96,9 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     note = objective_note(plan)
     s = plan.solver
     solver = f"{s.status} ({s.method}), gap {s.gap:.4%}, {s.seconds:.2f} s"
-    rows.append(("solver:", solver + (f"; {note.describe()}" if note.differs else "")))
+    rows.append(("solver:", solver))
+    if note.differs:
+        rows.append(("", note.describe()))
     return rows
 
 
