@@ -154,3 +154,17 @@ class TestSmallThings:
         result = run_cli("bundle", "sign", str(bundle), str(keys / "k.pem"))
         assert result.code == 2, result.output
         one_message(result.output, "has no manifest.json", "hybridctl bundle create")
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback_and_the_plan_file_is_kept(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    process = subprocess.Popen(apply_cli.hybridctl_argv("plan", ENTERPRISE, "--out", out, "--state", tmp_path / "s"),
+                               env=apply_cli.cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"Plan enterprise:")
+    process.stdout.close()  # like `| head -1`
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1
+    assert "Traceback" not in err and "internal error" not in err and "Broken pipe" not in err, err
+    assert json.loads(out.read_text())["inventory"] == "enterprise"
