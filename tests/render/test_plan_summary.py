@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from hybridctl.core.plan.diff import diff_plans
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport, Unplaced
-from hybridctl.core.plan_summary import cost_parts, objective_note, pool_idle_committed, summarize
+from hybridctl.core.plan_summary import cost_parts, objective_note, summarize
 from hybridctl.render.plan import render_markdown
 from hybridctl.render.plan_summary import summary_rows
 from support.examples import EXAMPLES
@@ -23,53 +23,47 @@ def _plan(**changes: object) -> Plan:
         placements=(Placement("chat", "fixed", "dc", "dc-h100", 2, 2, 1460.0, "cheapest"),
                     Placement("train", "burst", "aws", "aws-p5", 1, 8, 4000.0, "the cheaper pool is full")),
         unplaced=(Unplaced("batch", "needs 4 × 1 L4 in EU; its 1 eligible pool is full", 4, "opportunistic"),),
-        pools=(PoolUsage("dc", "dc-h100", "H100", "reserved", 8, 2, 1.0),
-               PoolUsage("aws", "aws-p5", "H100", "on_demand", 64, 8, 6.88)),
-        solver=SolverReport("optimal", 5960.0 + 900.0 + 12.5, 5960.0, 0.0, 0.1, "mip", 1, 4, penalty_usd=900.0),
-        compute_usd_per_month=5460.0, data_usd_per_month=500.0, budget_usd_per_month=5000.0,
+        # dc-h100: 8 GPUs × 730 h × $1 = $5,840 committed, $1,460 of it used by chat; aws-p5: one
+        # 8-GPU machine for 100 h at $5 = $4,000
+        pools=(PoolUsage("dc", "dc-h100", "H100", "reserved", 8, 2, 1.0, committed=True, gpus_per_node=8, machines=1,
+                         usd_per_month=5840.0, amortized_usd_per_month=1460.0),
+               PoolUsage("aws", "aws-p5", "H100", "on_demand", 64, 8, 5.0, committed=False, gpus_per_node=8,
+                         machines=1, usd_per_month=4000.0, amortized_usd_per_month=4000.0)),
+        solver=SolverReport("optimal", 10340.0 + 900.0 + 12.5, 10340.0, 0.0, 0.1, "mip", 1, 4, penalty_usd=900.0),
+        compute_usd_per_month=5460.0, data_usd_per_month=500.0, budget_usd_per_month=10000.0,
         tiers={"chat": "fixed", "train": "burst", "batch": "opportunistic"})
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Revision2Plan(Plan):
-    """What inventory revision 2 adds to a plan (cli/hybridctl/core/plan, another helper's branch)."""
-
-    committed_usd_per_month: float = 0.0
-    pay_per_use_usd_per_month: float = 0.0
-    idle_committed_usd_per_month: float = 0.0
-    cost_model: str = "cash"
-
-
 class TestSummaryFigures:
-    def test_the_total_is_compute_plus_data_before_revision_2(self) -> None:
-        rows = dict(summary_rows(_plan(), summarize(_plan())))
-        assert rows["total:"] == "$5,960.00/month (compute $5,460.00 + data $500.00)"
-        assert rows["budget:"] == "$5,000.00/month: OVER BUDGET"
-
-    def test_revision_2_parts_are_shown_when_the_plan_has_them(self) -> None:
-        p = _plan()
-        rev2 = Revision2Plan(**{f: getattr(p, f) for f in p.__dataclass_fields__},  # type: ignore[arg-type]
-                             committed_usd_per_month=5840.0, pay_per_use_usd_per_month=4000.0,
-                             idle_committed_usd_per_month=4380.0)
-        parts = cost_parts(rev2)
-        assert (parts.committed_usd_per_month, parts.pay_per_use_usd_per_month) == (5840.0, 4000.0)
-        rows = summary_rows(rev2, summarize(rev2))
-        assert rows[0] == ("total:", "$5,960.00/month (cash: committed $5,840.00 + pay-per-use $4,000.00 "
+    def test_under_cash_the_total_is_committed_plus_pay_per_use_plus_data(self) -> None:
+        parts = cost_parts(_plan())
+        assert (parts.total_usd_per_month, parts.committed_usd_per_month, parts.pay_per_use_usd_per_month,
+                parts.idle_committed_usd_per_month) == (10340.0, 5840.0, 4000.0, 4380.0)
+        rows = summary_rows(_plan(), summarize(_plan()))
+        assert rows[0] == ("total:", "$10,340.00/month (cash: committed $5,840.00 + pay-per-use $4,000.00 "
                                      "+ data $500.00)")
-        assert rows[1] == ("", "$4,380.00 of the committed cost pays for GPUs no workload uses (idle; in the total)")
-        header = render_markdown(rev2).splitlines()[1]
+        assert rows[1] == ("", "$4,380.00 of the committed cost pays for GPUs no workload uses (idle; in the "
+                               "committed part)")
+        assert dict(rows)["budget:"] == "$10,000.00/month: OVER BUDGET"
+        header = render_markdown(_plan()).splitlines()[1]
         assert ("committed $5,840.00 · pay-per-use $4,000.00 · data movement $500.00 (idle committed $4,380.00)"
                 in header)
+
+    def test_under_amortized_the_total_is_compute_plus_data_and_the_cash_is_named(self) -> None:
+        amortized = _plan(cost_model="amortized")
+        rows = dict(summary_rows(amortized, summarize(amortized)))
+        assert rows["total:"] == ("$5,960.00/month (amortized: compute $5,460.00 + data $500.00; the month's cash "
+                                  "is $10,340.00)")
 
     def test_the_objective_is_explained_when_it_is_not_the_total(self) -> None:
         note = objective_note(_plan())
         assert (note.unplaced_penalty_usd, note.other_usd) == (900.0, 12.5)
         rows = summary_rows(_plan(), summarize(_plan()))
         solver = rows[rows.index(next(r for r in rows if r[0] == "solver:")) + 1][1]
-        assert ("objective $6,872.50 = total + $900.00 priced on unplaced replicas + $12.50 of stability and "
+        assert ("objective $11,252.50 = total + $900.00 priced on unplaced replicas + $12.50 of stability and "
                 "tie-break terms (what the solver minimized, not a cost)") in solver
-        exact = _plan(solver=SolverReport("optimal", 5960.0, 5960.0, 0.0, 0.1, "mip"))
+        exact = _plan(solver=SolverReport("optimal", 10340.0, 10340.0, 0.0, 0.1, "mip"))
         assert not any("objective" in text for _, text in summary_rows(exact, summarize(exact)))
 
     def test_unplaced_work_is_listed_with_its_reason(self) -> None:
@@ -78,15 +72,11 @@ class TestSummaryFigures:
         assert rows[at + 1] == ("", "batch (4): needs 4 × 1 L4 in EU; its 1 eligible pool is full")
 
     def test_the_change_against_the_previous_plan_is_counted(self) -> None:
-        before = _plan(placements=_plan().placements[:1], compute_usd_per_month=1460.0, data_usd_per_month=0.0,
-                       tiers={"chat": "fixed", "batch": "opportunistic"})
         after = _plan()
+        before = _plan(placements=after.placements[:1], pools=(after.pools[0], replace(after.pools[1], usd_per_month=0.0)),
+                       tiers={"chat": "fixed", "batch": "opportunistic"})
         summary = summarize(after, diff_plans(before, after), "previous")
-        assert dict(summary_rows(after, summary))["change:"] == "+$4,500.00/month against the previous plan: 1 added"
-
-    def test_idle_committed_cost_per_pool(self) -> None:
-        # dc-h100: 8 GPUs × 730 h × $1 = $5,840 committed, $1,460 of it used by chat
-        assert pool_idle_committed(_plan()) == {"dc-h100": 4380.0}
+        assert dict(summary_rows(after, summary))["change:"] == "+$4,000.00/month against the previous plan: 1 added"
 
 
 class TestTextPlan:

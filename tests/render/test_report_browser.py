@@ -5,11 +5,14 @@ numbers on the page are the plan's. A screenshot is kept for a person to look at
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+from hybridctl.core.plan.diff import diff_plans
 from hybridctl.core.plan.serialize import plan_from_json
-from hybridctl.core.plan_summary import pool_idle_committed
+from hybridctl.core.plan_summary import summarize
+from hybridctl.render.plan_summary import change_line
 from support.browser import Browser
 from support.examples import EXAMPLES
 from support.inproc import run_cli
@@ -40,9 +43,11 @@ PAGE_FACTS = """(() => {
     const row = td.closest('tr').dataset.scenario;
     drill[row] = (drill[row] || 0) + 1;
   }
-  return {total: text('[data-figure=total]'), compute: text('[data-figure=compute]'), data: text('[data-figure=data]'),
+  return {total: text('[data-figure=total]'), committed: text('[data-figure=committed]'),
+          pay_per_use: text('[data-figure=pay-per-use]'), idle: text('[data-figure=idle]'), data: text('[data-figure=data]'),
           budget: text('[data-figure=budget]'), placed: text('[data-figure=placed]'), gpus: text('[data-figure=gpus]'),
-          change: text('[data-figure=change]'), charts, bars, pools, cells, drill,
+          change: text('[data-figure=change]'),
+          diff_workloads: [...document.querySelectorAll('table[data-table=diff] tr td:first-child')].map(td => td.textContent), charts, bars, pools, cells, drill,
           tooltips: document.querySelectorAll('svg title').length,
           scripts: document.querySelectorAll('script').length};
 })()"""
@@ -53,25 +58,27 @@ def usd(value: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, Path]:
     work = tmp_path_factory.mktemp("report")
     plan_file, previous, drill = work / "plan.json", work / "previous.json", work / "drill.json"
     assert run_cli("plan", ENTERPRISE, "--out", str(plan_file), "--state", str(work / "s")).code == 0
-    older = json.loads(plan_file.read_text())  # the previous plan did not have llm-pretrain yet
-    gone = [p for p in older["placements"] if p["workload"] == "llm-pretrain"]
-    older["placements"] = [p for p in older["placements"] if p["workload"] != "llm-pretrain"]
-    older["compute_usd_per_month"] -= sum(p["usd_per_month"] for p in gone)
-    del older["tiers"]["llm-pretrain"]
-    previous.write_text(json.dumps(older))
-    assert run_cli("drill", ENTERPRISE, "--format", "json", "--json-out", str(drill)).code == 0
+    smaller = work / "smaller"  # the previous plan: llm-pretrain had 2 replicas instead of 4
+    shutil.copytree(ENTERPRISE, smaller)
+    workloads = (smaller / "workloads.yaml").read_text()
+    assert workloads.count("replicas: 4\n    hours_per_month: 500") == 1
+    (smaller / "workloads.yaml").write_text(workloads.replace("replicas: 4\n    hours_per_month: 500",
+                                                              "replicas: 2\n    hours_per_month: 500"))
+    assert run_cli("plan", str(smaller), "--out", str(previous), "--state", str(work / "s")).code == 0
+    run_cli("drill", ENTERPRISE, "--format", "json", "--json-out", str(drill))  # exit 1 when a scenario fails
+    assert json.loads(drill.read_text())["scenarios"]
     html = work / "report.html"
     result = run_cli("report", str(plan_file), "--drill", str(drill), "--previous", str(previous), "--out", str(html))
     assert result.code == 0, result.output
-    return html, plan_file, drill
+    return html, plan_file, drill, previous
 
 
-def test_the_report_in_a_real_browser(report: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    html, plan_file, drill_file = report
+def test_the_report_in_a_real_browser(report: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
+    html, plan_file, drill_file, previous_file = report
     plan = plan_from_json(plan_file.read_text())
     with Browser(tmp_path / "chromium-profile") as browser:
         session, visit = browser.visit(html)
@@ -90,18 +97,21 @@ def test_the_report_in_a_real_browser(report: tuple[Path, Path, Path], tmp_path:
     assert facts["tooltips"] > len(plan.pools)
 
     assert facts["total"] == usd(plan.total_usd_per_month)
-    assert facts["compute"] == usd(plan.compute_usd_per_month)
+    assert facts["committed"] == usd(plan.committed_usd_per_month)
+    assert facts["pay_per_use"] == usd(plan.pay_per_use_usd_per_month)
+    assert facts["idle"] == usd(plan.idle_committed_usd_per_month)
     assert facts["data"] == usd(plan.data_usd_per_month)
     assert facts["budget"] == usd(plan.budget_usd_per_month or 0)
     assert facts["placed"] == str(len({p.workload for p in plan.placements}))
     assert facts["gpus"] == str(sum(p.gpus for p in plan.placements))
 
-    # the bars add up to the plan: compute + data by tier, and the idle committed cost on a bar of its own
-    idle = round(sum(pool_idle_committed(plan).values()), 2)
-    tiers = facts["bars"]["cost-tier"]
-    assert tiers.pop("idle committed") == pytest.approx(idle)
-    assert sum(tiers.values()) == pytest.approx(plan.total_usd_per_month, abs=0.05)
-    assert sum(facts["bars"]["cost-site"].values()) == pytest.approx(plan.total_usd_per_month + idle, abs=0.05)
+    # each chart adds up to the plan's total, the idle committed cost on a bar of its own
+    for chart in ("cost-tier", "cost-site", "cost-team"):
+        bars = facts["bars"][chart]
+        assert bars["idle committed"] == pytest.approx(plan.idle_committed_usd_per_month)
+        assert sum(bars.values()) == pytest.approx(plan.total_usd_per_month, abs=0.05)
+    assert set(facts["bars"]["cost-team"]) == {*plan.teams.values(), "idle committed"} | (
+        {"(no team)"} if set(plan.tiers) - set(plan.teams) else set())
 
     assert facts["pools"] == {p.pool: [p.used_gpus, p.capacity_gpus] for p in plan.pools}
     expected_cells: dict[str, int] = {}
@@ -113,22 +123,25 @@ def test_the_report_in_a_real_browser(report: tuple[Path, Path, Path], tmp_path:
     drill = json.loads(drill_file.read_text())
     assert facts["drill"] == {s["name"]: sum(1 for w in s["workloads"] if w["status"] != "unchanged")
                               for s in drill["scenarios"] if any(w["status"] != "unchanged" for w in s["workloads"])}
-    added = sum(p.usd_per_month for p in plan.placements if p.workload == "llm-pretrain")
-    assert facts["change"] == f"+{usd(added)}/month against the previous plan: 1 added"
+    before = plan_from_json(previous_file.read_text())
+    assert facts["change"] == change_line(summarize(plan, diff_plans(before, plan), "previous"))
+    assert facts["change"].startswith(f"+{usd(plan.total_usd_per_month - before.total_usd_per_month)}/month")
+    assert "llm-pretrain" in facts["diff_workloads"]
     assert shot.stat().st_size > 10_000
 
 
-def test_names_from_the_files_are_escaped(tmp_path: Path) -> None:
-    plan_file = tmp_path / "plan.json"
-    assert run_cli("plan", str(EXAMPLES / "cloud-burst.yaml"), "--out", str(plan_file),
-                   "--state", str(tmp_path / "s")).code == 0
-    document = json.loads(plan_file.read_text())
-    document["placements"][0]["reason"] = "<script>alert(1)</script>"
-    plan_file.write_text(json.dumps(document))
+def test_names_from_the_files_are_escaped(report: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:
+    _, plan_file, drill_file, _ = report
+    drill = json.loads(drill_file.read_text())  # a drill report is not signed: anything may be in it
+    drill["scenarios"][0]["name"] = "<script>alert(1)</script>"
+    drill["scenarios"][0]["description"] = '"><img src=x onerror=alert(2)>'
+    hostile = tmp_path / "drill.json"
+    hostile.write_text(json.dumps(drill))
     out = tmp_path / "r.html"
-    assert run_cli("report", str(plan_file), "--out", str(out)).code == 0
+    assert run_cli("report", str(plan_file), "--drill", str(hostile), "--out", str(out)).code == 0
     text = out.read_text()
     assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<img src=x" not in text
 
 
 def test_a_drill_file_that_is_not_one(tmp_path: Path) -> None:

@@ -53,6 +53,9 @@ def apply(
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    end_failover: bool = typer.Option(False, "--end-failover", help="Apply even though a failover is in effect "
+                                      "or unfinished: ends it, and may move workloads back to the sites it "
+                                      "fenced (`runbook rollback` is the usual way back)."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.commands.apply_flow import run_apply
@@ -60,7 +63,7 @@ def apply(
     code = run_apply(source=source, inventory=inventory, state=state, lock_timeout_s=parse_duration(lock_timeout),
                      auto_approve=auto_approve, skip_cloud=skip_cloud, bundles=bundles,
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
-                     parallelism=parallelism)
+                     parallelism=parallelism, end_failover=end_failover)
     if code:
         raise typer.Exit(code)
 

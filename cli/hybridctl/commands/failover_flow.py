@@ -401,3 +401,16 @@ def run_show(state: Path | None, output_format: str) -> int:
         return 0
     _emit(_read(_runbooks_dir(store) / f"{chain[-1]}.json"), output_format)
     return 0
+
+
+# --- what apply needs to know ---------------------------------------------------------------------
+
+
+def active_failovers(store: StateStore) -> list[str]:
+    """The failovers in effect, oldest first (apply refuses to undo them silently)."""
+    return _active(store)
+
+
+def end_failovers(store: StateStore) -> None:
+    """An apply with --end-failover succeeded: no failover is in effect any more."""
+    _set_active(store, [])

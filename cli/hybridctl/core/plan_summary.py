@@ -21,36 +21,32 @@ _CENT = 0.005
 class CostParts:
     """The month's total and what it is made of."""
 
-    total_usd_per_month: float
+    total_usd_per_month: float  # under the plan's cost model
+    cost_model: str  # cash | amortized
+    committed_usd_per_month: float  # owned and reserved pools, used or not
+    pay_per_use_usd_per_month: float  # on-demand and spot machines, whole machines
     data_usd_per_month: float
-    compute_usd_per_month: float  # amortized compute of the placed replicas (what showback allocates)
-    committed_usd_per_month: float | None = None  # revision 2: owned and reserved pools, used or not
-    pay_per_use_usd_per_month: float | None = None  # revision 2: on-demand and spot machines
-    idle_committed_usd_per_month: float | None = None  # revision 2: committed cost no replica uses
-    cost_model: str = ""  # revision 2: cash | amortized
+    idle_committed_usd_per_month: float  # committed cost no replica uses (part of the committed cost)
+    compute_usd_per_month: float  # amortized compute of the placed replicas
+    cash_usd_per_month: float  # committed + pay-per-use + data, whatever the cost model
 
     @property
     def split_by_commitment(self) -> bool:
-        return self.committed_usd_per_month is not None and self.pay_per_use_usd_per_month is not None
-
-
-def _optional_usd(plan: Plan, name: str) -> float | None:
-    # Revision-2 plans carry these fields; older plans (and plan files) do not.
-    value: object = getattr(plan, name, None)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        """Under cash the total is committed + pay-per-use + data; under amortized, compute + data."""
+        return self.cost_model == "cash"
 
 
 def cost_parts(plan: Plan) -> CostParts:
     """The one place that says what a plan's total is made of."""
-    model: object = getattr(plan, "cost_model", "")
     return CostParts(
         total_usd_per_month=plan.total_usd_per_month,
+        cost_model=plan.cost_model,
+        committed_usd_per_month=plan.committed_usd_per_month,
+        pay_per_use_usd_per_month=plan.pay_per_use_usd_per_month,
         data_usd_per_month=plan.data_usd_per_month,
+        idle_committed_usd_per_month=plan.idle_committed_usd_per_month,
         compute_usd_per_month=plan.compute_usd_per_month,
-        committed_usd_per_month=_optional_usd(plan, "committed_usd_per_month"),
-        pay_per_use_usd_per_month=_optional_usd(plan, "pay_per_use_usd_per_month"),
-        idle_committed_usd_per_month=_optional_usd(plan, "idle_committed_usd_per_month"),
-        cost_model=str(model) if isinstance(model, str) else "",
+        cash_usd_per_month=plan.cash_usd_per_month,
     )
 
 
@@ -127,32 +123,3 @@ def summarize(plan: Plan, diff: PlanDiff | None = None, baseline: str = "") -> P
                               if diff is not None else None),
         diff=diff,
     )
-
-
-HOURS_PER_MONTH = 730
-COMMITTED_CAPACITY_TYPES = frozenset({"reserved"})  # owned on-prem/edge pools and cloud reservations
-
-
-def pool_idle_committed(plan: Plan) -> dict[str, float]:
-    """Per committed pool, what it costs beyond the amortized compute of the replicas in it (the spec's
-    "idle committed cost"): paid whether used or not. Pools with nothing idle are left out."""
-    placed: dict[str, float] = {}
-    for p in plan.placements:
-        placed[p.pool] = placed.get(p.pool, 0.0) + p.usd_per_month
-    idle: dict[str, float] = {}
-    for pool in plan.pools:
-        if pool.capacity_type not in COMMITTED_CAPACITY_TYPES:
-            continue
-        committed = pool.capacity_gpus * HOURS_PER_MONTH * pool.usd_per_gpu_hour
-        unused = round(committed - placed.get(pool.pool, 0.0), 2)
-        if unused >= 0.01:
-            idle[pool.pool] = unused
-    return idle
-
-
-def workload_teams(plan: Plan) -> dict[str, str]:
-    """workload -> team, for plans that carry the revision-2 `team` of each workload."""
-    teams: object = getattr(plan, "teams", None)
-    if not isinstance(teams, dict):
-        return {}
-    return {str(k): str(v) for k, v in teams.items() if v}

@@ -103,28 +103,18 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
 
 def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
     """The tables behind --detailed: pools, cost by tier/type/site/capacity type, data movements."""
-    _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "$/GPU-h>"),
+    _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
+                                     "$/GPU-h>", "cost/mo>"),
                   [(p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
-                    f"{p.usd_per_gpu_hour:.2f}") for p in plan.pools], max_rows, "pools")
+                    f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month))
+                   for p in plan.pools], max_rows, "pools")
     for dimension in BREAKDOWNS:
         console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                                  dimension.value))
-    note = showback_note(cost_parts(plan))
-    if note:
-        console.print(f"[dim]{escape(note)}[/]")
     if plan.data_movements:
         _print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
                       [(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}", usd(m.usd_per_month))
                        for m in plan.data_movements], max_rows, "data movements")
-
-
-def showback_note(costs: CostParts) -> str | None:
-    """Why the cost tables may not add up to the total: they allocate amortized compute plus data."""
-    allocated = round(costs.compute_usd_per_month + costs.data_usd_per_month, 2)
-    if abs(allocated - costs.total_usd_per_month) < 0.005:
-        return None
-    return (f"these tables allocate {usd(allocated)}/month (amortized compute + data) to workloads; the total, "
-            f"{usd(costs.total_usd_per_month)}, also counts committed capacity no workload uses and whole machines")
 
 
 def render_diff(console: Console, diff: PlanDiff) -> None:
@@ -153,9 +143,9 @@ def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChange
 def markdown_parts(costs: CostParts) -> str:
     """The parts of the total for the comment's header line, from the same figures as the summary."""
     if costs.split_by_commitment:
-        assert costs.committed_usd_per_month is not None and costs.pay_per_use_usd_per_month is not None
         parts = (f"committed {usd(costs.committed_usd_per_month)} · pay-per-use "
                  f"{usd(costs.pay_per_use_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}")
-        idle = costs.idle_committed_usd_per_month
-        return parts + (f" (idle committed {usd(idle)})" if idle else "")
-    return f"compute {usd(costs.compute_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}"
+    else:
+        parts = f"amortized compute {usd(costs.compute_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}"
+    idle = costs.idle_committed_usd_per_month
+    return parts + (f" (idle committed {usd(idle)})" if idle >= 0.005 else "")

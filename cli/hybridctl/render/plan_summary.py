@@ -32,21 +32,20 @@ def signed_usd(value: float) -> str:
 
 
 def total_line(costs: CostParts) -> str:
-    """The total with its parts: committed + pay-per-use + data when the plan has them."""
+    """The total with its parts: committed + pay-per-use + data under cash, compute + data under amortized."""
     if costs.split_by_commitment:
-        assert costs.committed_usd_per_month is not None and costs.pay_per_use_usd_per_month is not None
-        model = f"{costs.cost_model}: " if costs.cost_model else ""
-        return (f"{usd(costs.total_usd_per_month)}/month ({model}committed {usd(costs.committed_usd_per_month)}"
+        return (f"{usd(costs.total_usd_per_month)}/month (cash: committed {usd(costs.committed_usd_per_month)}"
                 f" + pay-per-use {usd(costs.pay_per_use_usd_per_month)} + data {usd(costs.data_usd_per_month)})")
-    return (f"{usd(costs.total_usd_per_month)}/month (compute {usd(costs.compute_usd_per_month)}"
-            f" + data {usd(costs.data_usd_per_month)})")
+    return (f"{usd(costs.total_usd_per_month)}/month (amortized: compute {usd(costs.compute_usd_per_month)}"
+            f" + data {usd(costs.data_usd_per_month)}; the month's cash is {usd(costs.cash_usd_per_month)})")
 
 
 def idle_line(costs: CostParts) -> str | None:
     idle = costs.idle_committed_usd_per_month
-    if idle is None or idle < 0.005:
+    if idle < 0.005:
         return None
-    return f"{usd(idle)} of the committed cost pays for GPUs no workload uses (idle; in the total)"
+    where = "in the committed part" if costs.split_by_commitment else "in the cash, not in this total"
+    return f"{usd(idle)} of the committed cost pays for GPUs no workload uses (idle; {where})"
 
 
 def change_line(summary: PlanSummary) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from hybridctl import __version__
 from hybridctl.core.plan.diff import PlanDiff, diff_plans
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan_summary import objective_note, pool_idle_committed, summarize
+from hybridctl.core.plan_summary import objective_note, summarize
 from hybridctl.errors import HybridctlError
 from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart
@@ -128,7 +128,6 @@ def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan 
                   source: str = "", previous_source: str = "", drill_source: str = "") -> str:
     diff: PlanDiff | None = diff_plans(previous, plan) if previous is not None else None
     summary = summarize(plan, diff, "previous")
-    idle = pool_idle_committed(plan)
     note = objective_note(plan)
     return render_html(
         "report.html.j2",
@@ -136,7 +135,7 @@ def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan 
         source=source, previous_source=previous_source, drill_source=drill_source,
         total_line=total_line(summary.costs), idle_line=idle_line(summary.costs), change_line=change_line(summary),
         objective=note.describe(), objective_differs=note.differs,
-        cost_charts=cost_charts(plan, idle_in_total=summary.costs.idle_committed_usd_per_month is not None),
-        idle_usd=round(sum(idle.values()), 2), pools=pool_chart(plan), matrix=placement_matrix(plan),
+        cost_charts=cost_charts(plan),
+        idle_usd=summary.costs.idle_committed_usd_per_month, pools=pool_chart(plan), matrix=placement_matrix(plan),
         usd=usd, signed_usd=signed_usd, minutes=_minutes, marks=STATUS_MARKS,
     )

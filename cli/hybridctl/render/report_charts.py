@@ -11,15 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan_summary import pool_idle_committed, workload_teams
+from hybridctl.core.showback import IDLE_COMMITTED, NO_TEAM, CostDimension, showback
 
-COMMITTED_TYPES = frozenset({"reserved"})  # owned on-prem/edge pools and cloud reservations
 SEGMENT_KINDS = ("committed", "pay_per_use", "data", "idle")
 SEGMENT_LABELS = {"committed": "committed compute", "pay_per_use": "pay-per-use compute", "data": "data movement",
                   "idle": "idle committed"}
 CHART_WIDTH = 1000.0
 LABEL_WIDTH = 250.0
-VALUE_WIDTH = 170.0
+VALUE_WIDTH = 220.0
 BAR_HEIGHT = 18.0
 BAR_GAP = 8.0
 TOP = 6.0
@@ -83,33 +82,37 @@ def _layout(key: str, title: str, amounts: Mapping[str, Mapping[str, float]], no
     return StackedBars(key, title, tuple(bars), CHART_WIDTH, height, LABEL_WIDTH, note)
 
 
-def cost_charts(plan: Plan, idle_in_total: bool) -> list[StackedBars]:
-    """Cost by tier, site and team: committed and pay-per-use compute, data, and the idle committed cost."""
-    capacity_type = {p.pool: p.capacity_type for p in plan.pools}
-    teams = workload_teams(plan)
-    by: dict[str, dict[str, dict[str, float]]] = {k: defaultdict(lambda: defaultdict(float))
-                                                  for k in ("tier", "site", "team")}
-    first_tier = dict(plan.tiers)
-    for p in plan.placements:
-        kind = "committed" if capacity_type.get(p.pool) in COMMITTED_TYPES else "pay_per_use"
-        for key, label in (("tier", p.tier), ("site", p.site), ("team", teams.get(p.workload, "(no team)"))):
-            by[key][label][kind] += p.usd_per_month
-    for m in plan.data_movements:
-        # charged to the receiving site, like showback
-        for key, label in (("tier", first_tier.get(m.workload, "?")), ("site", m.to_site),
-                           ("team", teams.get(m.workload, "(no team)"))):
-            by[key][label]["data"] += m.usd_per_month
-    idle = pool_idle_committed(plan)
-    site_of = {p.pool: p.site for p in plan.pools}
-    for pool, usd in idle.items():
-        by["site"][site_of[pool]]["idle"] += usd
-    if idle:
-        for key in ("tier", "team"):
-            by[key]["idle committed"]["idle"] += sum(idle.values())
-    note = ("Idle committed: owned and reserved GPUs no workload uses, paid all the same"
-            + (" (part of the total)." if idle_in_total else
-               " (not in this plan's total, which counts the compute of placed replicas only)."))
-    return [_layout(key, f"Cost by {key}", by[key], note if idle else "") for key in ("tier", "site", "team")]
+def cost_charts(plan: Plan) -> list[StackedBars]:
+    """Cost by tier, site and team, from the showback (so each chart adds up to the total): compute
+    split into committed and pay-per-use pools, data, and the idle committed cost on a bar of its own."""
+    committed = {p.pool for p in plan.pools if p.committed}
+    charts = []
+    for dimension in (CostDimension.tier, CostDimension.site, CostDimension.team):
+        in_committed: dict[str, float] = defaultdict(float)
+        for p in plan.placements:
+            if p.pool in committed:
+                in_committed[_key(plan, dimension, p.workload, p.site, p.tier)] += p.usd_per_month
+        amounts: dict[str, dict[str, float]] = {}
+        for line in showback(plan, dimension):
+            if line.key == IDLE_COMMITTED:
+                amounts["idle committed"] = {"idle": line.total_usd_per_month}
+                continue
+            owned = min(in_committed.get(line.key, 0.0), line.compute_usd_per_month)
+            amounts[line.key] = {"committed": owned, "pay_per_use": line.compute_usd_per_month - owned,
+                                 "data": line.data_usd_per_month}
+        note = ("Idle committed: what owned and reserved pools cost beyond the compute placed in them, paid "
+                "all the same" + (" (in the total)." if plan.cost_model == "cash" else
+                                  " (in the month's cash; this plan's total is amortized).")
+                if "idle committed" in amounts else "")
+        charts.append(_layout(dimension.value, f"Cost by {dimension.value}", amounts, note))
+    return charts
+
+
+def _key(plan: Plan, dimension: CostDimension, workload: str, site: str, tier: str) -> str:
+    # the keys showback uses for these three dimensions
+    if dimension is CostDimension.team:
+        return plan.teams.get(workload) or NO_TEAM
+    return site if dimension is CostDimension.site else tier
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,9 @@ class PoolBar:
     capacity_type: str
     used_gpus: int
     capacity_gpus: int
-    machines: int | None
+    committed: bool
+    machines: int
+    gpus_per_node: int
     y: float
     used_width: float
     capacity_width: float
@@ -143,10 +148,9 @@ def pool_chart(plan: Plan) -> PoolChart:
     plot = CHART_WIDTH - LABEL_WIDTH - VALUE_WIDTH
     bars = []
     for i, p in enumerate(sorted(plan.pools, key=lambda p: (p.site, p.pool))):
-        machines: object = getattr(p, "machines", None)  # revision-2 plans count machines per pool
         share = min(p.used_gpus / p.capacity_gpus, 1.0) if p.capacity_gpus else 0.0
-        bars.append(PoolBar(p.site, p.pool, p.gpu, p.capacity_type, p.used_gpus, p.capacity_gpus,
-                            machines if isinstance(machines, int) else None, TOP + i * (BAR_HEIGHT + BAR_GAP),
+        bars.append(PoolBar(p.site, p.pool, p.gpu, p.capacity_type, p.used_gpus, p.capacity_gpus, p.committed,
+                            p.machines, p.gpus_per_node, TOP + i * (BAR_HEIGHT + BAR_GAP),
                             round(plot * share, 2), plot))
     return PoolChart(tuple(bars), CHART_WIDTH, TOP * 2 + len(bars) * (BAR_HEIGHT + BAR_GAP), LABEL_WIDTH)
 

@@ -6,21 +6,33 @@ that editors' YAML language servers use, so they are user documentation.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic_core import PydanticCustomError
 
 SUPPORTED_VERSIONS = (1,)
 HOURS_PER_MONTH_MAX = 744  # 31 days
 DEFAULT_REALTIME_HOURS = 730
 
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
-HOST_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$"
 
 # Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
 Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
-Token = Annotated[str, Field(strict=True, min_length=1, max_length=64)]
+def _token(value: str) -> str:
+    if not _TOKEN_RE.fullmatch(value):
+        raise PydanticCustomError("token", "is not a token")
+    return value
+
+
+# Tokens (jurisdictions, failure domains, regions, GPU and instance types) reach Ansible as host
+# variables and Kubernetes as labels: one word of letters, digits, '.', '_' and '-'.
+_TOKEN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62})\Z")
+Token = Annotated[str, Field(strict=True), AfterValidator(_token)]
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
 NonNegativeFloat = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
 PositiveFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
@@ -87,15 +99,52 @@ class Policies(_Model):
                                     "amortized: every replica costs gpu.count x hours x usd_per_gpu_hour in any pool.")
 
 
+def _host_name(value: str) -> str:
+    if not _HOST_NAME_RE.fullmatch(value):
+        raise PydanticCustomError("host_name", "is not a host name")
+    return value
+
+
+def _host_address(value: str) -> str:
+    # A scope id ("fe80::1%eth0") may hold any character, so it is refused outright.
+    if "%" not in value:
+        with contextlib.suppress(ValueError):
+            ipaddress.ip_address(value)
+            return value
+    if _HOST_NAME_RE.fullmatch(value) and not _looks_numeric(value):
+        return value
+    raise PydanticCustomError("host_address", "is not a host name or an IP address")
+
+
+def _looks_numeric(value: str) -> bool:
+    """A dotted all-digit name (`10.0.0.300`) is a mistyped address, not a host name."""
+    return value.replace(".", "").isdigit()
+
+
+def _posix_user(value: str) -> str:
+    if not _POSIX_USER_RE.fullmatch(value):
+        raise PydanticCustomError("posix_user", "is not a POSIX user name")
+    return value
+
+
+# Host names, addresses and users reach ssh's command line and Ansible: only the characters a
+# DNS name, an IP address or a portable POSIX user name can hold get through, so nothing can be
+# read as an option (a leading '-'), a shell word, or a template.
+_HOST_NAME_RE = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                           r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z")
+_POSIX_USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}\Z")
+HostName = Annotated[str, Field(strict=True), AfterValidator(_host_name)]
+HostAddress = Annotated[str, Field(strict=True), AfterValidator(_host_address)]
+PosixUser = Annotated[str, Field(strict=True), AfterValidator(_posix_user)]
+
+
 class Host(_Model):
     """A machine of an onprem or edge site that Ansible configures."""
 
-    name: Annotated[str, Field(strict=True, pattern=HOST_NAME_PATTERN)] = Field(description="Host name, unique in the inventory.")
-    address: Annotated[str, Field(strict=True, min_length=1, max_length=253)] = Field(
-        description="Host name or IP address that Ansible connects to.")
+    name: HostName = Field(description="Host name (DNS labels separated by dots), unique in the inventory.")
+    address: HostAddress = Field(description="Host name or IP address that Ansible connects to.")
     pool: Name = Field(description="The pool of this site whose GPUs this host carries.")
-    user: Annotated[str, Field(strict=True, pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field(
-        "root", description="SSH user.")
+    user: PosixUser = Field("root", description="SSH user, a POSIX user name ([a-z_][a-z0-9_-]*, at most 32).")
     port: Annotated[int, Field(strict=True, ge=1, le=65535)] = Field(22, description="SSH port.")
 
 
