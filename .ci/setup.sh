@@ -9,6 +9,15 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# Headless Chromium for the HTML report's browser test (tests/render/test_report_browser.py).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  else
+    echo "setup: not root, so chromium (for the HTML report's browser test) is not installed: sudo apt-get install chromium"
+  fi
+fi
 if [ "$(id -u)" = 0 ]; then
   bash .ci/hosts-setup.sh
 else

@@ -6,6 +6,7 @@ it once, at the edge, and never shows a traceback.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -67,3 +68,39 @@ class RefusedError(HybridctlError):
     """The tool refuses to act: a stale plan, no approval, nothing applied yet."""
 
     exit_code = ExitCode.REFUSED
+
+
+class EnvironmentProblem(HybridctlError):
+    """The machine, not the input and not hybridctl: a read-only or full disk, a directory where a
+    file belongs, a file where a directory belongs, no permission. Exit 2, like a missing prerequisite."""
+
+    exit_code = ExitCode.USAGE
+
+
+# errno → what to do about it. Errors not named here still get their operating system's words.
+_OS_HINTS: dict[int, str] = {
+    errno.EROFS: "the file system is read-only: use a writable directory (e.g. --state DIR or --out FILE "
+                 "elsewhere), or remount it read-write",
+    errno.EACCES: "check the owner and mode of the file and of its directory, or use another path",
+    errno.EPERM: "check the owner and mode of the file and of its directory, or use another path",
+    errno.ENOSPC: "the disk is full: free some space, or use a directory on another disk",
+    errno.EDQUOT: "the disk quota is exhausted: free some space, or use a directory on another disk",
+    errno.EISDIR: "a directory is where hybridctl needs a file: pass a file path, or move the directory away",
+    errno.ENOTDIR: "a file is where hybridctl needs a directory (e.g. --state pointing at a file): pass a "
+                   "directory, or move the file away",
+    errno.EEXIST: "something already exists at that path: remove or rename it, or choose another path",
+    errno.ENOENT: "check the path; the directory holding it must exist",
+    errno.ELOOP: "a symbolic link loops: fix or remove the link",
+    errno.ENAMETOOLONG: "use a shorter path",
+    errno.EMFILE: "too many open files: raise `ulimit -n` and run again",
+}
+
+
+def environment_problem(error: OSError) -> EnvironmentProblem:
+    """An OSError that reached the CLI's edge, as a message a person can act on."""
+    reason = error.strerror or type(error).__name__
+    # a rename names the temp file first and the target second: the target is what the user knows
+    where = str(error.filename2 if error.filename2 is not None else error.filename or "")
+    message = f"{where}: {reason}" if where else reason
+    return EnvironmentProblem(message, hint=_OS_HINTS.get(error.errno or -1,
+                              "a problem of the machine or the file system, not of the inventory"))

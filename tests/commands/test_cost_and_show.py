@@ -42,7 +42,8 @@ def test_show_renders_a_saved_plan_in_every_format(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
     run_cli("plan", ENTERPRISE, "--out", str(out), "--state", str(tmp_path / "s"))
     table = run_cli("show", str(out))
-    assert table.code == 0 and "Placements" in table.stdout and "total: $" in table.stdout
+    total = json.loads(out.read_text())["total_usd_per_month"]
+    assert table.code == 0 and "Placements" in table.stdout and f"total:     ${total:,.2f}/month (cash:" in table.stdout
     markdown = run_cli("show", str(out), "--format", "markdown")
     assert markdown.stdout.startswith("### hybridctl plan: `enterprise`")
     assert json.loads(run_cli("show", str(out), "--format", "json").stdout)["inventory"] == "enterprise"

@@ -6,13 +6,14 @@ module level, so `hybridctl --help` stays fast; each imports what it needs when 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 import typer
 
 from hybridctl import __version__
-from hybridctl.errors import HybridctlError
+from hybridctl.errors import ExitCode, HybridctlError, environment_problem
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in hybridctl, not a user mistake
 
@@ -44,11 +45,22 @@ def _register() -> None:
     # the order of these imports is the order of `hybridctl --help`: the workflow's order
     from hybridctl.commands import inventory_cmds  # noqa: F401, I001
     from hybridctl.commands import plan_cmds  # noqa: F401
+    from hybridctl.commands import report_cmds  # noqa: F401
     from hybridctl.commands import synth_cmds  # noqa: F401
     from hybridctl.commands import apply_cmds  # noqa: F401
     from hybridctl.commands import discover_cmds  # noqa: F401
     from hybridctl.commands import failover_cmds  # noqa: F401
     from hybridctl.commands import bundle_cmds  # noqa: F401
+
+
+def located_message(error: HybridctlError) -> str:
+    """The message with its location in front, once: many messages already start with their file."""
+    location = error.location
+    if location is None or error.message.startswith(str(location)):
+        return error.message
+    if location.file and error.message.startswith((f"{location.file}:", f"{location.file} ")):
+        return str(location) + error.message[len(location.file):]
+    return f"{location}: {error.message}"
 
 
 def render_error(error: HybridctlError) -> None:
@@ -64,8 +76,7 @@ def render_error(error: HybridctlError) -> None:
         path = error.diagnostics[0].location.file if error.diagnostics[0].location else "inventory"
         render_text(console, [InventoryReport(path, tuple(error.diagnostics))])
         return
-    where = f"{error.location}: " if error.location else ""
-    console.print(f"[red]error:[/] {escape(where + error.message)}")
+    console.print(f"[red]error:[/] {escape(located_message(error))}")
     if error.hint:
         console.print(f"[cyan]hint:[/] {escape(error.hint)}")
 
@@ -82,6 +93,16 @@ def run(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # `hybridctl plan | head`: the reader left; nothing more to say to it
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(int(ExitCode.FAILED))
+    except OSError as error:  # the machine said no (read-only, full, a directory in a file's place): not a bug
+        if os.environ.get("HYBRIDCTL_DEBUG"):
+            raise
+        problem = environment_problem(error)
+        render_error(problem)
+        sys.exit(int(problem.exit_code))
     except Exception as error:  # a bug: say so plainly, keep the traceback for those who ask
         if os.environ.get("HYBRIDCTL_DEBUG"):
             raise

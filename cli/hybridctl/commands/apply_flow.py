@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from hybridctl.commands.common import looks_like_plan, read_plan
+from hybridctl.commands.common import looks_like_plan, read_plan, require_state_dir
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.steps import CLOUD_KINDS, BundleRef, DeployedStep, StepGraph
@@ -44,7 +44,7 @@ SKIP_CLOUD_HINT = "or pass --skip-cloud to configure only the on-prem and edge s
 
 
 def open_store(state: Path | None) -> StateStore:
-    return StateStore(resolve_state_dir(state))
+    return StateStore(require_state_dir(resolve_state_dir(state)))
 
 
 @contextlib.contextmanager
@@ -254,6 +254,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
     from hybridctl.core.plan.verify import verified
+    from hybridctl.core.plan_summary import summarize
     from hybridctl.core.stackconfig import plan_digest
     from hybridctl.core.steps import apply_steps
     from hybridctl.drivers.files import atomic_write_text
@@ -279,7 +280,8 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
             previous = plan_from_dict(dict(current.applied_plan)) if current.applied_plan else None
             the_plan = replace(verified(loaded.inventory, make_plan(loaded.inventory, previous=previous)),
                                base_serial=current.serial)
-            render_plan(out, the_plan, diff_plans(previous, the_plan) if previous else None)
+            changes = diff_plans(previous, the_plan) if previous else None
+            render_plan(out, the_plan, changes, summary=summarize(the_plan, changes, "applied"))
             violation = budget_violation(the_plan)
             if violation:
                 raise HybridctlError(violation, hint="raise policies.monthly_budget_usd, or reduce replicas or hours")

@@ -33,10 +33,45 @@ def read_plan(path: Path) -> Plan:
 
 
 def looks_like_plan(path: Path) -> bool:
-    return path.is_file() and path.suffix == ".json"
+    """A *.json file that is not an inventory. JSON is YAML, so an inventory may be called x.json:
+    one whose top level has inventory keys and no placements is read as an inventory."""
+    if not (path.is_file() and path.suffix == ".json"):
+        return False
+    import json
+
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True  # reading it as a plan gives the located error
+    return not (isinstance(raw, dict) and "placements" not in raw and INVENTORY_KEYS & raw.keys())
 
 
-def write_atomically(path: Path, text: str) -> None:
+INVENTORY_KEYS = frozenset({"sites", "workloads", "datasets", "regions", "policies"})
+
+
+def check_output_path(path: Path | None, option: str) -> None:
+    """Refuse an output path that cannot be a file before any work is done (not after a long solve)."""
+    if path is not None and path.is_dir():
+        raise UsageError(f"{option} {path} is a directory", hint=f"give a file name, e.g. {option} "
+                         f"{path / 'out.json'}")
+
+
+def require_state_dir(path: Path) -> Path:
+    """A state directory, or nothing yet (it is created on first use); never a file."""
+    if path.exists() and not path.is_dir():
+        hint = (f"pass the directory that holds it: --state {path.parent}" if path.name == "state.json"
+                else "pass --state (or set HYBRIDCTL_STATE to) a directory; hybridctl creates it on first use")
+        raise UsageError(f"{path} is a file, not a state directory", hint=hint)
+    return path
+
+
+def write_atomically(path: Path, text: str, option: str = "--out") -> None:
     from hybridctl.drivers.files import atomic_write_text
 
-    atomic_write_text(path, text)
+    check_output_path(path, option)
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        if exc.filename is None:  # a failed write() names no file; the message should
+            exc.filename = str(path)
+        raise

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
+from hybridctl.commands.common import check_output_path
 from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, Runbook, RunbookKind
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
@@ -63,6 +64,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.render.failover import drill_markdown, render_drill
 
+    check_output_path(json_out, "--json-out")
     inventory = load_inventory(inventory_path).inventory
     scenarios = []
     for path in scenario_files:
@@ -296,6 +298,7 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
     from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
 
+    check_output_path(out, "--out")
     events = parse_events(words)
     store = open_store(state)
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):

@@ -8,7 +8,14 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
-from hybridctl.commands.common import ReportFormat, looks_like_plan, read_plan, write_atomically
+from hybridctl.commands.common import (
+    ReportFormat,
+    check_output_path,
+    looks_like_plan,
+    read_plan,
+    require_state_dir,
+    write_atomically,
+)
 from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import CHANGES, ExitCode, UsageError
 
@@ -60,6 +67,8 @@ def plan(
     move_threshold_usd: float = typer.Option(100.0, "--move-threshold-usd", min=0.0,
                                              help="With --previous: the saving per month that justifies moving a replica."),
     max_rows: int = typer.Option(200, "--max-rows", min=0, help="Table format: rows per table at most (0: all)."),
+    detailed: bool = typer.Option(False, "--detailed", help="Table format: also the pools, the cost by tier, type, "
+                                  "site and capacity type, and the data movements."),
     cloud_preview: bool = typer.Option(False, "--cloud-preview",
                                        help="Cloud changes from a real `pulumi preview` of every stack (needs the "
                                             "pulumi CLI and credentials) instead of the stack-configuration diff."),
@@ -81,12 +90,15 @@ def plan(
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json
     from hybridctl.core.plan.verify import verified
-    from hybridctl.drivers.state import applied_plan
+    from hybridctl.core.plan_summary import summarize
+    from hybridctl.drivers.state import applied_plan, resolve_state_dir
     from hybridctl.render.console import stderr, stdout
     from hybridctl.render.plan import render_markdown, render_plan
 
     if allow_unplaced and fail_on_unplaced:
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
+    check_output_path(out, "--out")
+    require_state_dir(resolve_state_dir(state))
     loaded = load_inventory(inventory)
     before = read_plan(previous) if previous else None
     result = verified(loaded.inventory, make_plan(loaded.inventory, previous=before, options=PlanOptions(
@@ -95,6 +107,13 @@ def plan(
     baseline = before if before is not None else applied_plan(state)
     cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
         else config_diff(loaded.inventory, result, baseline)
+    if out is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
+        from dataclasses import replace
+
+        from hybridctl.drivers.state import current_serial
+
+        saved = replace(result, base_serial=current_serial(state))
+        write_atomically(out, plan_to_json(saved, plan_file=True))
     if output_format is ReportFormat.json:
         document = plan_to_dict(result)
         document["cloud_changes"] = cloud.to_dict()
@@ -102,15 +121,11 @@ def plan(
     elif output_format is ReportFormat.markdown:
         typer.echo(render_markdown(result, diff, cloud), nl=False)
     else:
-        render_plan(stdout(), result, diff, max_rows)
+        summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
+                            "previous" if before is not None else "applied")
+        render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
         render_cloud_changes(stdout(), cloud)
     if out is not None:
-        from dataclasses import replace
-
-        from hybridctl.drivers.state import current_serial
-
-        saved = replace(result, base_serial=current_serial(state))
-        write_atomically(out, plan_to_json(saved, plan_file=True))
         stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     violation = budget_violation(result)
     if violation:
@@ -133,6 +148,8 @@ def show(
     plan_file: Path = typer.Argument(..., help="A plan file written by `plan --out`."),
     output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", "-f", help="Output format."),
     max_rows: int = typer.Option(200, "--max-rows", min=0, help="Table format: rows per table at most (0: all)."),
+    detailed: bool = typer.Option(False, "--detailed", help="Table format: also the pools, the cost breakdowns and "
+                                  "the data movements."),
 ) -> None:
     """Render a saved plan again."""
     from hybridctl.core.plan.serialize import plan_to_json
@@ -145,7 +162,7 @@ def show(
     elif output_format is ReportFormat.markdown:
         typer.echo(render_markdown(saved), nl=False)
     else:
-        render_plan(stdout(), saved, max_rows=max_rows)
+        render_plan(stdout(), saved, max_rows=max_rows, detailed=detailed)
 
 
 @app.command()

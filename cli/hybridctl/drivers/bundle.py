@@ -48,7 +48,7 @@ from hybridctl.core.bundle import (
     sign_manifest,
 )
 from hybridctl.drivers.files import atomic_write_bytes
-from hybridctl.errors import Location, UsageError
+from hybridctl.errors import ExitCode, Location, UsageError
 
 _CHUNK_BYTES = 1024 * 1024
 
@@ -206,12 +206,18 @@ def create_bundle(bundle_dir: Path, *, model: str, version: str, source_commit: 
     return manifest
 
 
+class ManifestMissingError(BundleManifestError):
+    """No manifest to sign: a missing input (exit 2), not a bundle refused as untrustworthy (exit 4)."""
+
+    exit_code = ExitCode.USAGE
+
+
 def read_manifest(bundle_dir: Path) -> tuple[bytes, BundleManifest]:
     path = bundle_dir / MANIFEST_NAME
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise BundleManifestError(f"{bundle_dir} has no {MANIFEST_NAME}", location=Location(str(bundle_dir)),
+        raise ManifestMissingError(f"{bundle_dir} has no {MANIFEST_NAME}", location=Location(str(bundle_dir)),
                                   hint="create it with `hybridctl bundle create`") from None
     return data, parse_manifest(data, source=str(path))
 

@@ -174,7 +174,7 @@ class State:
         return State(
             lineage=str(raw.get("lineage", "")),
             serial=int(raw["serial"]),
-            applied_plan=raw.get("applied_plan"),
+            applied_plan=_object_or_none(raw.get("applied_plan"), "applied_plan"),
             applied_plan_digest=raw.get("applied_plan_digest"),
             applied_at=raw.get("applied_at"),
             inventory_path=raw.get("inventory_path"),
@@ -183,6 +183,12 @@ class State:
             pending=PendingRun.from_dict(raw["pending"]) if raw.get("pending") else None,
             history=tuple(RunRecord.from_dict(r) for r in raw.get("history", ())),
         )
+
+def _object_or_none(value: Any, name: str) -> Mapping[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise TypeError(f"{name} must be an object or null, not {type(value).__name__}")
+    return value
+
 
 # --- the store -----------------------------------------------------------------------------------
 

@@ -11,8 +11,10 @@ from rich.table import Table
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
+from hybridctl.render.plan_summary import render_summary, usd
 from hybridctl.render.templates import render
 
 if TYPE_CHECKING:
@@ -21,10 +23,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDimension.capacity_type)
-
-
-def usd(value: float) -> str:
-    return f"${value:,.2f}"
 
 
 def render_classification(console: Console, decisions: list[TierDecision]) -> None:
@@ -75,7 +73,11 @@ def _print_capped(console: Console, title: str, columns: Sequence[str], rows: Se
     _more(console, hidden, what)
 
 
-def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0) -> None:
+def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0, *,
+                detailed: bool = False, summary: PlanSummary | None = None, cloud: CloudChanges | None = None) -> None:
+    """The summary first, then the placements (and what is unplaced, and the diff); the pools, the
+    cost breakdowns and the data movements only when `detailed`."""
+    render_summary(console, plan, summary or summarize(plan, diff, "previous"), cloud)
     placements = Table(title="Placements", title_justify="left")
     for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
                             ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right")):
@@ -93,6 +95,14 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
         _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas", "reason"),
                       [(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason)) for u in plan.unplaced],
                       max_rows, "unplaced workloads")
+    if detailed:
+        render_details(console, plan, max_rows)
+    if diff is not None:
+        render_diff(console, diff)
+
+
+def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
+    """The tables behind --detailed: pools, cost by tier/type/site/capacity type, data movements."""
     _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
                                      "$/GPU-h>", "cost/mo>"),
                   [(p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
@@ -105,16 +115,6 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
         _print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
                       [(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}", usd(m.usd_per_month))
                        for m in plan.data_movements], max_rows, "data movements")
-    if diff is not None:
-        render_diff(console, diff)
-    s = plan.solver
-    console.print(f"solver: {s.status} ({s.method}), objective {usd(s.objective)}, bound {usd(s.bound)}, "
-                  f"gap {s.gap:.4%}, {s.seconds:.2f} s, {s.components} component(s), {s.variables:,} variables")
-    budget = f" of budget {usd(plan.budget_usd_per_month)}" if plan.budget_usd_per_month is not None else ""
-    console.print(f"[bold]total: {usd(plan.total_usd_per_month)}/month[/] ({plan.cost_model}: committed "
-                  f"{usd(plan.committed_usd_per_month)}, pay-per-use {usd(plan.pay_per_use_usd_per_month)}, "
-                  f"data {usd(plan.data_usd_per_month)}; idle committed {usd(plan.idle_committed_usd_per_month)}, "
-                  f"amortized compute {usd(plan.compute_usd_per_month)}){budget}; {len(plan.unplaced)} unplaced")
 
 
 def render_diff(console: Console, diff: PlanDiff) -> None:
@@ -136,4 +136,16 @@ def render_diff(console: Console, diff: PlanDiff) -> None:
 
 def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:
     breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
-    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud)
+    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud,
+                  parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe())
+
+
+def markdown_parts(costs: CostParts) -> str:
+    """The parts of the total for the comment's header line, from the same figures as the summary."""
+    if costs.split_by_commitment:
+        parts = (f"committed {usd(costs.committed_usd_per_month)} · pay-per-use "
+                 f"{usd(costs.pay_per_use_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}")
+    else:
+        parts = f"amortized compute {usd(costs.compute_usd_per_month)} · data movement {usd(costs.data_usd_per_month)}"
+    idle = costs.idle_committed_usd_per_month
+    return parts + (f" (idle committed {usd(idle)})" if idle >= 0.005 else "")

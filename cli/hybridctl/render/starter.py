@@ -22,6 +22,10 @@ def _example_text(pattern: str) -> str:
 def write_starter(directory: Path, pattern: str, *, force: bool) -> Path:
     if pattern not in PATTERNS:
         raise UsageError(f"unknown pattern '{pattern}'", hint=f"choose one of: {', '.join(PATTERNS)}")
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{directory} is a file: init takes the directory to write inventory.yaml into",
+                         hint=f"run `hybridctl init {directory.parent}` to write {directory.parent / 'inventory.yaml'},"
+                              " or name a new directory")
     target = directory / "inventory.yaml"
     if target.exists() and not force:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it, or choose another directory")

@@ -1,0 +1,111 @@
+"""The first screen of a text plan: what it costs, what changes, what is left out (≤ 15 lines).
+
+The figures come from core.plan_summary; this module only words and aligns them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan_summary import CostParts, PlanSummary, objective_note
+
+if TYPE_CHECKING:
+    from hybridctl.commands.cloud_changes import CloudChanges
+
+UNPLACED_LISTED = 3  # the rest are in the Unplaced table below the placements
+LABEL_WIDTH = 11
+
+
+def usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def signed_usd(value: float) -> str:
+    if abs(value) < 0.005:
+        return "±$0.00"
+    return f"{'+' if value > 0 else '−'}${abs(value):,.2f}"
+
+
+def total_line(costs: CostParts) -> str:
+    """The total with its parts: committed + pay-per-use + data under cash, compute + data under amortized."""
+    if costs.split_by_commitment:
+        return (f"{usd(costs.total_usd_per_month)}/month (cash: committed {usd(costs.committed_usd_per_month)}"
+                f" + pay-per-use {usd(costs.pay_per_use_usd_per_month)} + data {usd(costs.data_usd_per_month)})")
+    return (f"{usd(costs.total_usd_per_month)}/month (amortized: compute {usd(costs.compute_usd_per_month)}"
+            f" + data {usd(costs.data_usd_per_month)}; the month's cash is {usd(costs.cash_usd_per_month)})")
+
+
+def idle_line(costs: CostParts) -> str | None:
+    idle = costs.idle_committed_usd_per_month
+    if idle < 0.005:
+        return None
+    where = "in the committed part" if costs.split_by_commitment else "in the cash, not in this total"
+    return f"{usd(idle)} of the committed cost pays for GPUs no workload uses (idle; {where})"
+
+
+def change_line(summary: PlanSummary) -> str:
+    diff = summary.diff
+    if diff is None or summary.change_usd_per_month is None:
+        return "first plan: no --previous plan and nothing applied in the state to compare with"
+    against = "the previous plan" if summary.baseline == "previous" else "the applied plan"
+    if not diff.has_changes:
+        return f"none against {against} ({signed_usd(summary.change_usd_per_month)}/month)"
+    counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized")
+                       if diff.count(kind))
+    pools = f"; {len(diff.pools)} pool(s) resized" if diff.pools else ""
+    return f"{signed_usd(summary.change_usd_per_month)}/month against {against}: {counts or 'no workload'}{pools}"
+
+
+def cloud_line(cloud: CloudChanges) -> str:
+    moving = [r for r in cloud.rows if r.action != "same"]
+    source = "pulumi preview" if cloud.source == "pulumi-preview" else "stack-configuration diff"
+    if not moving:
+        return f"none ({source})"
+    actions = Counter(r.action for r in moving)
+    stacks = len({(r.project, r.stack) for r in moving})
+    counted = ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
+    return f"{counted} in {stacks} stack(s) ({source}; table at the end)"
+
+
+def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = None) -> list[tuple[str, str]]:
+    """(label, text) lines of the summary, plain text: at most about 15 of them."""
+    rows = [("total:", total_line(summary.costs))]
+    idle = idle_line(summary.costs)
+    if idle:
+        rows.append(("", idle))
+    if summary.budget_usd_per_month is not None:
+        budget = summary.budget_usd_per_month
+        share = summary.costs.total_usd_per_month / budget if budget else float("inf")
+        rows.append(("budget:", f"{usd(budget)}/month: " + ("OVER BUDGET" if summary.over_budget else f"{share:.0%} used")))
+    rows.append(("change:", change_line(summary)))
+    if plan.unplaced:
+        rows.append(("unplaced:", f"{summary.unplaced_workloads} workload(s), {summary.unplaced_replicas} replica(s):"))
+        rows += [("", f"{u.demand or u.workload} ({u.replicas}): {u.reason}") for u in plan.unplaced[:UNPLACED_LISTED]]
+        if len(plan.unplaced) > UNPLACED_LISTED:
+            rows.append(("", f"… and {len(plan.unplaced) - UNPLACED_LISTED} more in the Unplaced table"))
+    if cloud is not None:
+        rows.append(("cloud:", cloud_line(cloud)))
+    rows.append(("pools:", f"{summary.pools_used} of {summary.pools} in use; {summary.gpus_placed:,} of "
+                 f"{summary.gpus_capacity:,} GPUs placed (--detailed: per pool, cost and data tables)"))
+    note = objective_note(plan)
+    s = plan.solver
+    solver = f"{s.status} ({s.method}), gap {s.gap:.4%}, {s.seconds:.2f} s"
+    rows.append(("solver:", solver))
+    if note.differs:
+        rows.append(("", note.describe()))
+    return rows
+
+
+def render_summary(console: Console, plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = None) -> None:
+    console.print(f"[bold]Plan {escape(plan.inventory_name)}[/]: {summary.workloads} workloads, "
+                  f"{summary.placed_workloads} placed on {summary.gpus_placed:,} GPUs at {summary.sites_used} "
+                  f"site(s), {summary.unplaced_workloads} unplaced")
+    for label, value in summary_rows(plan, summary, cloud):
+        style = "red" if label == "unplaced:" or value.endswith("OVER BUDGET") else "bold"
+        # one line each, cut rather than folded: the summary must stay a screenful
+        console.print(f"[{style}]{label:<{LABEL_WIDTH}}[/]{escape(value)}", no_wrap=True, overflow="ellipsis")

@@ -1,0 +1,141 @@
+"""`hybridctl report`: one self-contained HTML file (templates/report.html.j2) a person would rather
+look at than read: costs, pools, the placement, a drill's impact and the change against a previous plan.
+
+Everything is inline (CSS and SVG); the file makes no request, so it opens offline and as an
+e-mail attachment. Names from the inventory, plan and drill files are escaped by the template.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hybridctl import __version__
+from hybridctl.core.plan.diff import PlanDiff, diff_plans
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan_summary import objective_note, summarize
+from hybridctl.errors import HybridctlError
+from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
+from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart
+from hybridctl.render.templates import render_html
+
+DRILL_FORMAT_VERSION = 1
+STATUS_MARKS = {"moved": "→", "degraded": "◐", "down": "✕", "started": "+"}
+DRILL_HINT = "pass a file written by `hybridctl drill INVENTORY --json-out FILE`"
+
+
+class DrillFileError(HybridctlError):
+    pass
+
+
+@dataclass(frozen=True)
+class DrillCell:
+    status: str
+    mark: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class DrillRow:
+    name: str
+    description: str
+    passed: bool
+    usd_per_month_delta: float
+    recovery_minutes: float
+    rto_minutes: float | None  # the tightest RTO among the workloads the scenario touches
+    rto_met: bool
+    cells: Mapping[str, DrillCell]  # workload -> impact
+
+
+@dataclass(frozen=True)
+class DrillView:
+    inventory: str
+    passed: bool
+    workloads: tuple[str, ...]  # the workloads some scenario touches
+    rows: tuple[DrillRow, ...]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _minutes(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f} min"
+
+
+def _impact_detail(impact: Mapping[str, Any]) -> str:
+    parts = [f"{impact.get('workload')}: {impact.get('status')}"]
+    outage, rto = _number(impact.get("outage_minutes")), _number(impact.get("rto_minutes"))
+    if outage is not None or rto is not None:
+        parts.append(f"outage {_minutes(outage)}, RTO {_minutes(rto)}")
+    running, wanted = impact.get("replicas_running"), impact.get("replicas_wanted")
+    if isinstance(running, int) and isinstance(wanted, int):
+        parts.append(f"{running} of {wanted} replica(s) running")
+    if isinstance(impact.get("fallback"), str):
+        parts.append(f"fallback {impact['fallback']}")
+    lost = _number(impact.get("work_lost_minutes_max"))
+    if lost:
+        parts.append(f"expected loss: up to {lost:,.0f} min of work since the last checkpoint")
+    if impact.get("restarts_from_scratch"):
+        parts.append("expected loss: restarts from scratch (no checkpoints)")
+    delta = _number(impact.get("usd_per_month_delta"))
+    if delta:
+        parts.append(f"{signed_usd(delta)}/month")
+    if impact.get("reason"):
+        parts.append(str(impact["reason"]))
+    return "\n".join(parts)
+
+
+def drill_view(text: str, source: str) -> DrillView:
+    """The scenario × workload impact matrix of a drill report (`drill --json-out`)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DrillFileError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=DRILL_HINT) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("scenarios"), list):
+        raise DrillFileError(f"{source}: not a hybridctl drill report", hint=DRILL_HINT)
+    if raw.get("format_version") != DRILL_FORMAT_VERSION:
+        raise DrillFileError(f"{source}: drill format_version {raw.get('format_version')!r} is not supported "
+                             f"(this hybridctl reads {DRILL_FORMAT_VERSION})", hint=DRILL_HINT)
+    rows: list[DrillRow] = []
+    touched: dict[str, None] = {}
+    for scenario in raw["scenarios"]:
+        if not isinstance(scenario, dict):
+            raise DrillFileError(f"{source}: a scenario is not an object", hint=DRILL_HINT)
+        cells: dict[str, DrillCell] = {}
+        rtos: list[float] = []
+        for impact in scenario.get("workloads") or ():
+            if not isinstance(impact, dict) or impact.get("status") in (None, "unchanged"):
+                continue
+            name = str(impact.get("workload"))
+            status = str(impact["status"])
+            cells[name] = DrillCell(status, STATUS_MARKS.get(status, "?"), _impact_detail(impact))
+            touched[name] = None
+            rto = _number(impact.get("rto_minutes"))
+            if rto is not None:
+                rtos.append(rto)
+        misses = scenario.get("rto_misses") or []
+        rows.append(DrillRow(str(scenario.get("name")), str(scenario.get("description") or ""),
+                             bool(scenario.get("passed")), _number(scenario.get("usd_per_month_delta")) or 0.0,
+                             _number(scenario.get("recovery_minutes")) or 0.0, min(rtos) if rtos else None,
+                             not misses, cells))
+    return DrillView(str(raw.get("inventory", "")), bool(raw.get("passed")), tuple(sorted(touched)), tuple(rows))
+
+
+def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan | None = None,
+                  source: str = "", previous_source: str = "", drill_source: str = "") -> str:
+    diff: PlanDiff | None = diff_plans(previous, plan) if previous is not None else None
+    summary = summarize(plan, diff, "previous")
+    note = objective_note(plan)
+    return render_html(
+        "report.html.j2",
+        plan=plan, summary=summary, diff=diff, drill=drill, version=__version__,
+        source=source, previous_source=previous_source, drill_source=drill_source,
+        total_line=total_line(summary.costs), idle_line=idle_line(summary.costs), change_line=change_line(summary),
+        objective=note.describe(), objective_differs=note.differs,
+        cost_charts=cost_charts(plan),
+        idle_usd=summary.costs.idle_committed_usd_per_month, pools=pool_chart(plan), matrix=placement_matrix(plan),
+        usd=usd, signed_usd=signed_usd, minutes=_minutes, marks=STATUS_MARKS,
+    )

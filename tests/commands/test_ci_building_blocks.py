@@ -1,0 +1,143 @@
+"""The CI building blocks: the pre-commit hooks validate whole inventories (a split inventory is one
+directory), and the composite GitHub Action's scripts run as GitHub runs them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.examples import EXAMPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTION = ROOT / ".github" / "actions" / "hybridctl" / "action.yml"
+HYBRIDCTL = [sys.executable, "-m", "hybridctl"]
+EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
+
+
+def readme_yaml_blocks() -> list[Any]:
+    text = (ROOT / "README.md").read_text()
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+
+
+def run_hook_entry(entry: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """As pre-commit runs a hook with pass_filenames: false: the entry and its args, no file names."""
+    words = entry.split()
+    assert words[0] == "hybridctl"
+    return subprocess.run([*HYBRIDCTL, *words[1:], *args], cwd=cwd, capture_output=True, text=True, check=False,
+                          env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+
+class TestPreCommit:
+    def test_the_hooks_validate_the_inventories_in_args_not_each_file(self) -> None:
+        hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+        assert {h["id"] for h in hooks} == {"hybridctl-validate", "hybridctl-validate-strict"}
+        for hook in hooks:
+            assert hook["pass_filenames"] is False
+            # one file of a split inventory fails on its own (the old hook did this) ...
+            alone = run_hook_entry(hook["entry"], ["inventories/enterprise/datasets.yaml"], ROOT)
+            assert alone.returncode == 1
+            # ... the directory, as the README's args name it, passes
+            whole = run_hook_entry(hook["entry"], ["inventories/enterprise"], ROOT)
+            assert whole.returncode == 0, whole.stdout + whole.stderr
+
+    def test_the_readme_examples_name_real_hooks_and_no_made_up_rev(self, tmp_path: Path) -> None:
+        shutil.copytree(EXAMPLES / "enterprise", tmp_path / "infra" / "inventory")
+        ids = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+        configs = [b for b in readme_yaml_blocks() if isinstance(b, dict) and "repos" in b]
+        assert configs, "the README shows a .pre-commit-config.yaml"
+        for config in configs:
+            for repo in config["repos"]:
+                if repo["repo"] == "local":
+                    for hook in repo["hooks"]:
+                        assert hook["pass_filenames"] is False
+                        done = run_hook_entry(hook["entry"], hook.get("args", []), tmp_path)
+                        assert done.returncode == 0, done.stdout + done.stderr
+                else:
+                    assert {h["id"] for h in repo["hooks"]} <= ids
+                    assert repo["rev"] != "v0.1.0"  # no such tag is published
+                    assert all(h.get("args") for h in repo["hooks"]), "name the inventories in args"
+
+
+def _substitute(value: str, context: dict[str, str]) -> str:
+    return EXPRESSION.sub(lambda m: context[m.group(1)], value)
+
+
+def run_action(tmp_path: Path, inputs: dict[str, str], *, pr: str = "17") -> dict[str, Any]:
+    """Every `run` step of the action but the install, with GitHub's shell, context and files; `gh` is a
+    stand-in that records its calls (the GitHub API cannot be reached here)."""
+    action = yaml.safe_load(ACTION.read_text())
+    values = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    values.update(inputs)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text('#!/bin/sh\necho "$@" >> "$GH_LOG"\nfor a; do case "$a" in body=@*) cat "${a#body=@}" '
+                  '> "$GH_BODY";; esac; done\n')
+    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
+    (bin_dir / "hybridctl").write_text(f"#!/bin/sh\nexec {sys.executable} -m hybridctl \"$@\"\n")
+    (bin_dir / "hybridctl").chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    context = {f"inputs.{k}": str(v) for k, v in values.items()}
+    context |= {"github.action_path": str(ACTION.parent), "github.token": "t0ken", "github.repository": "acme/infra",
+                "github.event.pull_request.number": pr}
+    files = {name: tmp_path / name for name in ("summary.md", "output.txt", "gh.log", "gh-body.md")}
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    results = {}
+    for step in action["runs"]["steps"]:
+        if "run" not in step or step["id"] == "install":
+            continue
+        env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path), "NO_COLOR": "1",
+               "RUNNER_TEMP": str(runner_temp), "GITHUB_STEP_SUMMARY": str(files["summary.md"]),
+               "GITHUB_OUTPUT": str(files["output.txt"]), "GH_LOG": str(files["gh.log"]),
+               "GH_BODY": str(files["gh-body.md"])}
+        env |= {k: _substitute(str(v), context) for k, v in step.get("env", {}).items()}
+        results[step["id"]] = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                                             check=False)
+    return {"steps": results, **{k: p.read_text() if p.exists() else "" for k, p in files.items()}}
+
+
+class TestAction:
+    def test_a_good_inventory_validates_comments_its_plan_and_passes_the_drill(self, tmp_path: Path) -> None:
+        done = run_action(tmp_path, {"inventory": "inventories/cloud-burst.yaml"})
+        for name, step in done["steps"].items():
+            assert step.returncode == 0, (name, step.stdout, step.stderr)
+        assert done["steps"]["validate"].stdout == ""  # no annotations
+        assert "repos/acme/infra/issues/17/comments" in done["gh.log"] and "-X POST" in done["gh.log"]
+        assert done["gh-body.md"].startswith("<!-- hybridctl-plan -->\n### hybridctl plan: `cloud-burst`")
+        assert done["gh-body.md"] in done["summary.md"]
+        assert "### hybridctl drill — `cloud-burst`: ✅ passed" in done["summary.md"]
+        assert re.fullmatch(r"total=\d+(\.\d+)?\n", done["output.txt"])
+
+    def test_a_broken_inventory_is_annotated_and_fails(self, tmp_path: Path) -> None:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text((EXAMPLES / "cloud-burst.yaml").read_text().replace("gpu: H100", "gpu: H1OO", 1))
+        done = run_action(tmp_path, {"inventory": str(bad), "plan-comment": "false", "drill": "false"})
+        assert done["steps"]["validate"].returncode == 1
+        assert done["steps"]["validate"].stdout.startswith(f"::error file={bad},line=")
+
+    @pytest.mark.parametrize("step", ["plan", "drill"])
+    def test_steps_can_be_turned_off(self, tmp_path: Path, step: str) -> None:
+        done = run_action(tmp_path, {"inventory": "inventories/cloud-burst.yaml", "plan-comment": "false",
+                                     "drill": "false"})
+        assert done["steps"][step].returncode == 0 and done["steps"][step].stdout == ""
+        assert done["gh.log"] == ""
+
+    def test_the_readme_workflow_uses_the_action_with_its_inputs(self) -> None:
+        inputs = yaml.safe_load(ACTION.read_text())["inputs"]
+        workflows = [b for b in readme_yaml_blocks() if isinstance(b, dict) and "jobs" in b]
+        uses = [s for w in workflows for job in w["jobs"].values() for s in job["steps"]
+                if "actions/hybridctl" in s.get("uses", "")]
+        assert uses, "the README shows a workflow using .github/actions/hybridctl"
+        for step in uses:
+            assert set(step["with"]) <= set(inputs)
+            assert all(name in step["with"] for name, spec in inputs.items() if spec.get("required"))
