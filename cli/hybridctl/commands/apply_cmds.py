@@ -41,7 +41,7 @@ def apply(
                                   "then confirmed)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="With a plan file: the inventory it was "
                                           "made from (its digest must still match, and it lists the hosts)."),
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Apply without asking for confirmation."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the cloud steps (Pulumi); configure "
@@ -67,7 +67,7 @@ def apply(
 
 @app.command()
 def status(
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     drift: bool = typer.Option(True, "--drift/--no-drift", help="Check for drift: Pulumi refresh preview for "
                                "cloud stacks, Ansible check mode for nodes."),
     detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
@@ -90,7 +90,7 @@ def status(
 @app.command()
 def destroy(
     site: str | None = typer.Option(None, "--site", help="Take down only this site's resources."),
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Destroy without asking for confirmation."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Leave cloud stacks alone (they stay in the state)."),

@@ -121,9 +121,9 @@ def _applied(state: State, store: StateStore) -> Plan:
     from hybridctl.core.plan.serialize import plan_from_dict
 
     if not state.applied_plan:
-        raise RefusedError(f"nothing is applied in {store.root}: failover replans from the applied plan",
+        raise RefusedError(f"nothing is applied in {store.location}: failover replans from the applied plan",
                            hint="apply a plan first (`hybridctl apply`), or rehearse with `hybridctl drill INVENTORY`")
-    return plan_from_dict(dict(state.applied_plan), str(store.state_path))
+    return plan_from_dict(dict(state.applied_plan), store.location)
 
 
 def _emit(runbook: Runbook, output_format: str) -> None:
@@ -256,7 +256,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     current = store.read()
     pending = pending_for(current, OPERATION)
     if pending is not None and pending.target != runbook.id:
-        raise RefusedError(f"runbook {pending.target} is unfinished in {store.root}",
+        raise RefusedError(f"runbook {pending.target} is unfinished in {store.location}",
                            hint="finish it first with `hybridctl runbook resume`")
     if current.pending is not None and pending is None:
         stderr().print(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
@@ -276,14 +276,14 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
-        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.root}")
+        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.option}")
     return 0
 
 
 # --- the commands --------------------------------------------------------------------------------
 
 
-def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | None, output_format: str,
+def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | None, output_format: str,
                  out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
                  options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import open_store
@@ -317,7 +317,7 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
         return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
 
 
-def run_resume(state: Path | None, options: ExecOptions) -> int:
+def run_resume(state: str | None, options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import locked, open_store
     from hybridctl.executor import pending_for
     from hybridctl.render.failover import render_runbook
@@ -327,7 +327,7 @@ def run_resume(state: Path | None, options: ExecOptions) -> int:
     with locked(store, "runbook resume", options.lock_timeout_s, stderr()):
         pending = pending_for(store.read(), OPERATION)
         if pending is None:
-            out.print(f"no unfinished runbook in {store.root}: nothing to resume")
+            out.print(f"no unfinished runbook in {store.location}: nothing to resume")
             return 0
         runbook = _read(Path(str(pending.detail.get("file", _runbooks_dir(store) / f"{pending.target}.json"))))
         done = store.journal.done_keys(pending.run_ids)
@@ -350,7 +350,7 @@ def _returning_sites(runbooks: Sequence[Runbook]) -> list[str]:
     return sorted(sites)
 
 
-def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, output_format: str,
+def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
                  options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.core.failover.failover import plan_rollback
@@ -365,7 +365,7 @@ def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, o
             raise RefusedError(f"runbook {pending.target} is unfinished", hint="finish it first: hybridctl runbook resume")
         chain = [_read(_runbooks_dir(store) / f"{rid}.json") for rid in _active(store)]
         if not chain:
-            raise RefusedError(f"no failover is in effect in {store.root}: there is nothing to roll back")
+            raise RefusedError(f"no failover is in effect in {store.location}: there is nothing to roll back")
         the_inventory = _load_inventory(inventory, current)
         original = chain[0]
         if original.before.inventory_digest != inventory_digest(the_inventory):
@@ -381,7 +381,7 @@ def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, o
         return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
 
 
-def run_show(state: Path | None, output_format: str) -> int:
+def run_show(state: str | None, output_format: str) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.executor import pending_for
 
@@ -394,7 +394,7 @@ def run_show(state: Path | None, output_format: str) -> int:
         return 0
     chain = _active(store)
     if not chain:
-        stdout().print(f"no failover is in effect in {store.root}")
+        stdout().print(f"no failover is in effect in {store.location}")
         return 0
     _emit(_read(_runbooks_dir(store) / f"{chain[-1]}.json"), output_format)
     return 0
