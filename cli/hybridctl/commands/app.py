@@ -48,6 +48,7 @@ def _register() -> None:
     from hybridctl.commands import discover_cmds  # noqa: F401
     from hybridctl.commands import failover_cmds  # noqa: F401
     from hybridctl.commands import bundle_cmds  # noqa: F401
+    from hybridctl.commands import state_cmds  # noqa: F401
 
 
 def render_error(error: HybridctlError) -> None:

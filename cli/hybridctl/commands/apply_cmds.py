@@ -16,7 +16,8 @@ import typer
 from hybridctl.commands.app import app
 from hybridctl.errors import UsageError
 
-STATE_HELP = "State directory (default: $HYBRIDCTL_STATE, else ./.hybridctl/state)."
+STATE_HELP = ("State directory, or a postgresql://…[?environment=NAME] URL for a shared state "
+              "(default: $HYBRIDCTL_STATE, else ./.hybridctl/state).")
 LOCK_HELP = "Wait this long for another run's lock, e.g. 30s or 5m (default: fail at once, exit 3)."
 KNOWN_HOSTS_HELP = "SSH known_hosts file to verify hosts against (default: known_hosts in the state directory)."
 SSH_KEY_HELP = "SSH private key for the hosts (default: ssh's own)."

@@ -54,9 +54,9 @@ class StateUrl:
         netloc = (f"{unquote(parts.username)}@" if parts.username else "") + host \
             + (f":{parts.port}" if parts.port else "")
         shown = [(k, v) for k, v in rest if k.lower() not in ("password", "sslpassword")]
-        display = urlunsplit((parts.scheme, netloc, parts.path, urlencode(shown), ""))
+        display = urlunsplit((parts.scheme, netloc, parts.path, urlencode(shown, safe="/"), ""))
         option = urlunsplit((parts.scheme, netloc, parts.path,
-                             urlencode([*shown, *([(ENVIRONMENT_PARAM, environment)] if environments else [])]), ""))
+                             urlencode([*shown, *([(ENVIRONMENT_PARAM, environment)] if environments else [])], safe="/"), ""))
         return StateUrl(conninfo, environment, f"{display} (environment {environment})", option,
                         unquote(parts.password or ""))
 
