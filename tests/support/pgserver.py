@@ -37,6 +37,7 @@ class PgServer:
     bin_dir: Path
     root: Path  # data/ and the socket directory live here
     as_user: str | None  # run the server binaries as this user (when we are root)
+    fsync: bool = False  # tests need no durability; the benchmark does, to be fair to the local backend
 
     @property
     def data_dir(self) -> Path:
@@ -67,7 +68,8 @@ class PgServer:
         password_file.unlink()
 
     def start(self) -> None:
-        options = f"-c listen_addresses='' -c unix_socket_directories='{self.socket_dir}' -c fsync=off"
+        options = f"-c listen_addresses='' -c unix_socket_directories='{self.socket_dir}'" \
+            + ("" if self.fsync else " -c fsync=off")
         self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.root / "server.log"), "-o", options, "-w",
                   "start")
 
@@ -91,7 +93,7 @@ class PgServer:
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
 
-def start_server() -> PgServer:
+def start_server(*, fsync: bool = False) -> PgServer:
     bin_dir = _bin_dir()
     if bin_dir is None:
         if os.environ.get("HYBRIDCTL_REQUIRE_HOSTS"):
@@ -106,7 +108,7 @@ def start_server() -> PgServer:
         as_user = "postgres"
     root = Path(tempfile.mkdtemp(prefix="hctl-pg-"))
     os.chmod(root, 0o755)
-    server = PgServer(bin_dir, root, as_user)
+    server = PgServer(bin_dir, root, as_user, fsync)
     server._chown(root)
     server.init()
     server.start()
