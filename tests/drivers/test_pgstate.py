@@ -216,11 +216,14 @@ class TestConnectionProblems:
             store.journal.append("r1", JournalEvent.STEP_STARTED, step="a", key="a@1")
         assert "lost the state database" in caught.value.message
         assert "run the same command again" in (caught.value.hint or "")
-        store.lock.release()  # on a dead connection: no error
+        store.lock.release()  # on a dead connection: no error, and the holder row stays
         again = open_state(url)
-        again.lock.acquire(command="resume")
+        holder, alive = again.lock.holder_status()
+        assert holder is not None and holder.pid == os.getpid() and alive is False  # the server dropped the lock
+        # Its process still runs (this one), and could still be running steps: not taken over.
+        with pytest.raises(StateLockedError, match="session ended but which is still running"):
+            again.lock.acquire(command="resume")
         assert [r.event for r in again.journal.records()] == [JournalEvent.RUN_STARTED]
-        again.lock.release()
 
 
 class TestMigration:

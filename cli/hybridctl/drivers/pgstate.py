@@ -74,6 +74,10 @@ class Session:
             cursor = self.connection().execute(sql.encode(), params)
             return cursor.fetchall() if cursor.description else []
 
+    def lost(self) -> bool:
+        """The connection broke (a server restart, a network cut): whatever it held is gone."""
+        return self._connection is not None and (self._connection.closed or self._connection.broken)
+
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
@@ -223,6 +227,12 @@ class AdvisoryLock:
         import psycopg
 
         set_token_env(self._saved_env)
+        if self.session.lost():
+            # The server dropped the lock with the session. The holder row stays: the next run finds
+            # it, and stops what this process may have left running (an ansible-playbook) first.
+            self.session.close()
+            self._me = None
+            return
         # If this fails, the next holder finds the row, sees this process gone, and says so.
         with contextlib.suppress(psycopg.Error, StateDatabaseError):
             self.session.connection().execute(
