@@ -146,7 +146,7 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
             for d in steps]})
     holder, alive = store.lock.holder_status()
     last = state.last_run.to_dict() if state.last_run else None
-    if last is not None and last["status"] == "running" and not alive:
+    if last is not None and last["status"] == "running" and (holder is None or alive is False):
         # Its process is gone (SIGKILL, power cut): the next run settles it as interrupted.
         who = f"pid {holder.pid} on {holder.host}" if holder is not None else f"pid {last['pid']} on {last['host']}"
         last = {**last, "status": "interrupted", "summary": f"{who} ended before the run did"}
