@@ -133,3 +133,20 @@ class TestRecovery:
         os.environ.pop(HOLDER_ENV)
         assert control_dir_prefix() == CONTROL_DIR_PREFIX
 
+
+
+class TestStatusView:
+    def test_a_holder_on_another_host_is_shown_as_unchecked_not_as_dead(self, tmp_path: Path) -> None:
+        from hybridctl.commands.status_flow import status_document
+        from hybridctl.drivers.state import RunRecord
+
+        elsewhere = replace(LockHolder.for_this_process("apply plan.json"), host="other.example", pid=4242)
+        (tmp_path / "lock.holder.json").write_text(json.dumps(elsewhere.to_dict()))
+        store = StateStore(tmp_path)
+        running = RunRecord("r1", "apply", "running", "2026-01-01T00:00:00+00:00", 4242, "other.example")
+        doc = status_document(store, State(serial=1, history=(running,)), None)
+        assert doc["lock"] == {**elsewhere.public(), "alive": None}
+        assert doc["last_run"]["status"] == "running"  # type: ignore[index]
+        (tmp_path / "lock.holder.json").unlink()
+        doc = status_document(store, State(serial=1, history=(running,)), None)
+        assert doc["lock"] is None and doc["last_run"]["status"] == "interrupted"  # type: ignore[index]

@@ -140,8 +140,8 @@ class StateLock:
             raise StateLockedError(
                 f"the state in {self.root} is held by {stale.describe()}, which is still running, but its lock "
                 f"file {self.path} was removed or replaced",
-                hint="do not delete the lock file of a running hybridctl; wait for that run to finish and "
-                     "run this command again")
+                hint=f"do not delete the lock file of a running hybridctl; wait for that run to finish and run this "
+                     f"command again (if pid {stale.pid} is not hybridctl, remove {self.holder_path})")
         if holder_alive(stale) is False:
             stale = replace(stale, leftovers_stopped=stop_leftover_processes(stale.token))
         return stale
