@@ -70,10 +70,23 @@ class TestSchema:
         said: list[str] = []
         store = open_state(server.url("fresh"), notify=said.append)
         assert not store.exists()
-        assert len(said) == 1 and "applying schema migration 1" in said[0] and PASSWORD not in said[0]
+        assert [m.split("applying schema migration ")[1].split()[0] for m in said] == \
+            [str(v) for v in range(1, SCHEMA_VERSION + 1)]
+        assert all(PASSWORD not in m for m in said)
         again: list[str] = []
         assert not open_state(server.url("fresh"), notify=again.append).exists()
         assert again == []
+
+    def test_an_older_schema_gets_only_the_migrations_it_lacks(self, server: PgServer) -> None:
+        server.create_database("older")
+        assert not open_state(server.url("older")).exists()
+        with psycopg.connect(server.url("older").split("?")[0] + f"?host={server.socket_dir}",
+                             autocommit=True) as connection:  # as a hybridctl that knew only migration 1 left it
+            connection.execute("DROP TABLE hybridctl_document")
+            connection.execute("DELETE FROM hybridctl_schema_version WHERE version > 1")
+        said: list[str] = []
+        assert not open_state(server.url("older"), notify=said.append).exists()
+        assert len(said) == SCHEMA_VERSION - 1 and "applying schema migration 2" in said[0]
 
     def test_a_schema_newer_than_this_hybridctl_is_refused(self, server: PgServer) -> None:
         server.create_database("future")
@@ -112,6 +125,20 @@ class TestDocument:
     def test_writing_without_the_lock_is_refused(self, url: str) -> None:
         with pytest.raises(RuntimeError, match="lock"):
             open_state(url).write(State())
+
+
+class TestDocuments:
+    def test_documents_are_shared_and_written_only_under_the_lock(self, url: str) -> None:
+        writer = open_state(url)
+        with writer.locked(command="failover"):
+            writer.write_document("runbooks/a.json", "{}")
+            assert open_state(url).read_document("runbooks/a.json") == "{}"  # visible to the team at once
+            with pytest.raises(LockLostError):
+                open_state(url).write_document("runbooks/b.json", "{}")
+            writer.remove_document("runbooks/a.json")
+        assert open_state(url).read_document("runbooks/a.json") is None
+        with pytest.raises(ValueError, match="not a state document name"):
+            writer.read_document("../etc/passwd")
 
 
 class TestJournal:
@@ -233,15 +260,19 @@ class TestMigration:
             local.write(State(serial=5, applied_plan={"inventory": "x", "usd": 12.5}))
             for event in (JournalEvent.RUN_STARTED, JournalEvent.RUN_FINISHED):
                 local.journal.append("r1", event, summary="ü", detail={"k": [1, 2.5]})
+            local.write_document("runbooks/inc-1.json", '{"id": "inc-1"}\n')
         (tmp_path / "state" / "known_hosts").write_text("host key\n")
-        expected = state_digest(local.read(), local.journal.records())
+        expected = state_digest(local.read(), local.journal.records(), local.documents())
         there = open_state(url)
         to_db = migrate(local, there)
         assert to_db.source_digest == to_db.target_digest == expected and to_db.journal_records == 2
+        assert to_db.documents == 1 and there.read_document("runbooks/inc-1.json") == '{"id": "inc-1"}\n'
+        assert to_db.working_files == ("known_hosts",)
         back_store = StateStore(tmp_path / "back")
         back = migrate(there, back_store)
         assert back.target_digest == expected
         assert back_store.read() == local.read() and back_store.journal.records() == local.journal.records()
+        assert back_store.documents() == local.documents()
         from hybridctl.errors import RefusedError
 
         with pytest.raises(RefusedError, match="already holds a state"):

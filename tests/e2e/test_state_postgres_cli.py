@@ -60,8 +60,8 @@ class Lab:
         return open_state(self.url)
 
     def env(self, **extra: str) -> dict[str, str]:
-        return cli_env(HYBRIDCTL_WORK_DIR=str(self.root / "work"), HYBRIDCTL_RECORDING_CLOUD_DIR=str(self.cloud_dir),
-                       **extra)
+        return cli_env(**{"HYBRIDCTL_WORK_DIR": str(self.root / "work"),
+                          "HYBRIDCTL_RECORDING_CLOUD_DIR": str(self.cloud_dir), **extra})
 
     def cli(self, *args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
         return run_cli(*args, env=self.env(**env), cwd=self.root)
@@ -106,10 +106,15 @@ class TestLoop:
         failover = lab.cli("failover", "site-lost", "aws-euc1", "--execute", "--auto-approve", "--state", lab.url)
         assert failover.returncode in (0, 1), failover.stdout + failover.stderr
         assert lab.store().read().last_run.operation == "runbook"  # type: ignore[union-attr]
-        shown = lab.cli("runbook", "show", "--state", lab.url, "--format", "json")
-        assert shown.returncode == 0 and json.loads(shown.stdout)["events"] == ["site-lost aws-euc1"]
-        rolled_back = lab.cli("runbook", "rollback", "--auto-approve", "--state", lab.url)
+        # another operator, on another machine (another working directory), sees the failover and rolls it back
+        elsewhere = str(lab.root / "other-machine")
+        shown = lab.cli("runbook", "show", "--state", lab.url, "--format", "json", HYBRIDCTL_WORK_DIR=elsewhere)
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["events"] == ["site-lost aws-euc1"]
+        rolled_back = lab.cli("runbook", "rollback", "--auto-approve", "--state", lab.url,
+                              HYBRIDCTL_WORK_DIR=elsewhere)
         assert rolled_back.returncode == 0, rolled_back.stdout + rolled_back.stderr
+        assert not list((lab.root / "work").rglob("runbooks"))  # kept in the database, not on a laptop
 
         destroyed = lab.cli("destroy", "--state", lab.url, "--auto-approve")
         assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr

@@ -1,11 +1,12 @@
 """The flows behind failover, drill and runbook: load, replan, render, and execute through apply's executor.
 
-Runbooks live in the state directory, beside what apply keeps there:
+Runbooks are kept with the state (store documents: files in a state directory, as below, or
+rows in a shared PostgreSQL state), so anyone sharing the state can resume or roll them back:
 
     runbooks/<runbook id>.json   every runbook that was executed (its steps, both plans)
     runbooks/active.json         the failovers in effect, oldest first: what rollback returns from
 
-An unfinished runbook is the state's pending run of operation "runbook"; its detail names the file.
+An unfinished runbook is the state's pending run of operation "runbook"; its target is the runbook id.
 """
 
 from __future__ import annotations
@@ -160,45 +161,41 @@ def _refs(options: ExecOptions, workloads: set[str]) -> dict[str, BundleRef] | N
 # --- runbook files -------------------------------------------------------------------------------
 
 
-def _runbooks_dir(store: StateStore) -> Path:
-    return store.root / "runbooks"
+def _runbook_name(runbook_id: str) -> str:
+    return f"runbooks/{runbook_id}.json"
 
 
-def _save(store: StateStore, runbook: Runbook) -> Path:
+def _save(store: StateStore, runbook: Runbook) -> str:
+    """Kept with the state (a file in a state directory, a row in a shared database)."""
     from hybridctl.core.failover.serialize import runbook_to_json
-    from hybridctl.drivers.files import atomic_write_text
 
-    path = _runbooks_dir(store) / f"{runbook.id}.json"
-    atomic_write_text(path, runbook_to_json(runbook), mode=0o600)
-    return path
+    name = _runbook_name(runbook.id)
+    store.write_document(name, runbook_to_json(runbook))
+    return name
 
 
-def _read(path: Path) -> Runbook:
+def _read(store: StateStore, runbook_id: str) -> Runbook:
     from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_json
 
-    try:
-        return runbook_from_json(path.read_text(encoding="utf-8"), str(path))
-    except OSError as exc:
-        raise RunbookFileError(f"{path}: cannot read the runbook: {exc}") from None
+    name = _runbook_name(runbook_id)
+    text = store.read_document(name)
+    if text is None:
+        raise RunbookFileError(f"{store.location}: runbook {name} is missing")
+    return runbook_from_json(text, name)
 
 
 def _active(store: StateStore) -> list[str]:
-    try:
-        raw = json.loads((_runbooks_dir(store) / "active.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
+    text = store.read_document("runbooks/active.json")
+    raw = json.loads(text) if text else {}
     chain = raw.get("failovers", []) if isinstance(raw, dict) else []
     return [str(x) for x in chain]
 
 
 def _set_active(store: StateStore, chain: list[str]) -> None:
-    from hybridctl.drivers.files import atomic_write_text
-
-    path = _runbooks_dir(store) / "active.json"
     if chain:
-        atomic_write_text(path, json.dumps({"failovers": chain}, indent=2) + "\n", mode=0o600)
+        store.write_document("runbooks/active.json", json.dumps({"failovers": chain}, indent=2) + "\n")
     else:
-        path.unlink(missing_ok=True)
+        store.remove_document("runbooks/active.json")
 
 
 # --- execution -----------------------------------------------------------------------------------
@@ -265,10 +262,10 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     ssh = ssh_options(store, options.known_hosts, options.ssh_key)
     runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, out),
                MANUAL_KIND: _confirm_runner(options.auto_approve, out)}
-    path = _save(store, runbook)
+    name = _save(store, runbook)
     code = execute_and_report(store, graph, runners, out, operation=OPERATION, target=runbook.id, skip=skip,
                               parallelism=options.parallelism, on_success=_on_success(store, runbook),
-                              detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": str(path)},
+                              detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": name},
                               observer=progress_for(out) if options.auto_approve else PlainProgress(out),
                               subject=f"runbook {runbook.id}",
                               when_interrupted="`hybridctl runbook resume` finishes it",
@@ -329,7 +326,7 @@ def run_resume(state: str | None, options: ExecOptions) -> int:
         if pending is None:
             out.print(f"no unfinished runbook in {store.location}: nothing to resume")
             return 0
-        runbook = _read(Path(str(pending.detail.get("file", _runbooks_dir(store) / f"{pending.target}.json"))))
+        runbook = _read(store, pending.target)
         done = store.journal.done_keys(pending.run_ids)
         left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
         render_runbook(out, runbook)
@@ -363,7 +360,7 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         pending = pending_for(current, OPERATION)
         if pending is not None and not dry_run:
             raise RefusedError(f"runbook {pending.target} is unfinished", hint="finish it first: hybridctl runbook resume")
-        chain = [_read(_runbooks_dir(store) / f"{rid}.json") for rid in _active(store)]
+        chain = [_read(store, rid) for rid in _active(store)]
         if not chain:
             raise RefusedError(f"no failover is in effect in {store.location}: there is nothing to roll back")
         the_inventory = _load_inventory(inventory, current)
@@ -389,12 +386,12 @@ def run_show(state: str | None, output_format: str) -> int:
     current = store.read()
     pending = pending_for(current, OPERATION)
     if pending is not None:
-        _emit(_read(Path(str(pending.detail.get("file")))), output_format)
+        _emit(_read(store, pending.target), output_format)
         stderr().print(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
         return 0
     chain = _active(store)
     if not chain:
         stdout().print(f"no failover is in effect in {store.location}")
         return 0
-    _emit(_read(_runbooks_dir(store) / f"{chain[-1]}.json"), output_format)
+    _emit(_read(store, chain[-1]), output_format)
     return 0

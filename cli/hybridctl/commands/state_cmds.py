@@ -28,7 +28,8 @@ def migrate(
     origin, destination = open_store(source), open_store(target)
     result = copy_state(origin, destination)
     out = stdout()
-    out.print(f"migrated serial {result.serial} and {result.journal_records} journal record(s) "
+    out.print(f"migrated serial {result.serial}, {result.journal_records} journal record(s) and "
+              f"{result.documents} document(s) "
               f"from {origin.location} to {destination.location}", markup=False)
     out.print(f"verified: source {result.source_digest}, target {result.target_digest}", markup=False)
     if result.working_files:

@@ -48,6 +48,14 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                holder jsonb NOT NULL,
                backend_pid integer NOT NULL)""",
     )),
+    (2, "documents kept with the state (runbooks)", (
+        """CREATE TABLE hybridctl_document (
+               environment text NOT NULL,
+               name text NOT NULL,
+               body text NOT NULL,
+               updated_at timestamptz NOT NULL DEFAULT now(),
+               PRIMARY KEY (environment, name))""",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

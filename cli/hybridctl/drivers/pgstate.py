@@ -34,6 +34,7 @@ from hybridctl.drivers.pgschema import (
     lock_key,
 )
 from hybridctl.drivers.pgurl import StateUrl
+from hybridctl.drivers.state import check_document_name
 from hybridctl.drivers.statelock import LockLostError, set_token_env
 from hybridctl.errors import RefusedError, StateLockedError
 
@@ -296,6 +297,32 @@ class DatabaseBackend:
 
     def remove_torn_writes(self) -> None:
         """Nothing to do: a transaction is never torn."""
+
+    def read_document(self, name: str) -> str | None:
+        rows = self.session.execute("SELECT body FROM hybridctl_document WHERE environment = %(env)s AND name = %(name)s",
+                                    {**self.session.key_params, "name": check_document_name(name)},
+                                    doing=f"reading {name}")
+        return str(rows[0][0]) if rows else None
+
+    def write_document(self, name: str, text: str) -> None:
+        rows = self.session.execute(
+            "INSERT INTO hybridctl_document (environment, name, body) SELECT %(env)s, %(name)s, %(body)s WHERE "
+            + _HOLDS_LOCK.format(pid="pg_backend_pid()") + " ON CONFLICT (environment, name) DO UPDATE "
+            "SET body = excluded.body, updated_at = now() RETURNING 1",
+            {**self.session.key_params, "name": check_document_name(name), "body": text}, doing=f"writing {name}")
+        if not rows:
+            raise LockLostError(f"the state {self.url.display} is not locked by this run: writing {name} is refused",
+                                hint="run the same command again")
+
+    def remove_document(self, name: str) -> None:
+        self.session.execute("DELETE FROM hybridctl_document WHERE environment = %(env)s AND name = %(name)s AND "
+                             + _HOLDS_LOCK.format(pid="pg_backend_pid()"),
+                             {**self.session.key_params, "name": check_document_name(name)}, doing=f"removing {name}")
+
+    def document_names(self) -> list[str]:
+        rows = self.session.execute("SELECT name FROM hybridctl_document WHERE environment = %(env)s ORDER BY name",
+                                    self.session.key_params, doing="listing the state's documents")
+        return [str(row[0]) for row in rows]
 
     def close(self) -> None:
         self.session.close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -248,6 +249,26 @@ class StateBackend(Protocol):
 
     def remove_torn_writes(self) -> None: ...
 
+    def read_document(self, name: str) -> str | None:
+        """A named document kept with the state (e.g. `runbooks/<id>.json`), or None."""
+        ...
+
+    def write_document(self, name: str, text: str) -> None: ...
+
+    def remove_document(self, name: str) -> None: ...
+
+    def document_names(self) -> list[str]: ...
+
+
+_DOCUMENT_NAME = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]*/)*[A-Za-z0-9][A-Za-z0-9._-]*")
+DOCUMENT_DIRS = ("runbooks",)  # where documents live: a directory of the same name in a state directory
+
+
+def check_document_name(name: str) -> str:
+    if not _DOCUMENT_NAME.fullmatch(name) or name.split("/")[0] not in DOCUMENT_DIRS:
+        raise ValueError(f"not a state document name: {name!r}")
+    return name
+
 
 class DirectoryBackend:
     """The local state directory: state.json replaced atomically, journal.jsonl, flock on `lock`.
@@ -293,6 +314,22 @@ class DirectoryBackend:
         for leftover in self.root.glob(".*.tmp"):
             with contextlib.suppress(OSError):
                 leftover.unlink()
+
+    def read_document(self, name: str) -> str | None:
+        try:
+            return (self.root / check_document_name(name)).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def write_document(self, name: str, text: str) -> None:
+        atomic_write_text(self.root / check_document_name(name), text, mode=0o600)
+
+    def remove_document(self, name: str) -> None:
+        (self.root / check_document_name(name)).unlink(missing_ok=True)
+
+    def document_names(self) -> list[str]:
+        return sorted(str(p.relative_to(self.root)) for d in DOCUMENT_DIRS for p in (self.root / d).rglob("*")
+                      if p.is_file() and not p.name.startswith(".") and _DOCUMENT_NAME.fullmatch(p.name))
 
 
 class StateStore:
@@ -354,6 +391,23 @@ class StateStore:
 
     def update(self, change: Callable[[State], State]) -> State:
         return self.write(change(self.read()))
+
+    # Documents that go with the state and must be shared as it is (runbooks): files under the
+    # state directory, or rows next to the state in the database.
+
+    def read_document(self, name: str) -> str | None:
+        return self.backend.read_document(name)
+
+    def write_document(self, name: str, text: str) -> None:
+        self.backend.write_document(name, text)
+
+    def remove_document(self, name: str) -> None:
+        self.backend.remove_document(name)
+
+    def documents(self) -> dict[str, str]:
+        """Every document, by name (for `state migrate`)."""
+        found = {name: self.backend.read_document(name) for name in self.backend.document_names()}
+        return {name: text for name, text in found.items() if text is not None}
 
     @contextlib.contextmanager
     def locked(self, *, command: str, timeout_s: float = 0.0,
