@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up this checkout for development and tests: a venv with hybridctl (editable) and its test
-# extras and, as root, what the real SSH test hosts need (see tests/hosts/README.md).
+# extras and, as root, what the real SSH test hosts need (see tests/hosts/README.md) and the
+# PostgreSQL server the shared-state tests start privately.
 # Idempotent: a second run is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,11 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" = 0 ]; then
   bash .ci/hosts-setup.sh
+  # A private PostgreSQL server for the shared-state tests (tests/support/pgserver.py starts it).
+  if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  fi
 else
   echo "setup: not root, so the real SSH host tests (marked 'hosts') will be skipped"
 fi

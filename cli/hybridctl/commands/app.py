@@ -51,6 +51,7 @@ def _register() -> None:
     from hybridctl.commands import discover_cmds  # noqa: F401
     from hybridctl.commands import failover_cmds  # noqa: F401
     from hybridctl.commands import bundle_cmds  # noqa: F401
+    from hybridctl.commands import state_cmds  # noqa: F401
 
 
 def located_message(error: HybridctlError) -> str:

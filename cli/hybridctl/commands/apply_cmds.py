@@ -16,7 +16,8 @@ import typer
 from hybridctl.commands.app import app
 from hybridctl.errors import UsageError
 
-STATE_HELP = "State directory (default: $HYBRIDCTL_STATE, else ./.hybridctl/state)."
+STATE_HELP = ("State directory, or a postgresql://…[?environment=NAME] URL for a shared state "
+              "(default: $HYBRIDCTL_STATE, else ./.hybridctl/state).")
 LOCK_HELP = "Wait this long for another run's lock, e.g. 30s or 5m (default: fail at once, exit 3)."
 KNOWN_HOSTS_HELP = "SSH known_hosts file to verify hosts against (default: known_hosts in the state directory)."
 SSH_KEY_HELP = "SSH private key for the hosts (default: ssh's own)."
@@ -41,7 +42,7 @@ def apply(
                                   "then confirmed)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="With a plan file: the inventory it was "
                                           "made from (its digest must still match, and it lists the hosts)."),
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Apply without asking for confirmation."),
     allow_machine_removal: bool = typer.Option(False, "--allow-machine-removal", help="With --auto-approve: also "
@@ -73,7 +74,7 @@ def apply(
 
 @app.command()
 def status(
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     drift: bool = typer.Option(True, "--drift/--no-drift", help="Check for drift: Pulumi refresh preview for "
                                "cloud stacks, Ansible check mode for nodes."),
     detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
@@ -96,7 +97,7 @@ def status(
 @app.command()
 def destroy(
     site: str | None = typer.Option(None, "--site", help="Take down only this site's resources."),
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Destroy without asking for confirmation."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Leave cloud stacks alone (they stay in the state)."),

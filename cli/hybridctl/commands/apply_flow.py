@@ -21,7 +21,7 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.core.steps import CLOUD_KINDS, BundleRef, DeployedStep, StepGraph
 from hybridctl.drivers.ansible import SshOptions
 from hybridctl.drivers.pulumi import CloudDriver
-from hybridctl.drivers.state import LockHolder, State, StateStore, now_iso, resolve_state_dir
+from hybridctl.drivers.state import LockHolder, State, StateStore, is_database_url, now_iso, open_state
 from hybridctl.errors import HybridctlError, PrerequisiteError, RefusedError, UsageError
 from hybridctl.executor import RunReport, StepRunner, StepStatus, pending_for, run_operation
 from hybridctl.paths import playbooks_dir, templates_dir
@@ -43,8 +43,11 @@ SKIP_CLOUD_HINT = "or pass --skip-cloud to configure only the on-prem and edge s
 # --- shared pieces -------------------------------------------------------------------------------
 
 
-def open_store(state: Path | None) -> StateStore:
-    return StateStore(require_state_dir(resolve_state_dir(state)))
+def open_store(state: str | Path | None) -> StateStore:
+    """The store --state / $HYBRIDCTL_STATE names: a directory, or a postgresql:// URL."""
+    if state is not None and not is_database_url(str(state)):
+        require_state_dir(Path(state))
+    return open_state(state, notify=lambda message: stderr().print(message, markup=False))
 
 
 @contextlib.contextmanager
@@ -243,7 +246,7 @@ def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], 
     return refs
 
 
-def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_timeout_s: float, auto_approve: bool,
+def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_timeout_s: float, auto_approve: bool,
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
               ssh_key: Path | None, parallelism: int, end_failover: bool = False,
               allow_machine_removal: bool = False) -> int:
@@ -332,7 +335,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
 # --- destroy -------------------------------------------------------------------------------------
 
 
-def run_destroy(*, site: str | None, state: Path | None, lock_timeout_s: float, auto_approve: bool, skip_cloud: bool,
+def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, auto_approve: bool, skip_cloud: bool,
                 known_hosts: Path | None, ssh_key: Path | None, parallelism: int) -> int:
     from hybridctl.core.steps import destroy_steps
 
@@ -344,7 +347,7 @@ def run_destroy(*, site: str | None, state: Path | None, lock_timeout_s: float, 
         step_plan = destroy_steps(deployed_steps(current), site=site)
         if not len(step_plan.graph):
             where = f" at site {site}" if site else ""
-            out.print(f"nothing to destroy{where}: the state in {store.root} records nothing hybridctl made there")
+            out.print(f"nothing to destroy{where}: the state in {store.location} records nothing hybridctl made there")
             return 0
         driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, err)
         render_step_plan(out, "destroy" + (f" --site {site}" if site else ""), step_plan,
@@ -362,7 +365,7 @@ def run_destroy(*, site: str | None, state: Path | None, lock_timeout_s: float, 
                                   on_success=record_destroyed)
 
 
-def run_status(*, state: Path | None, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
+def run_status(*, state: str | None, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
                known_hosts: Path | None, ssh_key: Path | None) -> int:
     from hybridctl.commands.status_flow import status_report
 

@@ -7,7 +7,6 @@ import); with --cloud-preview it is a real `pulumi preview` of every stack.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -58,7 +57,7 @@ def config_diff(inventory: Inventory, plan: Plan, baseline: Plan | None) -> Clou
                                            for c in diff_stack_configs(before, after)))
 
 
-def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: Path | None) -> CloudChanges:
+def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: str | None) -> CloudChanges:
     """A real `pulumi preview` of every stack the plan maps to; needs the pulumi CLI and credentials."""
     from hybridctl.core.stackconfig import plan_digest, stack_configs
     from hybridctl.drivers.pulumi import PulumiDriver, StackSpec, check_credentials

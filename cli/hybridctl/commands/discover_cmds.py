@@ -16,7 +16,7 @@ from hybridctl.errors import ExitCode
 def discover(
     inventory: Path = typer.Argument(..., help="Inventory file or directory."),
     site: list[str] = typer.Option([], "--site", help="Only the hosts of this site; repeatable."),
-    state: Path | None = typer.Option(None, "--state", envvar="HYBRIDCTL_STATE",
+    state: str | None = typer.Option(None, "--state", envvar="HYBRIDCTL_STATE",
                                       help="State directory (its known_hosts file is used by default)."),
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help="known_hosts file to verify host keys against."),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),

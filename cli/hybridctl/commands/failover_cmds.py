@@ -32,7 +32,7 @@ MOVE_THRESHOLD_USD = 10_000.0
 def failover(
     events: list[str] = typer.Argument(..., metavar="EVENT", help="Events, e.g. `site-lost dc-fra`, `pool-lost P`, "
                                        "`capacity P=50%`, `price P=x3`, `spot-reclaim P`, `link-down SITE`."),
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the one the "
                                           "applied plan was applied from, as the state records it)."),
     output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
@@ -92,7 +92,7 @@ def drill(
 
 @runbook_app.command("resume")
 def resume(
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve every group without asking."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the Pulumi steps."),
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file for the hosts."),
@@ -112,7 +112,7 @@ def resume(
 
 @runbook_app.command("rollback")
 def rollback(
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the state's)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print the rollback runbook."),
     output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
@@ -138,7 +138,7 @@ def rollback(
 
 @runbook_app.command("show")
 def show(
-    state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
     output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
 ) -> None:
     """Show the runbook that is unfinished, or else the failover in effect."""

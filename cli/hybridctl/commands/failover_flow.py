@@ -1,11 +1,12 @@
 """The flows behind failover, drill and runbook: load, replan, render, and execute through apply's executor.
 
-Runbooks live in the state directory, beside what apply keeps there:
+Runbooks are kept with the state (store documents: files in a state directory, as below, or
+rows in a shared PostgreSQL state), so anyone sharing the state can resume or roll them back:
 
     runbooks/<runbook id>.json   every runbook that was executed (its steps, both plans)
     runbooks/active.json         the failovers in effect, oldest first: what rollback returns from
 
-An unfinished runbook is the state's pending run of operation "runbook"; its detail names the file.
+An unfinished runbook is the state's pending run of operation "runbook"; its target is the runbook id.
 """
 
 from __future__ import annotations
@@ -124,9 +125,9 @@ def _applied(state: State, store: StateStore) -> Plan:
     from hybridctl.core.plan.serialize import plan_from_dict
 
     if not state.applied_plan:
-        raise RefusedError(f"nothing is applied in {store.root}: failover replans from the applied plan",
+        raise RefusedError(f"nothing is applied in {store.location}: failover replans from the applied plan",
                            hint="apply a plan first (`hybridctl apply`), or rehearse with `hybridctl drill INVENTORY`")
-    return plan_from_dict(dict(state.applied_plan), str(store.state_path))
+    return plan_from_dict(dict(state.applied_plan), store.location)
 
 
 def _emit(runbook: Runbook, output_format: str) -> None:
@@ -163,45 +164,41 @@ def _refs(options: ExecOptions, workloads: set[str]) -> dict[str, BundleRef] | N
 # --- runbook files -------------------------------------------------------------------------------
 
 
-def _runbooks_dir(store: StateStore) -> Path:
-    return store.root / "runbooks"
+def _runbook_name(runbook_id: str) -> str:
+    return f"runbooks/{runbook_id}.json"
 
 
-def _save(store: StateStore, runbook: Runbook) -> Path:
+def _save(store: StateStore, runbook: Runbook) -> str:
+    """Kept with the state (a file in a state directory, a row in a shared database)."""
     from hybridctl.core.failover.serialize import runbook_to_json
-    from hybridctl.drivers.files import atomic_write_text
 
-    path = _runbooks_dir(store) / f"{runbook.id}.json"
-    atomic_write_text(path, runbook_to_json(runbook), mode=0o600)
-    return path
+    name = _runbook_name(runbook.id)
+    store.write_document(name, runbook_to_json(runbook))
+    return name
 
 
-def _read(path: Path) -> Runbook:
+def _read(store: StateStore, runbook_id: str) -> Runbook:
     from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_json
 
-    try:
-        return runbook_from_json(path.read_text(encoding="utf-8"), str(path))
-    except OSError as exc:
-        raise RunbookFileError(f"{path}: cannot read the runbook: {exc}") from None
+    name = _runbook_name(runbook_id)
+    text = store.read_document(name)
+    if text is None:
+        raise RunbookFileError(f"{store.location}: runbook {name} is missing")
+    return runbook_from_json(text, name)
 
 
 def _active(store: StateStore) -> list[str]:
-    try:
-        raw = json.loads((_runbooks_dir(store) / "active.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
+    text = store.read_document("runbooks/active.json")
+    raw = json.loads(text) if text else {}
     chain = raw.get("failovers", []) if isinstance(raw, dict) else []
     return [str(x) for x in chain]
 
 
 def _set_active(store: StateStore, chain: list[str]) -> None:
-    from hybridctl.drivers.files import atomic_write_text
-
-    path = _runbooks_dir(store) / "active.json"
     if chain:
-        atomic_write_text(path, json.dumps({"failovers": chain}, indent=2) + "\n", mode=0o600)
+        store.write_document("runbooks/active.json", json.dumps({"failovers": chain}, indent=2) + "\n")
     else:
-        path.unlink(missing_ok=True)
+        store.remove_document("runbooks/active.json")
 
 
 # --- execution -----------------------------------------------------------------------------------
@@ -259,7 +256,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     current = store.read()
     pending = pending_for(current, OPERATION)
     if pending is not None and pending.target != runbook.id:
-        raise RefusedError(f"runbook {pending.target} is unfinished in {store.root}",
+        raise RefusedError(f"runbook {pending.target} is unfinished in {store.location}",
                            hint="finish it first with `hybridctl runbook resume`")
     if current.pending is not None and pending is None:
         stderr().print(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
@@ -268,10 +265,10 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     ssh = ssh_options(store, options.known_hosts, options.ssh_key)
     runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, out),
                MANUAL_KIND: _confirm_runner(options.auto_approve, out)}
-    path = _save(store, runbook)
+    name = _save(store, runbook)
     code = execute_and_report(store, graph, runners, out, operation=OPERATION, target=runbook.id, skip=skip,
                               parallelism=options.parallelism, on_success=_on_success(store, runbook),
-                              detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": str(path)},
+                              detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": name},
                               observer=progress_for(out) if options.auto_approve else PlainProgress(out),
                               subject=f"runbook {runbook.id}",
                               when_interrupted="`hybridctl runbook resume` finishes it",
@@ -279,14 +276,14 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
-        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.root}")
+        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.option}")
     return 0
 
 
 # --- the commands --------------------------------------------------------------------------------
 
 
-def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | None, output_format: str,
+def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | None, output_format: str,
                  out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
                  options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import open_store
@@ -323,7 +320,7 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
         return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
 
 
-def run_resume(state: Path | None, options: ExecOptions) -> int:
+def run_resume(state: str | None, options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import locked, open_store
     from hybridctl.executor import pending_for
     from hybridctl.render.failover import render_runbook
@@ -333,9 +330,9 @@ def run_resume(state: Path | None, options: ExecOptions) -> int:
     with locked(store, "runbook resume", options.lock_timeout_s, stderr()):
         pending = pending_for(store.read(), OPERATION)
         if pending is None:
-            out.print(f"no unfinished runbook in {store.root}: nothing to resume")
+            out.print(f"no unfinished runbook in {store.location}: nothing to resume")
             return 0
-        runbook = _read(Path(str(pending.detail.get("file", _runbooks_dir(store) / f"{pending.target}.json"))))
+        runbook = _read(store, pending.target)
         done = store.journal.done_keys(pending.run_ids)
         left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
         render_runbook(out, runbook)
@@ -356,7 +353,7 @@ def _returning_sites(runbooks: Sequence[Runbook]) -> list[str]:
     return sorted(sites)
 
 
-def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, output_format: str,
+def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
                  options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.core.failover.failover import plan_rollback
@@ -369,9 +366,9 @@ def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, o
         pending = pending_for(current, OPERATION)
         if pending is not None and not dry_run:
             raise RefusedError(f"runbook {pending.target} is unfinished", hint="finish it first: hybridctl runbook resume")
-        chain = [_read(_runbooks_dir(store) / f"{rid}.json") for rid in _active(store)]
+        chain = [_read(store, rid) for rid in _active(store)]
         if not chain:
-            raise RefusedError(f"no failover is in effect in {store.root}: there is nothing to roll back")
+            raise RefusedError(f"no failover is in effect in {store.location}: there is nothing to roll back")
         the_inventory = _load_inventory(inventory, current)
         original = chain[0]
         if original.before.inventory_digest != inventory_digest(the_inventory):
@@ -387,7 +384,7 @@ def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, o
         return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
 
 
-def run_show(state: Path | None, output_format: str) -> int:
+def run_show(state: str | None, output_format: str) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.executor import pending_for
 
@@ -395,14 +392,14 @@ def run_show(state: Path | None, output_format: str) -> int:
     current = store.read()
     pending = pending_for(current, OPERATION)
     if pending is not None:
-        _emit(_read(Path(str(pending.detail.get("file")))), output_format)
+        _emit(_read(store, pending.target), output_format)
         stderr().print(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
         return 0
     chain = _active(store)
     if not chain:
-        stdout().print(f"no failover is in effect in {store.root}")
+        stdout().print(f"no failover is in effect in {store.location}")
         return 0
-    _emit(_read(_runbooks_dir(store) / f"{chain[-1]}.json"), output_format)
+    _emit(_read(store, chain[-1]), output_format)
     return 0
 
 

@@ -72,7 +72,7 @@ def plan(
     cloud_preview: bool = typer.Option(False, "--cloud-preview",
                                        help="Cloud changes from a real `pulumi preview` of every stack (needs the "
                                             "pulumi CLI and credentials) instead of the stack-configuration diff."),
-    state: Path | None = typer.Option(None, "--state", help="State directory whose serial a plan file records, so that "
+    state: str | None = typer.Option(None, "--state", help="State directory whose serial a plan file records, so that "
                                       "apply refuses it once the state has moved on (default: $HYBRIDCTL_STATE, "
                                       "else ./.hybridctl/state)."),
     allow_unplaced: bool = typer.Option(False, "--allow-unplaced",

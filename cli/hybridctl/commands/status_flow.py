@@ -144,20 +144,35 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
                                                                 "summary": drift_of[d.step_id].summary,
                                                                 "hosts": drift_of[d.step_id].hosts}}
             for d in steps]})
-    holder = store.lock.holder()
+    holder, alive = store.lock.holder_status()
+    last = state.last_run.to_dict() if state.last_run else None
+    if last is not None and last["status"] == "running" and (holder is None or alive is False):
+        # Its process is gone (SIGKILL, power cut): the next run settles it as interrupted.
+        who = f"pid {holder.pid} on {holder.host}" if holder is not None else f"pid {last['pid']} on {last['host']}"
+        last = {**last, "status": "interrupted", "summary": f"{who} ended before the run did"}
     return {
-        "format_version": 1, "state_dir": str(store.root), "serial": state.serial, "lineage": state.lineage,
+        "format_version": 1, "state_dir": store.location, "serial": state.serial, "lineage": state.lineage,
         "applied": None if not plan else {
             "inventory": plan.get("inventory"), "plan_digest": state.applied_plan_digest,
             "applied_at": state.applied_at, "inventory_path": state.inventory_path,
             "total_usd_per_month": plan.get("total_usd_per_month"), "placements": len(plan.get("placements", []))},
         "sites": sites,
-        "last_run": state.last_run.to_dict() if state.last_run else None,
-        "pending": state.pending.to_dict() if state.pending else None,
-        "lock": holder.__dict__ if holder else None,
+        "last_run": last,
+        "pending": None if not state.pending else {
+            **state.pending.to_dict(), "resume": resume_command(state.pending.operation, store.option,
+                                                                holder.command if holder and not alive else None)},
+        # A dead holder's record is not a lock; the token stays out: it would let a reader pose as the holder.
+        "lock": {**holder.public(), "alive": alive} if holder is not None and alive is not False else None,
         "drift": None if drift is None else {"found": drift.found, "errors": drift.errors, "notes": list(drift.notes),
                                              "items": [i.__dict__ for i in drift.items]},
     }
+
+
+def resume_command(operation: str, state_option: str, command: str | None) -> str:
+    """The command that resumes an unfinished operation (a dead holder's own command line when known)."""
+    if operation == "runbook":
+        return f"hybridctl runbook resume --state {state_option}"
+    return f"hybridctl {command or operation} --state {state_option}"
 
 
 def _short_time(iso: str) -> str:
@@ -201,11 +216,13 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
                   f"finished {last['finished_at'] or '-'}): {last['summary'] or '-'}")
     pending = doc["pending"]
     if isinstance(pending, dict):
-        out.print(f"[yellow]unfinished {pending['operation']}[/] ({len(pending['run_ids'])} run(s)): run "
-                  f"`hybridctl {pending['operation']}` again to resume it")
+        out.print(f"[yellow]unfinished {pending['operation']}[/] ({len(pending['run_ids'])} run(s)), resumable: "
+                  f"run `{escape(str(pending['resume']))}` with the same options; finished steps are not repeated")
     lock = doc["lock"]
     if isinstance(lock, dict):
-        out.print(f"lock: held by pid {lock['pid']} on {lock['host']} since {lock['started_at']} ({lock['command']})")
+        unsure = " (on another host: not checked whether it still runs)" if lock["alive"] is None else ""
+        out.print(f"lock: held by pid {lock['pid']} on {lock['host']} since {lock['started_at']} "
+                  f"({escape(str(lock['command']))}){unsure}")
     checked = doc["drift"]
     if isinstance(checked, dict):
         for note in checked["notes"]:
@@ -217,7 +234,7 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
 def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
                   ssh_factory: Callable[[StateStore], SshOptions]) -> int:
     if not store.exists():
-        raise RefusedError(f"nothing has been applied with the state in {store.root}",
+        raise RefusedError(f"nothing has been applied with the state in {store.location}",
                            hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
     state = store.read()
     report = None

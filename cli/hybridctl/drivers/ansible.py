@@ -47,6 +47,7 @@ from hybridctl.drivers.ansible_events import (
     RunStatus,
     dispatch,
 )
+from hybridctl.drivers.lockholder import control_dir_prefix
 from hybridctl.errors import HybridctlError, PrerequisiteError
 
 __all__ = [
@@ -130,8 +131,9 @@ def run_playbook(
         )
     binary = _ansible_playbook()
     private_dir = Path(tempfile.mkdtemp(prefix="hybridctl-ansible-", dir=work_dir))
-    # Unix socket paths are capped near 108 bytes, so control sockets get a short dir of their own.
-    control_dir = Path(tempfile.mkdtemp(prefix="hctl-cp-"))
+    # Unix socket paths are capped near 108 bytes, so control sockets get a short dir of their own,
+    # named after the state lock's token so that the next run can clean up after a killed one.
+    control_dir = Path(tempfile.mkdtemp(prefix=control_dir_prefix()))
     marker = uuid.uuid4().hex
     stop = threading.Event()
     events: queue.Queue[dict[str, object]] = queue.Queue()

@@ -1,6 +1,10 @@
-"""The journal: an append-only file of JSON lines, one per step event, fsynced as it is written.
+"""The journal: an append-only record of step events, written before the step it describes proceeds.
 
-Only the state lock's holder appends. A record torn by a power cut can only be the last line;
+Two stores keep it: `Journal`, a file of JSON lines fsynced as they are written (the local
+state directory), and the PostgreSQL backend's table (pgstate.py). Both are `JournalBase`.
+
+Only the state lock's holder appends, and a writer proves it before each record (`guard`):
+one that lost the lock is refused. A record torn by a power cut can only be the last line;
 readers skip it, and the next append starts on a fresh line.
 """
 
@@ -8,15 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hybridctl.drivers.lockholder import now_iso
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+__all__ = ["Journal", "JournalBase", "JournalEvent", "JournalRecord", "journal_problems", "now_iso"]
 
 
 class JournalEvent:
@@ -44,15 +47,51 @@ class JournalRecord:
     detail: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
-        data = {k: v for k, v in self.__dict__.items() if v is not None}
-        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class Journal:
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    @staticmethod
+    def from_dict(raw: Mapping[str, Any]) -> JournalRecord:
+        return JournalRecord(**raw)
+
+
+class JournalBase:
+    """What every journal store offers: its records in order, an append, and the resume query."""
+
+    def records(self) -> list[JournalRecord]:
+        raise NotImplementedError
+
+    def append(self, run: str, event: str, *, step: str | None = None, key: str | None = None,
+               summary: str | None = None, error: str | None = None,
+               detail: Mapping[str, Any] | None = None) -> JournalRecord:
+        raise NotImplementedError
+
+    def import_records(self, records: list[JournalRecord]) -> None:
+        """For `state migrate`: copy records into an empty journal, keeping their sequence numbers."""
+        raise NotImplementedError
+
+    def done_keys(self, run_ids: Iterable[str]) -> dict[str, str]:
+        """step id -> the key it last completed with, in these runs."""
+        wanted = set(run_ids)
+        done: dict[str, str] = {}
+        for record in self.records():
+            if record.run in wanted and record.step and record.key:
+                if record.event == JournalEvent.STEP_DONE:
+                    done[record.step] = record.key
+                elif record.event == JournalEvent.STEP_STARTED:
+                    done.pop(record.step, None)  # re-run since: done again only if it says so
+        return done
+
+
+class Journal(JournalBase):
     """Append-only JSON lines. Only the lock holder appends; every append is fsynced."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, guard: Callable[[], None] | None = None) -> None:
         self.path = path
+        self.guard = guard  # raises unless the writer holds the state lock
         self._next_seq: int | None = None
 
     def records(self) -> list[JournalRecord]:
@@ -75,6 +114,8 @@ class Journal:
     def append(self, run: str, event: str, *, step: str | None = None, key: str | None = None,
                summary: str | None = None, error: str | None = None,
                detail: Mapping[str, Any] | None = None) -> JournalRecord:
+        if self.guard is not None:
+            self.guard()
         if self._next_seq is None:
             existing = self.records()
             self._next_seq = (existing[-1].seq + 1) if existing else 1
@@ -97,17 +138,13 @@ class Journal:
         self._next_seq += 1
         return record
 
-    def done_keys(self, run_ids: Iterable[str]) -> dict[str, str]:
-        """step id -> the key it last completed with, in these runs."""
-        wanted = set(run_ids)
-        done: dict[str, str] = {}
-        for record in self.records():
-            if record.run in wanted and record.step and record.key:
-                if record.event == JournalEvent.STEP_DONE:
-                    done[record.step] = record.key
-                elif record.event == JournalEvent.STEP_STARTED:
-                    done.pop(record.step, None)  # re-run since: done again only if it says so
-        return done
+    def import_records(self, records: list[JournalRecord]) -> None:
+        if self.guard is not None:
+            self.guard()
+        from hybridctl.drivers.files import atomic_write_text
+
+        atomic_write_text(self.path, "".join(record.to_json() + "\n" for record in records), mode=0o600)
+        self._next_seq = None
 
 
 def journal_problems(records: Iterable[JournalRecord]) -> list[str]:

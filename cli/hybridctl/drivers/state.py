@@ -1,5 +1,9 @@
 """The state store: the applied plan, a serial, run history, an append-only journal, one lock.
 
+Two backends keep it behind one interface (`StateBackend`): a local directory (the default,
+below) and a PostgreSQL database shared by a team (`--state postgresql://…`, pgstate.py).
+The executor, failover and status code only see `StateStore`.
+
 Layout of a state directory (default ``./.hybridctl/state``; ``--state DIR`` or ``HYBRIDCTL_STATE``)::
 
     state.json          applied plan, serial, what each step made, the pending run, history
@@ -20,26 +24,42 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hybridctl.drivers.files import atomic_write_text
-from hybridctl.drivers.journal import Journal, JournalEvent, JournalRecord, journal_problems, now_iso
-from hybridctl.drivers.statelock import HOLDER_ENV, LockHolder, StateLock, stop_leftover_processes
+from hybridctl.drivers.journal import (
+    Journal,
+    JournalBase,
+    JournalEvent,
+    JournalRecord,
+    journal_problems,
+    now_iso,
+)
+from hybridctl.drivers.statelock import (
+    HOLDER_ENV,
+    LockHolder,
+    LockLostError,
+    StateLock,
+    stop_leftover_processes,
+)
 from hybridctl.errors import HybridctlError, Location
 
-__all__ = ["HOLDER_ENV", "Deployed", "Journal", "JournalEvent", "JournalRecord", "LockHolder", "PendingRun",
-           "RunRecord", "State", "StateFileError", "StateLock", "StateStore", "current_serial", "journal_problems",
-           "new_run_id", "now_iso", "resolve_state_dir", "stop_leftover_processes"]
+__all__ = ["HOLDER_ENV", "Deployed", "DirectoryBackend", "Journal", "JournalEvent", "JournalRecord", "LockHolder",
+           "LockLostError", "PendingRun", "RunRecord", "State", "StateBackend", "StateFileError", "StateLock",
+           "StateStore", "current_serial", "is_database_url", "journal_problems", "new_run_id", "now_iso",
+           "open_state", "resolve_state_dir", "stop_leftover_processes"]
 
 if TYPE_CHECKING:
     from hybridctl.core.plan.model import Plan
 
 STATE_ENV = "HYBRIDCTL_STATE"
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_STATE_DIR = Path(".hybridctl") / "state"
 STATE_FORMAT_VERSION = 1
 HISTORY_KEPT = 200
@@ -49,16 +69,6 @@ JsonDict = dict[str, Any]
 
 class StateFileError(HybridctlError):
     """state.json is unreadable: never silently replaced, since it records what exists."""
-
-
-def resolve_state_dir(option: Path | None, env: Mapping[str, str] | None = None) -> Path:
-    """--state, else $HYBRIDCTL_STATE, else ./.hybridctl/state (relative to the working directory)."""
-    env = os.environ if env is None else env
-    if option is not None:
-        return option.resolve()
-    if env.get(STATE_ENV):
-        return Path(env[STATE_ENV]).resolve()
-    return DEFAULT_STATE_DIR.resolve()
 
 
 # --- state.json ----------------------------------------------------------------------------------
@@ -146,6 +156,9 @@ class State:
     deployed: Mapping[str, Deployed] = field(default_factory=dict)
     pending: PendingRun | None = None
     history: tuple[RunRecord, ...] = ()
+    # How many times the stored document was written; a write must name the revision it read
+    # (optimistic concurrency). Not part of the document's content, so not compared.
+    revision: int = field(default=0, compare=False)
 
     @property
     def last_run(self) -> RunRecord | None:
@@ -193,12 +206,157 @@ def _object_or_none(value: Any, name: str) -> Mapping[str, Any] | None:
 # --- the store -----------------------------------------------------------------------------------
 
 
-class StateStore:
+class StoreLock(Protocol):
+    """The state lock of one backend: exclusive, released by the system when its holder dies."""
+
+    @property
+    def held(self) -> bool: ...
+
+    def holder(self) -> LockHolder | None: ...
+
+    def holder_status(self) -> tuple[LockHolder | None, bool | None]: ...
+
+    def acquire(self, *, command: str, timeout_s: float = 0.0,
+                on_wait: Callable[[LockHolder | None], None] | None = None) -> LockHolder | None: ...
+
+    def verify(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class StateBackend(Protocol):
+    """Where the state document, the journal and the lock live: a directory, or a database."""
+
+    @property
+    def location(self) -> str:
+        """For messages: a path, or a database URL without its password."""
+        ...
+
+    @property
+    def option(self) -> str:
+        """What --state takes to name this state again (never a password)."""
+        ...
+
+    @property
+    def journal(self) -> JournalBase: ...
+
+    @property
+    def lock(self) -> StoreLock: ...
+
+    def exists(self) -> bool: ...
+
+    def load(self) -> tuple[JsonDict | None, int]:
+        """The raw state document (None: nothing stored yet) and its revision."""
+        ...
+
+    def save(self, document: JsonDict, serial: int, expected_revision: int) -> int:
+        """Store the document if the stored revision is still expected_revision; the new revision."""
+        ...
+
+    def remove_torn_writes(self) -> None: ...
+
+    def read_document(self, name: str) -> str | None:
+        """A named document kept with the state (e.g. `runbooks/<id>.json`), or None."""
+        ...
+
+    def write_document(self, name: str, text: str) -> None: ...
+
+    def remove_document(self, name: str) -> None: ...
+
+    def document_names(self) -> list[str]: ...
+
+
+_DOCUMENT_NAME = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]*/)*[A-Za-z0-9][A-Za-z0-9._-]*")
+DOCUMENT_DIRS = ("runbooks",)  # where documents live: a directory of the same name in a state directory
+
+
+def check_document_name(name: str) -> str:
+    if not _DOCUMENT_NAME.fullmatch(name) or name.split("/")[0] not in DOCUMENT_DIRS:
+        raise ValueError(f"not a state document name: {name!r}")
+    return name
+
+
+class DirectoryBackend:
+    """The local state directory: state.json replaced atomically, journal.jsonl, flock on `lock`.
+
+    Writes are serialized by the flock (re-checked before each write), so no revision check is
+    needed here; the revision is still counted, so a migrated state keeps it.
+    """
+
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.location = self.option = str(root)
         self.state_path = root / "state.json"
-        self.journal = Journal(root / "journal.jsonl")
         self.lock = StateLock(root)
+        self.journal = Journal(root / "journal.jsonl", guard=self.lock.verify)
+
+    def exists(self) -> bool:
+        return self.state_path.is_file()
+
+    def load(self) -> tuple[JsonDict | None, int]:
+        try:
+            text = self.state_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None, 0
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StateFileError(f"{self.state_path}: cannot read: {exc}") from None
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise StateFileError(f"not a hybridctl state file ({type(exc).__name__}: {exc})",
+                                 location=Location(str(self.state_path)),
+                                 hint="restore it from a backup; hybridctl never overwrites an unreadable state") from None
+        return raw, int(raw.get("revision", 0)) if isinstance(raw, dict) else 0
+
+    def save(self, document: JsonDict, serial: int, expected_revision: int) -> int:
+        del serial
+        revision = expected_revision + 1
+        text = json.dumps({**document, "revision": revision}, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        atomic_write_text(self.state_path, text, mode=0o600)
+        return revision
+
+    def remove_torn_writes(self) -> None:
+        """Temp files left by a process killed between write and rename (files.atomic_write_bytes)."""
+        for leftover in self.root.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+    def read_document(self, name: str) -> str | None:
+        try:
+            return (self.root / check_document_name(name)).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def write_document(self, name: str, text: str) -> None:
+        atomic_write_text(self.root / check_document_name(name), text, mode=0o600)
+
+    def remove_document(self, name: str) -> None:
+        (self.root / check_document_name(name)).unlink(missing_ok=True)
+
+    def document_names(self) -> list[str]:
+        return sorted(str(p.relative_to(self.root)) for d in DOCUMENT_DIRS for p in (self.root / d).rglob("*")
+                      if p.is_file() and not p.name.startswith(".") and _DOCUMENT_NAME.fullmatch(p.name))
+
+
+class StateStore:
+    """The state as the executor, failover and status see it, whatever backend keeps it.
+
+    `root` is always a local directory: the working files that stay on this machine (known_hosts,
+    the Pulumi file backend, Ansible's inventory, runbook files). With the local backend it is the
+    state directory itself.
+    """
+
+    def __init__(self, root: Path, backend: StateBackend | None = None) -> None:
+        self.root = root
+        self.backend: StateBackend = backend if backend is not None else DirectoryBackend(root)
+        self.location = self.backend.location
+        self.option = self.backend.option
+        self.journal = self.backend.journal
+        self.lock = self.backend.lock
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / "state.json"
 
     @property
     def known_hosts_path(self) -> Path:
@@ -209,38 +367,53 @@ class StateStore:
         return self.root / "ansible"
 
     def exists(self) -> bool:
-        return self.state_path.is_file()
+        return self.backend.exists()
 
     def read(self) -> State:
-        try:
-            text = self.state_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        raw, revision = self.backend.load()
+        if raw is None:
             return State()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StateFileError(f"{self.state_path}: cannot read: {exc}") from None
+        where = self.location
         try:
-            raw = json.loads(text)
             if raw.get("format_version") != STATE_FORMAT_VERSION:
-                raise StateFileError(f"{self.state_path}: state format {raw.get('format_version')!r} is not "
+                raise StateFileError(f"{where}: state format {raw.get('format_version')!r} is not "
                                      f"supported (this hybridctl reads {STATE_FORMAT_VERSION})",
                                      hint="use the hybridctl version that wrote this state")
-            return State.from_dict(raw)
+            return replace(State.from_dict(raw), revision=revision)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise StateFileError(f"{self.state_path}: not a hybridctl state file ({type(exc).__name__}: {exc})",
-                                 location=Location(str(self.state_path)),
+            noun = "state file" if isinstance(self.backend, DirectoryBackend) else "state document"
+            raise StateFileError(f"not a hybridctl {noun} ({type(exc).__name__}: {exc})",
+                                 location=Location(where),
                                  hint="restore it from a backup; hybridctl never overwrites an unreadable state") from None
 
     def write(self, state: State) -> State:
         if not self.lock.held:
             raise RuntimeError("state written without holding the state lock")
+        self.lock.verify()
         if not state.lineage:
             state = replace(state, lineage=uuid.uuid4().hex)
-        text = json.dumps(state.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        atomic_write_text(self.state_path, text, mode=0o600)
-        return state
+        revision = self.backend.save(state.to_dict(), state.serial, state.revision)
+        return replace(state, revision=revision)
 
     def update(self, change: Callable[[State], State]) -> State:
         return self.write(change(self.read()))
+
+    # Documents that go with the state and must be shared as it is (runbooks): files under the
+    # state directory, or rows next to the state in the database.
+
+    def read_document(self, name: str) -> str | None:
+        return self.backend.read_document(name)
+
+    def write_document(self, name: str, text: str) -> None:
+        self.backend.write_document(name, text)
+
+    def remove_document(self, name: str) -> None:
+        self.backend.remove_document(name)
+
+    def documents(self) -> dict[str, str]:
+        """Every document, by name (for `state migrate`)."""
+        found = {name: self.backend.read_document(name) for name in self.backend.document_names()}
+        return {name: text for name, text in found.items() if text is not None}
 
     @contextlib.contextmanager
     def locked(self, *, command: str, timeout_s: float = 0.0,
@@ -248,30 +421,63 @@ class StateStore:
                on_wait: Callable[[LockHolder | None], None] | None = None) -> Iterator[StateStore]:
         stale = self.lock.acquire(command=command, timeout_s=timeout_s, on_wait=on_wait)
         try:
-            self._remove_torn_writes()
+            self.backend.remove_torn_writes()
             if stale is not None and on_recovered is not None:
                 on_recovered(stale)
             yield self
         finally:
             self.lock.release()
 
-    def _remove_torn_writes(self) -> None:
-        """Temp files left by a process killed between write and rename (files.atomic_write_bytes)."""
-        for leftover in self.root.glob(".*.tmp"):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+
+def is_database_url(text: str) -> bool:
+    return text.startswith(DATABASE_SCHEMES)
 
 
-def current_serial(state_dir: Path | None, env: Mapping[str, str] | None = None) -> int:
+def _chosen(option: str | Path | None, env: Mapping[str, str]) -> str:
+    if option is not None and str(option):
+        return str(option)
+    return env.get(STATE_ENV) or str(DEFAULT_STATE_DIR)
+
+
+def resolve_state_dir(option: str | Path | None, env: Mapping[str, str] | None = None) -> Path:
+    """The local directory of the state's working files: --state, else $HYBRIDCTL_STATE, else
+    ./.hybridctl/state (relative to the working directory); for a database URL, its work directory."""
+    env = os.environ if env is None else env
+    chosen = _chosen(option, env)
+    if is_database_url(chosen):
+        from hybridctl.drivers.pgurl import StateUrl
+
+        return StateUrl.parse(chosen).work_dir(env)
+    return Path(chosen).resolve()
+
+
+def open_state(option: str | Path | None, env: Mapping[str, str] | None = None,
+               notify: Callable[[str], None] | None = None) -> StateStore:
+    """The state store that --state / $HYBRIDCTL_STATE names: a directory, or postgresql://…"""
+    env = os.environ if env is None else env
+    chosen = _chosen(option, env)
+    if is_database_url(chosen):
+        from hybridctl.drivers.pgstate import DatabaseBackend
+        from hybridctl.drivers.pgurl import StateUrl
+
+        url = StateUrl.parse(chosen)
+        return StateStore(url.work_dir(env), DatabaseBackend(url, notify=notify))
+    root = Path(chosen).resolve()
+    if root.exists() and not root.is_dir():
+        raise StateFileError(f"{root} is not a directory: --state names a state directory or a postgresql:// URL")
+    return StateStore(root)
+
+
+def current_serial(state_dir: str | Path | None, env: Mapping[str, str] | None = None) -> int:
     """The serial a new plan file should record as base_serial (`plan --out` calls this)."""
-    return StateStore(resolve_state_dir(state_dir, env)).read().serial
+    return open_state(state_dir, env).read().serial
 
 
-def applied_plan(state_dir: Path | None, env: Mapping[str, str] | None = None) -> Plan | None:
+def applied_plan(state_dir: str | Path | None, env: Mapping[str, str] | None = None) -> Plan | None:
     """The plan the state says is applied, if any (`plan` diffs cloud changes against it)."""
     from hybridctl.core.plan.serialize import plan_from_dict
 
-    raw = StateStore(resolve_state_dir(state_dir, env)).read().applied_plan
+    raw = open_state(state_dir, env).read().applied_plan
     return plan_from_dict(dict(raw), "the applied plan in the state") if raw is not None else None
 
 

@@ -1,9 +1,18 @@
-"""The state lock: flock(2) on `lock`, plus `lock.holder.json` saying who holds it.
+"""The local state lock: flock(2) on `lock`, plus `lock.holder.json` saying who holds it.
 
 The kernel releases a flock when its holder dies, however it dies, so a lock we can take
 whose holder record is still there belonged to a dead process: it is recovered, and what
 that process left running (found by a token in the environment of everything it started)
 is stopped.
+
+A flock guards an inode, not a name. If `lock` is deleted or replaced while a run holds it, a
+second run would lock a new file and believe itself alone. So the lock is not trusted on the
+flock alone:
+- after taking the flock, the file at `lock` must still be the inode we locked;
+- a holder record naming a process that still runs (same pid, same start time) means the
+  lock file was tampered with: the second run refuses rather than recover a live holder;
+- the holder re-checks, before each journal record and state write (`verify`), that the lock
+  file is still its own and the holder record still names it; if not, it stops writing.
 """
 
 from __future__ import annotations
@@ -12,74 +21,48 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
-import socket
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from hybridctl.drivers.files import atomic_write_text
-from hybridctl.drivers.journal import now_iso
-from hybridctl.errors import StateLockedError
+from hybridctl.drivers.lockholder import HOLDER_ENV, LockHolder, holder_alive, stop_leftover_processes
+from hybridctl.errors import HybridctlError, StateLockedError
 
-HOLDER_ENV = "HYBRIDCTL_LOCK_TOKEN"
+__all__ = ["HOLDER_ENV", "LockHolder", "LockLostError", "StateLock", "stop_leftover_processes"]
+
 _LOCK_POLL_S = 0.2
-JsonDict = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class LockHolder:
-    pid: int
-    host: str
-    started_at: str
-    command: str
-    token: str = ""  # in the environment of every process the holder starts (see leftover_processes)
-    leftovers_stopped: int = 0  # set on a recovered holder: its processes that were still running
-
-    def describe(self) -> str:
-        return f"pid {self.pid} on host {self.host}, since {self.started_at} ({self.command})"
-
-    def to_dict(self) -> JsonDict:
-        return {"pid": self.pid, "host": self.host, "started_at": self.started_at, "command": self.command,
-                "token": self.token}
+class LockLostError(HybridctlError):
+    """This run no longer holds the state lock it took: it must not write the state or the journal."""
 
 
 def _read_holder(path: Path) -> LockHolder | None:
     try:
-        raw = json.loads(path.read_text())
-        return LockHolder(int(raw["pid"]), str(raw["host"]), str(raw["started_at"]), str(raw.get("command", "")),
-                          str(raw.get("token", "")))
-    except (OSError, ValueError, KeyError, TypeError):
+        return LockHolder.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
         return None
 
 
-def stop_leftover_processes(token: str) -> int:
-    """SIGKILL what a dead holder started and left running (ansible-playbook, ssh), found by the
-    token in their environment; a resumed run must not race them on the same hosts."""
-    proc = Path("/proc")
-    if not token or not proc.is_dir():
-        return 0
-    needle = f"{HOLDER_ENV}={token}".encode()
-    stopped = 0
-    for _ in range(3):  # a dying worker may still fork
-        found = 0
-        for entry in proc.iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    found += 1
-            except OSError:
-                continue
-        stopped += found
-        if not found:
-            break
-        time.sleep(0.05)
-    return stopped
+def _same_file(descriptor: int, path: Path) -> bool:
+    try:
+        on_disk = path.stat()
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(descriptor)
+    return (mine.st_dev, mine.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+def set_token_env(token: str | None) -> str | None:
+    """Put the holder's token in our environment (inherited by all we start); returns the old value."""
+    saved = os.environ.get(HOLDER_ENV)
+    if token is None:
+        os.environ.pop(HOLDER_ENV, None)
+    else:
+        os.environ[HOLDER_ENV] = token
+    return saved
 
 
 class StateLock:
@@ -90,6 +73,7 @@ class StateLock:
         self.path = root / "lock"
         self.holder_path = root / "lock.holder.json"
         self._fd: int | None = None
+        self._me: LockHolder | None = None
         self._saved_env: str | None = None
 
     @property
@@ -99,23 +83,31 @@ class StateLock:
     def holder(self) -> LockHolder | None:
         return _read_holder(self.holder_path)
 
+    def holder_status(self) -> tuple[LockHolder | None, bool | None]:
+        """The recorded holder, and whether it is alive (None: on another host, cannot tell)."""
+        holder = self.holder()
+        if holder is None:
+            return None, None
+        if self._me is not None and holder.token == self._me.token:
+            return holder, True
+        return holder, holder_alive(holder)
+
     def acquire(self, *, command: str, timeout_s: float = 0.0,
                 on_wait: Callable[[LockHolder | None], None] | None = None) -> LockHolder | None:
         """Take the lock, waiting up to timeout_s. Returns the dead holder it recovered from, if any."""
         if self._fd is not None:
             raise RuntimeError("the state lock is already held by this object")
         self.root.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + max(timeout_s, 0.0)
         waited = False
         while True:
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
+                os.close(descriptor)
                 holder = self.holder()
                 if time.monotonic() >= deadline:
-                    os.close(descriptor)
                     who = holder.describe() if holder else "another process (no holder record yet)"
                     raise StateLockedError(
                         f"the state in {self.root} is locked by {who}",
@@ -125,31 +117,73 @@ class StateLock:
                     on_wait(holder)
                 waited = True
                 time.sleep(_LOCK_POLL_S)
-        # The flock is ours, so whoever left a holder record is gone: flock dies with its process.
-        stale = self.holder()
-        if stale is not None and stale.host == socket.gethostname():
-            stale = replace(stale, leftovers_stopped=stop_leftover_processes(stale.token))
-        me = LockHolder(os.getpid(), socket.gethostname(), now_iso(), command, uuid.uuid4().hex)
+                continue
+            if _same_file(descriptor, self.path):
+                break
+            os.close(descriptor)  # `lock` was removed or replaced between open and flock: lock the new one
         try:
+            stale = self._recover(self.holder())
+            me = LockHolder.for_this_process(command)
             atomic_write_text(self.holder_path, json.dumps(me.to_dict(), sort_keys=True) + "\n", mode=0o600)
         except BaseException:
             os.close(descriptor)
             raise
-        self._fd = descriptor
-        self._saved_env = os.environ.get(HOLDER_ENV)
-        os.environ[HOLDER_ENV] = me.token  # inherited by every process this run starts
+        self._fd, self._me = descriptor, me
+        self._saved_env = set_token_env(me.token)  # inherited by every process this run starts
         return stale
+
+    def _recover(self, stale: LockHolder | None) -> LockHolder | None:
+        """We have the flock: whoever left a holder record should be gone. Check, then clean up after it."""
+        if stale is None:
+            return None
+        if holder_alive(stale):
+            raise StateLockedError(
+                f"the state in {self.root} is held by {stale.describe()}, which is still running, but its lock "
+                f"file {self.path} was removed or replaced",
+                hint=f"do not delete the lock file of a running hybridctl; wait for that run to finish and run this "
+                     f"command again (if pid {stale.pid} is not hybridctl, remove {self.holder_path})")
+        if holder_alive(stale) is False:
+            stale = replace(stale, leftovers_stopped=stop_leftover_processes(stale.token))
+        return stale
+
+    def verify(self) -> None:
+        """Raise LockLostError unless this object still holds the lock: called before every write."""
+        if self._fd is None or self._me is None:
+            raise LockLostError(f"the state in {self.root} is written without holding its lock",
+                                hint="this is a bug in hybridctl: please report it")
+        if _same_file(self._fd, self.path):
+            holder = self.holder()
+            if holder is not None and holder.token == self._me.token:
+                return
+            raise LockLostError(f"the lock record {self.holder_path} no longer names this run "
+                                f"({holder.describe() if holder else 'it was removed'})",
+                                hint="another hybridctl may be writing the same state: check `hybridctl status`, "
+                                     "then resume with the same command")
+        # The lock file was removed (or replaced) under us. If nobody holds the file now at `lock`,
+        # take it back: we are still the only writer. Otherwise another run holds it: stop.
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise LockLostError(f"the lock file {self.path} was replaced while this run held it, and another "
+                                "process holds the new one: this run stops writing",
+                                hint="check `hybridctl status`, then resume with the same command") from None
+        if not _same_file(descriptor, self.path):
+            os.close(descriptor)
+            raise LockLostError(f"the lock file {self.path} keeps changing under this run")
+        os.close(self._fd)
+        self._fd = descriptor
+        atomic_write_text(self.holder_path, json.dumps(self._me.to_dict(), sort_keys=True) + "\n", mode=0o600)
 
     def release(self) -> None:
         if self._fd is None:
             return
-        if self._saved_env is None:
-            os.environ.pop(HOLDER_ENV, None)
-        else:
-            os.environ[HOLDER_ENV] = self._saved_env
+        set_token_env(self._saved_env)
         # Record first, then the flock: a crash in between leaves no record, which is harmless.
-        with contextlib.suppress(FileNotFoundError):
-            self.holder_path.unlink()
+        if self._me is not None and (self.holder() or self._me).token == self._me.token:
+            with contextlib.suppress(FileNotFoundError):
+                self.holder_path.unlink()
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
-        self._fd = None
+        self._fd, self._me = None, None

@@ -1,0 +1,159 @@
+"""Who holds a state lock, whether that process still lives, and what a dead holder left behind.
+
+Shared by both lock backends (statelock.py's flock, pgstate.py's advisory lock). A pid alone
+does not name a process: pids are reused. A holder is alive only if a process with its pid
+runs on this host, in this boot, and started at the same clock tick as the one recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HOLDER_ENV = "HYBRIDCTL_LOCK_TOKEN"
+# ssh ControlPersist masters of an Ansible run keep their sockets in <tmp>/hctl-cp-<token prefix>-*:
+# the masters daemonize and overwrite their environment, so the directory name is how a dead
+# holder's masters are found (see drivers/ansible.py).
+CONTROL_DIR_PREFIX = "hctl-cp-"
+CONTROL_TOKEN_CHARS = 12
+JsonDict = dict[str, Any]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def process_start(pid: int) -> str:
+    """'<boot id>:<start tick>' of a live process, or '' where /proc cannot tell (not Linux)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return ""
+    if fields[0] in ("Z", "X"):
+        return ""  # a zombie has ended; only its exit status is left to collect
+    return f"{boot}:{fields[19]}"  # field 22 of stat: start time in clock ticks since boot
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int
+    host: str
+    started_at: str
+    command: str
+    token: str = ""  # in the environment of every process the holder starts; never shown
+    user: str = ""
+    process_start: str = ""  # process_start(pid) when it took the lock
+    leftovers_stopped: int = 0  # set on a recovered holder: its processes that were still running
+
+    def describe(self) -> str:
+        who = f"{self.user}, " if self.user else ""
+        return f"pid {self.pid} on host {self.host} ({who}since {self.started_at}, {self.command})"
+
+    def to_dict(self) -> JsonDict:
+        """The stored record, token included: only the lock's own files and table keep it."""
+        return {"pid": self.pid, "host": self.host, "started_at": self.started_at, "command": self.command,
+                "token": self.token, "user": self.user, "process_start": self.process_start}
+
+    def public(self) -> JsonDict:
+        """What status shows: everything but the token, which would let a reader pose as the holder."""
+        return {k: v for k, v in self.to_dict().items() if k != "token"}
+
+    @staticmethod
+    def from_dict(raw: Any) -> LockHolder | None:
+        try:
+            return LockHolder(int(raw["pid"]), str(raw["host"]), str(raw["started_at"]), str(raw.get("command", "")),
+                              str(raw.get("token", "")), str(raw.get("user", "")), str(raw.get("process_start", "")))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    @staticmethod
+    def for_this_process(command: str) -> LockHolder:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = str(os.getuid())
+        return LockHolder(os.getpid(), socket.gethostname(), now_iso(), command, uuid.uuid4().hex, user,
+                          process_start(os.getpid()))
+
+
+def holder_alive(holder: LockHolder) -> bool | None:
+    """True/False for a holder on this host; None when it ran elsewhere and cannot be checked here."""
+    if holder.host != socket.gethostname():
+        return None
+    if holder.process_start:
+        return process_start(holder.pid) == holder.process_start
+    try:  # a record from a version that kept no start time: the pid is all there is
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_matching(match: Any) -> int:
+    """SIGKILL every process for which match(proc entry) is true, a few rounds (dying workers fork)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0
+    stopped = 0
+    for _ in range(3):
+        found = 0
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if match(entry):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found += 1
+            except OSError:
+                continue
+        stopped += found
+        if not found:
+            break
+        time.sleep(0.05)
+    return stopped
+
+
+def control_dir_prefix() -> str:
+    """The prefix of an Ansible run's ssh control directory: carries the lock holder's token, if any."""
+    token = os.environ.get(HOLDER_ENV, "")
+    return f"{CONTROL_DIR_PREFIX}{token[:CONTROL_TOKEN_CHARS]}-" if len(token) >= CONTROL_TOKEN_CHARS \
+        else CONTROL_DIR_PREFIX
+
+
+def control_dirs(token: str) -> list[Path]:
+    if len(token) < CONTROL_TOKEN_CHARS:
+        return []
+    return sorted(Path(tempfile.gettempdir()).glob(f"{CONTROL_DIR_PREFIX}{token[:CONTROL_TOKEN_CHARS]}-*"))
+
+
+def stop_leftover_processes(token: str) -> int:
+    """SIGKILL what a dead holder started and left running, and remove its ssh control directories.
+
+    ansible-playbook and its workers carry the token in their environment; ssh ControlPersist
+    masters are found by their control directory in their command line. A resumed run must not
+    race them on the same hosts.
+    """
+    if not token:
+        return 0
+    needle = f"{HOLDER_ENV}={token}".encode()
+    stopped = _kill_matching(lambda entry: needle in (entry / "environ").read_bytes().split(b"\0"))
+    for directory in control_dirs(token):
+        marker = str(directory).encode()
+        stopped += _kill_matching(lambda entry, marker=marker: marker in (entry / "cmdline").read_bytes())
+        with contextlib.suppress(OSError):
+            shutil.rmtree(directory)
+    return stopped
