@@ -337,23 +337,10 @@ def run_resume(state: Path | None, options: ExecOptions) -> int:
         return _execute(store, runbook, options, out)
 
 
-def _returning_sites(runbooks: Sequence[Runbook]) -> list[str]:
-    from hybridctl.core.failover.events import EventKind
-
-    sites: set[str] = set()
-    for runbook in runbooks:
-        sites |= {d.site for d in runbook.deferred}
-        for event in runbook.events:
-            kind, _, target = event.partition(" ")
-            if kind in (EventKind.SITE_LOST, EventKind.LINK_DOWN):
-                sites.add(target)
-    return sorted(sites)
-
-
 def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, output_format: str,
                  options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import open_store
-    from hybridctl.core.failover.failover import plan_rollback
+    from hybridctl.core.failover.failover import plan_rollback, returning_sites
     from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.executor import pending_for
 
@@ -374,7 +361,7 @@ def run_rollback(state: Path | None, inventory: Path | None, *, dry_run: bool, o
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         runbook = plan_rollback(the_inventory, original, _applied(current, store),
                                 steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
-                                returning_sites=_returning_sites(chain), base_serial=current.serial)
+                                returning_sites=returning_sites(chain), base_serial=current.serial)
         _emit(runbook, output_format)
         if dry_run:
             return 0

@@ -1,8 +1,12 @@
 """Drills: tabletop failovers. Each scenario is replanned from the base plan and nothing is executed.
 
-The gate (the exit code CI acts on) fails when a fixed-tier workload would lose service, or
-would be back later than its `rto_minutes`. Degrading to a fallback passes: that is what a
-fallback is for. Scenarios are independent of one another; each starts from the base plan.
+Every scenario builds the full runbook, as `failover` would, and its rollback, as `runbook
+rollback` would: a scenario whose runbooks cannot be built fails, since the operator would
+meet that failure during the incident. The gate (the exit code CI acts on) also fails when a
+fixed-tier workload would lose service, or would be back later than its `rto_minutes`.
+Degrading to a fallback passes: that is what a fallback is for; so does an expected loss (a
+workload with `survives_site_loss: false` whose site is lost). Scenarios are independent of
+one another; each starts from the base plan.
 """
 
 from __future__ import annotations
@@ -11,12 +15,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from hybridctl.core.failover.failover import (
+    StepsFor,
+    failover_runbook,
+    plain_steps,
+    plan_rollback,
+    returning_sites,
+)
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.steps import StepGraphError, StepPlan
 from hybridctl.core.tiers import Tier
 
 
@@ -29,6 +41,9 @@ class ScenarioResult:
     budget_problem: str | None
     solver_status: str
     seconds: float
+    runbook_problem: str | None = None  # the failover runbook or its rollback cannot be built
+    steps: int = 0  # in the failover runbook
+    rollback_steps: int = 0
 
     def with_status(self, *statuses: Status) -> list[WorkloadImpact]:
         return [i for i in self.impacts if i.status in statuses]
@@ -44,6 +59,10 @@ class ScenarioResult:
     @property
     def lost(self) -> list[WorkloadImpact]:
         return self.with_status(Status.DOWN)
+
+    @property
+    def expected_losses(self) -> list[WorkloadImpact]:
+        return [i for i in self.impacts if i.expected_loss]
 
     @property
     def usd_per_month_delta(self) -> float:
@@ -66,9 +85,9 @@ class ScenarioResult:
     @property
     def gate_failures(self) -> list[str]:
         """Why this scenario fails the gate: fixed-tier service lost or recovery objective missed."""
-        failures: list[str] = []
+        failures: list[str] = [self.runbook_problem] if self.runbook_problem else []
         for i in self.impacts:
-            if i.tier != Tier.FIXED.value:
+            if i.tier != Tier.FIXED.value or i.expected_loss:
                 continue
             if i.loses_service:
                 failures.append(f"{i.workload} (fixed) loses service: {i.reason}")
@@ -98,17 +117,31 @@ class DrillReport:
         return [r for r in self.results if not r.passed]
 
 
-def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions) -> ScenarioResult:
+def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
+                 steps_for: StepsFor | None = None) -> ScenarioResult:
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options)
+    steps_for = steps_for or plain_steps(inventory)
+    problem: str | None = None
+    counts = (0, 0)
+    effects: tuple[WorkloadImpact, ...] | None = None
+    try:
+        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for)
+        effects = runbook.impacts
+        back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
+                             returning_sites=returning_sites([runbook]))
+        counts = (len(runbook.steps), len(back.steps))
+    except StepGraphError as exc:
+        problem = f"its runbook cannot be built: {exc}"
     return ScenarioResult(
         scenario=scenario,
-        impacts=tuple(impacts(inventory, result)),
+        impacts=effects if effects is not None else tuple(impacts(inventory, result)),
         usd_per_month_before=base.total_usd_per_month,
         usd_per_month_after=result.after.total_usd_per_month,
         budget_problem=budget_violation(result.after),
         solver_status=result.after.solver.status,
         seconds=round(time.perf_counter() - started, 3),
+        runbook_problem=problem, steps=counts[0], rollback_steps=counts[1],
     )
 
 
@@ -118,9 +151,20 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     options = options or FailoverOptions()
     started = time.perf_counter()
     results: list[ScenarioResult] = []
+    steps_for = _base_once(base, plain_steps(inventory))
     for scenario in scenarios:
-        result = run_scenario(inventory, base, scenario, options)
+        result = run_scenario(inventory, base, scenario, options, steps_for)
         results.append(result)
         if on_result is not None:
             on_result(result)
     return DrillReport(inventory.name, base, tuple(results), round(time.perf_counter() - started, 3))
+
+
+def _base_once(base: Plan, steps_for: StepsFor) -> StepsFor:
+    """Every scenario's runbook starts from the base plan: build its steps once."""
+    base_steps = steps_for(base)
+
+    def build(plan: Plan) -> StepPlan:
+        return base_steps if plan is base else steps_for(plan)
+
+    return build

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from hybridctl.core.failover.disrupt import Disruption
-from hybridctl.core.failover.events import Event
+from hybridctl.core.failover.events import SITE_EVENTS, Event
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
 from hybridctl.core.failover.runbook import (
@@ -26,14 +26,21 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
-from hybridctl.core.steps import StepPlan
+from hybridctl.core.steps import StepPlan, apply_steps
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
 
 
 def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *, steps_for: StepsFor,
                   options: FailoverOptions | None = None, base_serial: int | None = None) -> tuple[Runbook, Replan]:
-    result = replan(inventory, applied, events, options)
+    return failover_runbook(inventory, replan(inventory, applied, events, options), steps_for=steps_for,
+                            base_serial=base_serial)
+
+
+def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFor,
+                     base_serial: int | None = None) -> tuple[Runbook, Replan]:
+    """The runbook from the applied plan (`result.before`) to the failover plan of `result`."""
+    applied, events = result.before, result.disruption.events
     # once applied, the failover plan is the plan of this inventory under these events
     result = dataclasses.replace(result, after=dataclasses.replace(result.after,
                                                                    inventory_digest=inventory_digest(inventory)))
@@ -62,6 +69,26 @@ def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], 
         manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
         base_serial=base_serial, notes=notes)
     return runbook, result
+
+
+def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
+    """The sites a rollback of these failovers brings back: lost or cut off, or holding deferred steps."""
+    sites: set[str] = set()
+    for runbook in failovers:
+        sites |= {d.site for d in runbook.deferred}
+        for event in runbook.events:
+            kind, _, target = event.partition(" ")
+            if kind in SITE_EVENTS:
+                sites.add(target)
+    return sorted(sites)
+
+
+def plain_steps(inventory: Inventory) -> StepsFor:
+    """apply's steps without bundles or deployed state: what a rehearsal (drill, --plan) builds."""
+    def build(plan: Plan) -> StepPlan:
+        return apply_steps(plan, inventory)
+
+    return build
 
 
 def plan_rollback(inventory: Inventory, failover: Runbook, current: Plan, *, steps_for: StepsFor,

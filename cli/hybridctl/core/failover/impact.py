@@ -76,10 +76,12 @@ class WorkloadImpact:
     restarts_from_scratch: bool  # stateful work without checkpoints that moves
     usd_per_month_before: float
     usd_per_month_after: float
+    # survives_site_loss: false and its site was lost: losing it is expected (drills do not fail on it)
+    expected_loss: bool = False
 
     @property
     def meets_rto(self) -> bool | None:
-        if self.rto_minutes is None:
+        if self.rto_minutes is None or self.expected_loss:
             return None
         if self.status is Status.DOWN:
             return False
@@ -205,5 +207,6 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
             work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,
             restarts_from_scratch=moved and stateful and w.checkpoint_minutes is None,
             usd_per_month_before=round(usd_before.get(w.name, 0.0), 2),
-            usd_per_month_after=round(usd_after.get(w.name, 0.0), 2)))
+            usd_per_month_after=round(usd_after.get(w.name, 0.0), 2),
+            expected_loss=not returning and w.name in replan.disruption.expected and status is not Status.STARTED))
     return result

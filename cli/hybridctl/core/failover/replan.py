@@ -92,7 +92,9 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
     for u in result.unplaced:
         key = u.demand or u.workload
         reason = u.reason
-        if key in disruption.cut_off:
+        if key in disruption.down:
+            reason = "; ".join(filter(None, (disruption.cut_off.get(key), disruption.down[key])))
+        elif key in disruption.cut_off:
             reason = f"{disruption.cut_off[key]}; {reason}"
         elif lost_from.get(key):
             ran = ", ".join(sorted(set(lost_from[key])))
@@ -101,9 +103,17 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
                 reason = f"no eligible pool left: every pool it may use has lost its capacity; it ran in {ran}"
             else:
                 reason = f"{reason}; it ran in {ran}"
-        if key in degraded:
+        if key in degraded and key not in disruption.down:
             reason = f"even in its fallback shape ({degraded[key]}): {reason}"
         unplaced.append(dataclasses.replace(u, reason=reason))
+    # federated trainers whose data site is lost have no demand left to be unplaced: list them here
+    listed = {u.demand or u.workload for u in unplaced}
+    replicas = {w.name: w.replicas for w in disruption.inventory.workloads}
+    for key, why in sorted(disruption.down.items()):
+        workload, _, site = key.partition("@")
+        if site and key not in listed:
+            unplaced.append(Unplaced(workload, why, replicas.get(workload, 1), result.tiers.get(workload, ""), key))
+    unplaced.sort(key=lambda x: (x.workload, x.demand))
     real_gpu = disruption.gpu_types
     pools = tuple(dataclasses.replace(p, gpu=real_gpu.get(p.pool, p.gpu)) if p.pool in real_gpu else p
                   for p in result.pools)
@@ -160,6 +170,7 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
         placed_full = _placed(first)
         # a fallback that is the full shape again degrades nothing: such work is simply replanned
         fallbacks = {d.key: d for d in all_demands if d.key in short and d.key in scope.free
+                     and d.key not in disruption.down
                      and d.workload.fallback is not None
                      and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)}
         needy = {k: d for k, d in fallbacks.items() if placed_full.get(k, 0) < fallback_shape(d.workload)[2]}
