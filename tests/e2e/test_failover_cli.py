@@ -336,3 +336,53 @@ def test_the_cli_default_move_threshold_is_the_core_default() -> None:
     from hybridctl.core.failover.replan import DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
 
     assert MOVE_THRESHOLD_USD == DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
+
+
+class TestRehearsal:
+    """`failover --plan` and `drill --plan`: from a plan file, no state; the runbook an applied state gives."""
+
+    def test_the_rehearsed_runbook_is_the_applied_states_runbook(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        plan_file = tmp_path / "plan.json"
+        assert cli("plan", inventory, "--out", plan_file).returncode in (0, 2)
+        rehearsed = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", inventory, "--format", "json",
+                        cwd=tmp_path)
+        assert rehearsed.returncode == 0, rehearsed.stderr
+        assert not (tmp_path / ".hybridctl").exists()  # no state was made or read
+        state = tmp_path / "state"
+        applied = cli("apply", plan_file, "--inventory", inventory, "--state", state, "--auto-approve")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        real = cli("failover", "site-lost", "aws-a", "--state", state, "--format", "json")
+        assert real.returncode == 0, real.stderr
+        mine, theirs = json.loads(rehearsed.stdout), json.loads(real.stdout)
+        assert mine.pop("base_serial") is None and theirs.pop("base_serial") == 1
+        assert mine == theirs and mine["steps"]  # same id, steps, digests, plans, impacts
+
+    def test_execute_is_refused_and_the_inventory_must_be_the_plans(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        plan_file = tmp_path / "plan.json"
+        cli("plan", inventory, "--out", plan_file)
+        done = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", inventory, "--execute",
+                   "--auto-approve")
+        assert done.returncode == 2 and "cannot be executed" in flat(done.stderr)
+        other = two_regions()
+        other["workloads"][1]["replicas"] = 2
+        changed = write_inventory(tmp_path / "other.yaml", other)
+        done = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", changed)
+        assert done.returncode == 4 and "made from another inventory" in flat(done.stderr)
+        done = cli("failover", "site-lost", "aws-a", "--plan", plan_file)
+        assert done.returncode == 2 and "--plan needs --inventory" in flat(done.stderr)
+
+    def test_drill_from_a_plan_file(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        plan_file = tmp_path / "plan.json"
+        cli("plan", inventory, "--out", plan_file)
+        from_plan = cli("drill", inventory, "--plan", plan_file, "--format", "json")
+        report = json.loads(from_plan.stdout)
+        assert from_plan.returncode == 1 and report["failed"] == ["site-lost-dc"], from_plan.stderr  # ocr: dc only
+        assert report["usd_per_month_base"] == json.loads(plan_file.read_text())["total_usd_per_month"]
+        assert {s["name"] for s in report["scenarios"]} >= {"site-lost-aws-a", "site-lost-dc"}
+        other = two_regions()
+        other["workloads"][1]["replicas"] = 2
+        done = cli("drill", write_inventory(tmp_path / "other.yaml", other), "--plan", plan_file)
+        assert done.returncode == 4 and "made from another inventory" in flat(done.stderr)

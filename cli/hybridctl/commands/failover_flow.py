@@ -30,6 +30,8 @@ from hybridctl.errors import RefusedError, UsageError
 from hybridctl.render.console import stderr, stdout
 
 if TYPE_CHECKING:
+    from hybridctl.core.failover.events import Event
+    from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.executor import RunReport, StepRunner
 
 OPERATION = "runbook"
@@ -52,7 +54,8 @@ class ExecOptions:
 
 
 def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
-              json_out: Path | None, move_threshold_usd: float, time_limit_s: float) -> int:
+              json_out: Path | None, move_threshold_usd: float, time_limit_s: float,
+              plan_file: Path | None = None) -> int:
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.scenario import check_scenarios, parse_scenarios, standard_scenarios
@@ -62,7 +65,10 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.render.failover import drill_markdown, render_drill
 
-    inventory = load_inventory(inventory_path).inventory
+    if plan_file is not None:
+        base, inventory = rehearsal_base(plan_file, inventory_path)
+    else:
+        inventory = load_inventory(inventory_path).inventory
     scenarios = []
     for path in scenario_files:
         try:
@@ -75,7 +81,8 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     if standard:
         scenarios += standard_scenarios(inventory)
     check_scenarios(scenarios, inventory)
-    base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
+    if plan_file is None:
+        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
     report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s))
     if output_format == "json":
         typer.echo(drill_to_json(report), nl=False)
@@ -91,21 +98,45 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
 # --- shared pieces -------------------------------------------------------------------------------
 
 
-def steps_builder(inventory: Inventory, state: State, refs: dict[str, BundleRef] | None,
-                  public_key: Path | None) -> Callable[[Plan], StepPlan]:
-    """plan -> apply's step graph for it, built exactly as apply builds it."""
+def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
+                  public_key: Path | None, *, applied: Plan | None = None) -> Callable[[Plan], StepPlan]:
+    """plan -> apply's step graph for it, built exactly as apply builds it.
+
+    Without a state (a rehearsal from a plan file), what is deployed is what applying `applied`
+    would deploy, so the runbook is the one the applied state would give.
+    """
     from hybridctl.commands.apply_flow import assets_digest, deployed_steps
-    from hybridctl.core.steps import apply_steps
+    from hybridctl.core.steps import DeployedStep, apply_steps
 
     digests = dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
-    deployed = deployed_steps(state)
+    key = str(public_key.resolve()) if public_key else None
+    if state is not None:
+        deployed = deployed_steps(state)
+    else:
+        assert applied is not None
+        made = apply_steps(applied, inventory, bundles=refs, bundle_public_key=key, asset_digests=digests).graph
+        deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made if s.deploys}
 
     def build(plan: Plan) -> StepPlan:
-        return apply_steps(plan, inventory, bundles=refs,
-                           bundle_public_key=str(public_key.resolve()) if public_key else None,
-                           deployed=deployed, asset_digests=digests)
+        return apply_steps(plan, inventory, bundles=refs, bundle_public_key=key, deployed=deployed,
+                           asset_digests=digests)
 
     return build
+
+
+def rehearsal_base(plan_path: Path, inventory_path: Path) -> tuple[Plan, Inventory]:
+    """A plan file and the inventory it was made from, for a rehearsal that needs no state."""
+    from hybridctl.commands.common import read_plan
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.costs import inventory_digest
+
+    the_plan = read_plan(plan_path)
+    inventory = load_inventory(inventory_path).inventory
+    if the_plan.inventory_digest != inventory_digest(inventory):
+        raise RefusedError(f"{plan_path} was made from another inventory: {inventory_path} has changed since, or is "
+                           "not the inventory of this plan",
+                           hint=f"make a new plan: hybridctl plan {inventory_path} --out {plan_path}")
+    return the_plan, inventory
 
 
 def _load_inventory(option: Path | None, state: State) -> Inventory:
@@ -285,7 +316,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
 
 def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | None, output_format: str,
                  out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
-                 options: ExecOptions) -> int:
+                 options: ExecOptions, plan_file: Path | None = None) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.core.failover.events import check_events, parse_events
     from hybridctl.core.failover.failover import plan_failover
@@ -295,6 +326,10 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
     from hybridctl.drivers.files import atomic_write_text
 
     events = parse_events(words)
+    if plan_file is not None:
+        return _rehearse_failover(events, plan_file, inventory, state=state, execute=execute,
+                                  output_format=output_format, out=out,
+                                  options=FailoverOptions(move_threshold_usd, time_limit_s), bundles=options)
     store = open_store(state)
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
         current = store.read()
@@ -315,6 +350,34 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
         if not execute:
             return 0
         return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
+
+
+def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: Path | None,
+                       execute: bool, output_format: str, out: Path | None, options: FailoverOptions,
+                       bundles: ExecOptions) -> int:
+    """The runbook the applied state would give, from a plan file: nothing is read from a state or run."""
+    from hybridctl.core.failover.events import check_events
+    from hybridctl.core.failover.failover import plan_failover
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.drivers.files import atomic_write_text
+
+    if execute:
+        raise UsageError("--execute needs an applied state: a runbook rehearsed from --plan cannot be executed",
+                         hint="drop --plan to fail over what the state records as applied")
+    if state is not None:
+        raise UsageError("--plan and --state exclude each other: a rehearsal reads no state")
+    if inventory is None:
+        raise UsageError("--plan needs --inventory PATH: the inventory the plan was made from")
+    applied, the_inventory = rehearsal_base(plan_file, inventory)
+    check_events(events, the_inventory)
+    refs = _refs(bundles, {w.name for w in the_inventory.workloads})
+    runbook, _ = plan_failover(the_inventory, applied, events, options=options,
+                               steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
+                                                       applied=applied))
+    _emit(runbook, output_format)
+    if out is not None:
+        atomic_write_text(out, runbook_to_json(runbook))
+    return 0
 
 
 def run_resume(state: Path | None, options: ExecOptions) -> int:
