@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from hybridctl.executor import RunReport, StepRunner
 
 OPERATION = "runbook"
+PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
 INTERRUPTED = 130
 
 
@@ -83,7 +84,12 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     check_scenarios(scenarios, inventory)
     if plan_file is None:
         base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
-    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s))
+    from hybridctl.drivers.parallel import map_in_processes
+
+    # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
+    spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
+    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s),
+                   map_scenarios=map_in_processes if spread else None)
     if output_format == "json":
         typer.echo(drill_to_json(report), nl=False)
     elif output_format == "markdown":

@@ -11,8 +11,9 @@ one another; each starts from the base plan.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.failover.failover import (
@@ -24,6 +25,7 @@ from hybridctl.core.failover.failover import (
 )
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
+from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
@@ -118,7 +120,8 @@ class DrillReport:
 
 
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
-                 steps_for: StepsFor | None = None) -> ScenarioResult:
+                 steps_for: StepsFor | None = None, fingerprint: str | None = None) -> ScenarioResult:
+    """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options)
     steps_for = steps_for or plain_steps(inventory)
@@ -126,7 +129,9 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
     counts = (0, 0)
     effects: tuple[WorkloadImpact, ...] | None = None
     try:
-        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for)
+        # the base plan is made from (or checked against) this inventory: its digest is the inventory's
+        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, digest=base.inventory_digest or None,
+                                      fingerprint=fingerprint)
         effects = runbook.impacts
         back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
                              returning_sites=returning_sites([runbook]))
@@ -145,15 +150,24 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
     )
 
 
+ScenarioMapper = Callable[[Callable[[Scenario], ScenarioResult], Sequence[Scenario]], Iterable[ScenarioResult]]
+
+
 def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], options: FailoverOptions | None = None,
-          on_result: Callable[[ScenarioResult], None] | None = None) -> DrillReport:
-    """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress)."""
+          on_result: Callable[[ScenarioResult], None] | None = None,
+          map_scenarios: ScenarioMapper | None = None) -> DrillReport:
+    """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress).
+
+    `map_scenarios` runs the scenarios (default: one after the other, here); the command layer
+    may pass one that spreads them over processes. Results come back in scenario order.
+    """
     options = options or FailoverOptions()
     started = time.perf_counter()
+    run = functools.partial(run_scenario, inventory, base, options=options,
+                            steps_for=_base_once(base, plain_steps(inventory)),
+                            fingerprint=applied_fingerprint(base))
     results: list[ScenarioResult] = []
-    steps_for = _base_once(base, plain_steps(inventory))
-    for scenario in scenarios:
-        result = run_scenario(inventory, base, scenario, options, steps_for)
+    for result in (map_scenarios or map)(run, scenarios):
         results.append(result)
         if on_result is not None:
             on_result(result)

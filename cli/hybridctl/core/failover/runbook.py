@@ -119,9 +119,15 @@ class Runbook:
         return [(name, title, by_group[name]) for name, title in GROUPS if by_group.get(name)]
 
 
-def incident_id(applied: Plan, events: Iterable[Event]) -> str:
-    text = canonical_json([applied.inventory_digest, [p.__dict__ for p in applied.placements],
-                           [str(e) for e in events]])
+def applied_fingerprint(applied: Plan) -> str:
+    """What identifies the applied side of an incident: its inventory digest and placements."""
+    text = canonical_json([applied.inventory_digest, [p.__dict__ for p in applied.placements]])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def incident_id(applied: Plan, events: Iterable[Event], fingerprint: str | None = None) -> str:
+    """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known)."""
+    text = canonical_json([fingerprint or applied_fingerprint(applied), [str(e) for e in events]])
     return "inc-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
