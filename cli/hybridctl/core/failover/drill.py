@@ -175,10 +175,18 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
 
 
 def _base_once(base: Plan, steps_for: StepsFor) -> StepsFor:
-    """Every scenario's runbook starts from the base plan: build its steps once."""
+    """Every scenario's runbook starts from the base plan, and its rollback from the failover plan
+    its runbook ends in: build the base plan's steps once, and the last plan's once more."""
     base_steps = steps_for(base)
+    last: list[tuple[Plan, StepPlan]] = []
 
     def build(plan: Plan) -> StepPlan:
-        return base_steps if plan is base else steps_for(plan)
+        if plan is base:
+            return base_steps
+        if last and last[0][0] is plan:
+            return last[0][1]
+        built = steps_for(plan)
+        last[:] = [(plan, built)]
+        return built
 
     return build
