@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
+from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.inventory.models import Dataset, Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.plan.model import Plan
@@ -74,14 +75,15 @@ def link_need(demand: Demand, site: str) -> str | None:
     return None
 
 
-def _cut_off(inventory: Inventory, applied: Plan, down: Sequence[str]) -> tuple[dict[str, str], dict[str, int]]:
+def _cut_off(inventory: Inventory, applied: Plan, down: Sequence[str],
+             demand_cache: DemandCache | None) -> tuple[dict[str, str], dict[str, int]]:
     """Demands behind a down link that need it, and the GPUs per pool of those that stay."""
     placed: dict[str, set[str]] = defaultdict(set)
     for placement in applied.placements:
         if placement.site in down:
             placed[placement.demand or placement.workload].add(placement.site)
     cut: dict[str, str] = {}
-    for demand in demands(inventory):
+    for demand in demand_cache.demands(inventory) if demand_cache is not None else demands(inventory):
         for site in sorted(placed.get(demand.key, ())):
             need = link_need(demand, site)
             if need is not None:
@@ -99,7 +101,8 @@ def _without_sites(workload: Workload, excluded: frozenset[str], all_sites: Sequ
     return workload.model_copy(update={"sites": [s for s in allowed if s not in excluded]})
 
 
-def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan) -> Disruption:
+def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan,
+            demand_cache: DemandCache | None = None) -> Disruption:
     """Apply the events, in order, to the inventory on which `applied` runs."""
     info = {p.name: p for p in pool_infos(inventory)}
     capacity = {name: p.capacity_gpus for name, p in info.items()}
@@ -127,7 +130,7 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan) -> Dis
             causes[event.target].append(str(event))
 
     down_links = [s for s in down if s not in lost_sites]
-    cut, staying = _cut_off(inventory, applied, down_links) if down_links else ({}, {})
+    cut, staying = _cut_off(inventory, applied, down_links, demand_cache) if down_links else ({}, {})
     for site in inventory.sites:
         if site.name in down_links:
             # nothing can be shipped to a site without its uplink: only what stays keeps its GPUs

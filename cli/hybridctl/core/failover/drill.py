@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.failover import (
     StepsFor,
     failover_runbook,
@@ -120,10 +121,11 @@ class DrillReport:
 
 
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
-                 steps_for: StepsFor | None = None, fingerprint: str | None = None) -> ScenarioResult:
+                 steps_for: StepsFor | None = None, fingerprint: str | None = None,
+                 demand_cache: DemandCache | None = None) -> ScenarioResult:
     """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
     started = time.perf_counter()
-    result: Replan = replan(inventory, base, scenario.events, options)
+    result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
     steps_for = steps_for or plain_steps(inventory)
     problem: str | None = None
     counts = (0, 0)
@@ -163,9 +165,11 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     """
     options = options or FailoverOptions()
     started = time.perf_counter()
+    cache = DemandCache()
+    cache.demands(inventory)  # filled before the scenarios run (and before any worker forks)
     run = functools.partial(run_scenario, inventory, base, options=options,
                             steps_for=_base_once(base, plain_steps(inventory)),
-                            fingerprint=applied_fingerprint(base))
+                            fingerprint=applied_fingerprint(base), demand_cache=cache)
     results: list[ScenarioResult] = []
     for result in (map_scenarios or map)(run, scenarios):
         results.append(result)

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
+from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope
@@ -139,7 +140,7 @@ def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, De
 
 
 def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
-           options: FailoverOptions | None = None) -> Replan:
+           options: FailoverOptions | None = None, demand_cache: DemandCache | None = None) -> Replan:
     """The failover plan for `events` hitting the inventory while `applied` runs.
 
     Work left short first tries its fallback where that is all it can get (placed below the
@@ -147,10 +148,10 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     tried too, since shrinking them frees capacity. The best outcome by _score wins.
     """
     options = options or FailoverOptions()
-    disruption = disrupt(inventory, events, applied)
+    disruption = disrupt(inventory, events, applied, demand_cache)
     disrupted = disruption.inventory
     plan_options = options.plan_options()
-    all_demands = demands(disrupted)
+    all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
     wanted = {d.key: d for d in all_demands}
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied)
     first = scope.plan(plan_options)
