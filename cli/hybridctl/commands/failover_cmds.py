@@ -88,7 +88,7 @@ def drill(
 ) -> None:
     """Tabletop exercise: what each scenario would move, degrade and lose. Exit 1 when a fixed-tier workload
     would lose service or miss its rto_minutes."""
-    from hybridctl.commands.failover_flow import run_drill
+    from hybridctl.commands.drill_flow import run_drill
 
     code = run_drill(inventory, scenario, standard=standard or not scenario, output_format=output_format.value,
                      json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,

@@ -1,4 +1,4 @@
-"""The flows behind failover, drill and runbook: load, replan, render, and execute through apply's executor.
+"""The flows behind failover and runbook: load, replan, render, and execute through apply's executor.
 
 Runbooks live in the state directory, beside what apply keeps there:
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from hybridctl.executor import RunReport, StepRunner
 
 OPERATION = "runbook"
-PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
 INTERRUPTED = 130
 
 
@@ -49,56 +48,6 @@ class ExecOptions:
     ssh_key: Path | None = None
     lock_timeout_s: float = 0.0
     parallelism: int = 4
-
-
-# --- drill ---------------------------------------------------------------------------------------
-
-
-def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
-              json_out: Path | None, move_threshold_usd: float, time_limit_s: float,
-              plan_file: Path | None = None) -> int:
-    from hybridctl.core.failover.drill import drill
-    from hybridctl.core.failover.replan import FailoverOptions
-    from hybridctl.core.failover.scenario import check_scenarios, parse_scenarios, standard_scenarios
-    from hybridctl.core.failover.serialize import drill_to_json
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions, plan
-    from hybridctl.drivers.files import atomic_write_text
-    from hybridctl.render.failover import drill_markdown, render_drill
-
-    if plan_file is not None:
-        base, inventory = rehearsal_base(plan_file, inventory_path)
-    else:
-        inventory = load_inventory(inventory_path).inventory
-    scenarios = []
-    for path in scenario_files:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"{path}: no such scenario file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read: {exc}") from None
-        scenarios += parse_scenarios(text, str(path))
-    if standard:
-        scenarios += standard_scenarios(inventory)
-    check_scenarios(scenarios, inventory)
-    if plan_file is None:
-        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
-    from hybridctl.drivers.parallel import map_in_processes
-
-    # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
-    spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
-    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s),
-                   map_scenarios=map_in_processes if spread else None)
-    if output_format == "json":
-        typer.echo(drill_to_json(report), nl=False)
-    elif output_format == "markdown":
-        typer.echo(drill_markdown(report), nl=False)
-    else:
-        render_drill(stdout(), report)
-    if json_out is not None:
-        atomic_write_text(json_out, drill_to_json(report))
-    return 0 if report.passed else 1
 
 
 # --- shared pieces -------------------------------------------------------------------------------
@@ -128,21 +77,6 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
                            asset_digests=digests)
 
     return build
-
-
-def rehearsal_base(plan_path: Path, inventory_path: Path) -> tuple[Plan, Inventory]:
-    """A plan file and the inventory it was made from, for a rehearsal that needs no state."""
-    from hybridctl.commands.common import read_plan
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.costs import inventory_digest
-
-    the_plan = read_plan(plan_path)
-    inventory = load_inventory(inventory_path).inventory
-    if the_plan.inventory_digest != inventory_digest(inventory):
-        raise RefusedError(f"{plan_path} was made from another inventory: {inventory_path} has changed since, or is "
-                           "not the inventory of this plan",
-                           hint=f"make a new plan: hybridctl plan {inventory_path} --out {plan_path}")
-    return the_plan, inventory
 
 
 def _load_inventory(option: Path | None, state: State) -> Inventory:
@@ -374,6 +308,8 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
         raise UsageError("--plan and --state exclude each other: a rehearsal reads no state")
     if inventory is None:
         raise UsageError("--plan needs --inventory PATH: the inventory the plan was made from")
+    from hybridctl.commands.drill_flow import rehearsal_base
+
     applied, the_inventory = rehearsal_base(plan_file, inventory)
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})

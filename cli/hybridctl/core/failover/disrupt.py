@@ -51,6 +51,18 @@ class Disruption:
     # site (survives_site_loss: false); the disrupted inventory gives it no site to run at
     down: Mapping[str, str] = field(default_factory=dict)
     expected: frozenset[str] = frozenset()  # workloads whose loss is expected: survives_site_loss false, site lost
+    # nothing new starts behind a down link: only these workloads, already running there, may run there
+    staying_behind: frozenset[str] = frozenset()
+
+    def barred(self, workload: Workload) -> Workload:
+        """The workload as the planner must see it: without the sites behind a down link, unless it
+        already runs there. Applied to the demands a replan places only (copying every workload of a
+        fleet for each drill scenario would cost more than the replan)."""
+        down = self.down_links
+        if not down or workload.name in self.staying_behind or (
+                workload.sites is not None and not down & set(workload.sites)):
+            return workload
+        return _without_sites(workload, down, [s.name for s in self.inventory.sites])
 
     def change_of(self, pool: str) -> PoolChange | None:
         for change in self.pool_changes:
@@ -156,23 +168,18 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan,
             site.model_copy(update={"pools": pools})
 
     sites = [changed_site(s) for s in inventory.sites]
-    workloads = inventory.workloads
-    if down_links:
-        # a workload that is not already running behind a down link may not start there
-        excluded = frozenset(down_links)
-        names = [s.name for s in inventory.sites]
-        at_site = {p.workload for p in applied.placements if p.site in excluded
-                   and (p.demand or p.workload) not in cut}
-        workloads = [w if w.name in at_site or (w.sites is not None and not excluded & set(w.sites))
-                     else _without_sites(w, excluded, names) for w in workloads]
-    datasets, workloads, cannot_run, expected = _after_site_loss(inventory, workloads, applied, frozenset(lost_sites))
+    # a workload that is not already running behind a down link may not start there (Disruption.barred)
+    staying_behind = frozenset(p.workload for p in applied.placements if p.site in down_links
+                        and (p.demand or p.workload) not in cut)
+    datasets, workloads, cannot_run, expected = _after_site_loss(inventory, inventory.workloads, applied,
+                                                               frozenset(lost_sites))
     disrupted = inventory.model_copy(update={"sites": sites, "workloads": workloads, "datasets": datasets})
     changes = tuple(
         PoolChange(p.site.name, name, p.pool.gpu, p.capacity_gpus, capacity[name], p.usd_per_gpu_hour, price[name],
                    tuple(causes[name]))
         for name, p in info.items() if name in causes)
     return Disruption(tuple(events), disrupted, frozenset(lost_sites), frozenset(down_links), changes, cut,
-                      cannot_run, expected)
+                      cannot_run, expected, staying_behind)
 
 
 def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applied: Plan, lost: frozenset[str]) -> tuple[

@@ -67,7 +67,8 @@ def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFo
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]
     runbook = build_runbook(
-        inventory, kind=RunbookKind.FAILOVER, incident=incident_id(applied, events, fingerprint), events=[str(e) for e in events],
+        inventory, kind=RunbookKind.FAILOVER, incident=incident_id(applied, events, fingerprint),
+        events=[str(e) for e in events],
         before=applied, after=result.after, impacts=impacts(inventory, result),
         before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable=unreachable,
         manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
