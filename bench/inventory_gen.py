@@ -1,10 +1,14 @@
-"""A seeded generator of realistic inventories, for benchmarks and property tests.
+"""A seeded generator of realistic inventories (format revision 2), for benchmarks and property tests.
 
-Shape: on-prem data centres with several reserved pools, cloud regions with on-demand and
-spot pools of real instance types at list-like prices, and many small edge sites; workloads
-drawn from realistic archetypes (always-on inference with latency budgets, training that
-reads large datasets, preemptible sweeps, batch jobs), many of them near-copies of one
-another as in real fleets. Demand is about 75 % of capacity overall and tighter on H100.
+Shape: on-prem data centres with several reserved pools of 8-GPU (or 4-GPU) machines, cloud
+regions with on-demand and spot pools of real instance types (1-GPU and 4-GPU machines, so that
+node shape and whole-machine rounding matter) at list-like prices, a capacity reservation per
+region, the smaller on-demand pools split into two availability-zone node groups, and many small
+edge sites; datasets, some copied to a second site; workloads drawn from realistic archetypes
+(always-on inference with latency budgets, some 4 GPUs wide, some spread across zones; training
+that reads large datasets; preemptible sweeps; batch jobs), each with a team, many of them
+near-copies of one another as in real fleets. The cost model is cash: committed on-prem capacity
+fills first.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ REGION_OF = {"EU": "eu-users", "US": "us-users", "UK": "uk-users", "APAC": "apac
 CLOUD_POOLS = [  # gpu, instance type, usd/GPU-h on demand, spot usd/GPU-h
     ("H100", "p5.48xlarge", 6.88, 2.45), ("A100-80GB", "p4de.24xlarge", 3.43, 1.40),
     ("A100-40GB", "p4d.24xlarge", 2.75, 1.10), ("L40S", "g6e.xlarge", 1.86, 0.70),
-    ("L4", "g6.xlarge", 0.81, 0.32), ("A10G", "g5.xlarge", 1.01, 0.40), ("T4", "g4dn.xlarge", 0.53, 0.20),
+    ("L40S", "g6e.12xlarge", 2.62, 0.95), ("L4", "g6.xlarge", 0.81, 0.32), ("L4", "g6.12xlarge", 1.15, 0.42),
+    ("A10G", "g5.xlarge", 1.01, 0.40), ("T4", "g4dn.xlarge", 0.53, 0.20),
 ]
+PER_NODE = {"p5.48xlarge": 8, "p4de.24xlarge": 8, "p4d.24xlarge": 8, "g6e.12xlarge": 4, "g6.12xlarge": 4}
 ONPREM_POOLS = [("H100", 1.9), ("A100-80GB", 1.1), ("L40S", 0.75), ("L4", 0.5), ("H200", 2.4)]
+TEAMS = ["search", "ads", "support-ai", "fraud-ml", "recommendations", "research", "vision", "platform"]
 ARCHETYPES = [  # type, gpu types, count, replicas range, hours choices, weight
     ("realtime_inference", ["L4", "A10G", "L40S"], 1, (2, 6), [730], 30),
     ("realtime_inference", ["L40S", "H100"], 1, (2, 4), [730], 8),
+    ("realtime_inference", ["L40S"], 4, (1, 2), [730], 3),  # a 4-GPU model server: node shape matters
     ("training", ["H100", "A100-80GB"], 8, (1, 2), [100, 200, 300], 8),
     ("fine_tuning", ["H100", "A100-80GB", "L40S"], 4, (1, 2), [50, 100], 10),
     ("pretraining", ["H100", "H200"], 8, (1, 3), [400, 600], 2),
@@ -46,7 +54,8 @@ def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
         site_pools = []
         for gpu, price in rng.sample(ONPREM_POOLS, k=rng.randint(2, 4)):
             site_pools.append({"name": f"op{i}-{gpu.lower()}", "gpu": gpu, "gpus": rng.choice([16, 32, 64, 128]),
-                               "capacity_type": "reserved", "usd_per_gpu_hour": round(price * rng.uniform(0.9, 1.1), 2)})
+                               "capacity_type": "reserved", "usd_per_gpu_hour": round(price * rng.uniform(0.9, 1.1), 2),
+                               "gpus_per_node": 4 if gpu in ("L4", "L40S") and rng.random() < 0.5 else 8})
         sites.append({"name": f"dc-{i}", "kind": "onprem", "jurisdiction": j, "failure_domain": f"dc-{i}",
                       "egress_usd_per_gb": 0.02, "latency_ms": _latencies(rng, j, 10), "uplink_mbps": 10000,
                       "pools": site_pools})
@@ -56,14 +65,25 @@ def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
         uplift = rng.uniform(1.0, 1.2)
         site_pools = []
         for gpu, instance, od, spot in CLOUD_POOLS:
-            site_pools.append({"name": f"c{i}-{instance.split('.')[0]}-od", "gpu": gpu, "instance_type": instance,
-                               "max_gpus": rng.choice([64, 128, 256]), "capacity_type": "on_demand",
-                               "usd_per_gpu_hour": round(od * uplift, 3)})
+            short = instance.replace(".", "-").replace("xlarge", "xl")
+            od_pool = {"name": f"c{i}-{short}-od", "gpu": gpu, "instance_type": instance,
+                       "max_gpus": rng.choice([64, 128, 256]), "capacity_type": "on_demand",
+                       "usd_per_gpu_hour": round(od * uplift, 3)}
+            if PER_NODE.get(instance, 1) == 1 and rng.random() < 0.5:
+                # one node group per availability zone, for serving that spreads across zones
+                for zone in ("a", "b"):
+                    site_pools.append({**od_pool, "name": f"c{i}{zone}-{short}-od", "max_gpus": od_pool["max_gpus"] // 2,
+                                       "failure_domain": f"cloud-{i}-az-{zone}"})
+            else:
+                site_pools.append(od_pool)
             if rng.random() < 0.6:
-                site_pools.append({"name": f"c{i}-{instance.split('.')[0]}-spot", "gpu": gpu, "instance_type": instance,
+                site_pools.append({"name": f"c{i}-{short}-spot", "gpu": gpu, "instance_type": instance,
                                    "max_gpus": rng.choice([32, 64, 128]), "capacity_type": "spot",
                                    "usd_per_gpu_hour": round(spot * uplift * rng.uniform(0.8, 1.2), 3),
                                    "interruptions_per_day": round(rng.uniform(0.1, 1.0), 2)})
+        site_pools.append({"name": f"c{i}-p5-reserved", "gpu": "H100", "instance_type": "p5.48xlarge", "max_gpus": 16,
+                           "capacity_type": "reserved", "usd_per_gpu_hour": round(3.9 * uplift, 3),
+                           "reservation_id": f"cr-{rng.getrandbits(68):017x}"})
         sites.append({"name": f"cloud-{i}", "kind": "cloud", "provider": "aws", "region": f"region-{i}",
                       "cluster": f"k8s-{i}", "jurisdiction": j, "egress_usd_per_gb": 0.09,
                       "latency_ms": _latencies(rng, j, 15), "pools": site_pools})
@@ -73,6 +93,7 @@ def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
         j = JURISDICTIONS[i % len(JURISDICTIONS)]
         gpu = rng.choice(["L4", "T4", "L40S"])
         sites.append({"name": f"edge-{i}", "kind": "edge", "jurisdiction": j, "egress_usd_per_gb": 0.05,
+                      "max_sensitivity": "confidential",
                       "latency_ms": _latencies(rng, j, 5), "uplink_mbps": rng.choice([200, 500, 1000]),
                       "pools": [{"name": f"edge-{i}-{gpu.lower()}", "gpu": gpu, "gpus": rng.choice([2, 4, 8]),
                                  "capacity_type": "reserved", "usd_per_gpu_hour": 0.6}]})
@@ -88,6 +109,12 @@ def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
                    "sensitivity": sensitivity}
         if sensitivity in ("confidential", "restricted"):
             dataset["residency"] = [site["jurisdiction"]]
+        if sensitivity == "restricted" and site["kind"] == "edge":
+            site["max_sensitivity"] = "restricted"  # a site trusted with the data it holds
+        stores = [s["name"] for s in sites if s is not site and s["jurisdiction"] == site["jurisdiction"]
+                  and (sensitivity != "restricted" or s["kind"] != "cloud") and s["kind"] != "edge"]
+        if stores and rng.random() < 0.3:
+            dataset["copies"] = [rng.choice(stores)]
         datasets.append(dataset)
     weights = [a[5] for a in ARCHETYPES]
     items = []
@@ -100,7 +127,8 @@ def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
         items.append(template)
     _scale_capacity(sites, items, utilisation=0.55)
     return {"version": 1, "name": f"synthetic-{workloads}-{pools}", "regions": sorted(REGION_OF.values()),
-            "policies": {"spread_fixed_across": 2}, "sites": sites, "datasets": datasets, "workloads": items}
+            "policies": {"spread_fixed_across": 2, "cost_model": "cash"}, "sites": sites, "datasets": datasets,
+            "workloads": items}
 
 
 def _base(sites: list[dict[str, Any]], datasets: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Any:
@@ -113,18 +141,22 @@ def _base(sites: list[dict[str, Any]], datasets: list[dict[str, Any]], workloads
 
 def _placeable(templates: list[dict[str, Any]], sites: list[dict[str, Any]],
                datasets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep the templates that validation accepts: an eligible pool, and enough failure domains."""
+    """Keep the templates that validation accepts: an eligible pool a replica fits, enough failure
+    domains for its spread, a cost ceiling above its cheapest cost."""
     from hybridctl.core.eligibility import EligibilityIndex, demands
-    from hybridctl.core.tiers import Tier
+    from hybridctl.core.inventory.feasibility import cheapest_usd, replica_fits
 
     named = [dict(t, name=f"t-{i}") for i, t in enumerate(templates)]
     inventory = _base(sites, datasets, named)
     index = EligibilityIndex(inventory)
+    egress = {s["name"]: s["egress_usd_per_gb"] for s in sites}
     keep: list[dict[str, Any]] = []
     for demand, template in zip(demands(inventory), templates, strict=True):
-        eligible = index.eligible(demand)
-        domains = {index.pools[p].domain for p in eligible}
-        if eligible and not (demand.tier is Tier.FIXED and demand.replicas >= 2 and len(domains) < 2):
+        fitting = [index.pools[p] for p in index.eligible(demand) if replica_fits(demand, index.pools[p])]
+        domains = {index.pools[p].domain for p in index.eligible(demand)}
+        ceiling = demand.workload.max_usd_per_month
+        if fitting and not (demand.replicas >= 2 and min(demand.spread, demand.replicas) > len(domains)) \
+                and not (ceiling is not None and cheapest_usd(demand, fitting, index, egress) > ceiling):
             keep.append(template)
     return keep
 
@@ -145,14 +177,16 @@ def _scale_capacity(sites: list[dict[str, Any]], workloads: list[dict[str, Any]]
     for site in sites:
         for pool in site["pools"]:
             key = (pool["gpu"], site["jurisdiction"])
-            capacity[key] = capacity.get(key, 0) + pool.get("gpus", pool.get("max_gpus", 0))
+            # a part-time 1-GPU replica takes a whole 4-GPU machine: count such pools at a quarter
+            per_node = PER_NODE.get(pool.get("instance_type", ""), 1) if pool["capacity_type"] != "reserved" else 1
+            capacity[key] = capacity.get(key, 0) + pool.get("gpus", pool.get("max_gpus", 0)) // per_node
     for site in sites:
         for pool in site["pools"]:
             key = (pool["gpu"], site["jurisdiction"])
             factor = demand.get(key, 0.0) / utilisation / max(capacity[key], 1)
-            if factor > 1:
+            if factor > 1 and not (pool["capacity_type"] == "reserved" and "max_gpus" in pool):  # reservations stay
                 key = "gpus" if "gpus" in pool else "max_gpus"
-                unit = 8 if key == "max_gpus" else 1
+                unit = 8  # whole machines
                 pool[key] = int(-(-pool[key] * factor // unit) * unit)
 
 
@@ -180,6 +214,9 @@ def _workload_template(rng: random.Random, archetype: tuple[Any, ...], datasets:
         workload["data_passes_per_month"] = rng.choice([0.25, 0.5, 1])
     if rng.random() < 0.05:
         workload["max_usd_per_month"] = rng.choice([5000, 20000, 80000])
+    if kind == "realtime_inference" and workload["replicas"] >= 2 and rng.random() < 0.2:
+        workload["spread"] = 2  # across zones (or sites)
+    workload["team"] = rng.choice(TEAMS)
     return workload
 
 

@@ -44,11 +44,14 @@ def _lp_bound(inventory: object) -> float:
     assert isinstance(inventory, Inventory)
     pools = pool_infos(inventory)
     table = PoolTable.of(pools)
-    units = build_units(demands(inventory), EligibilityIndex(inventory, pools),
-                        inventory.policies.spread_fixed_across, None, table)
+    units = build_units(demands(inventory), EligibilityIndex(inventory, pools), None, table)
     ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
-    return sum(relaxation_bound(formulate([units[i] for i in group], table, ceilings, DEFAULT_MOVE_THRESHOLD_USD))
-               for group in components(units))
+    cash = inventory.policies.cost_model.value == "cash"
+    # the committed pools are a constant of the cash objective, which the plan's objective includes
+    constant = sum(p.committed_usd_per_month for p in pools) if cash else 0.0
+    return constant + sum(relaxation_bound(formulate([units[i] for i in group], table, ceilings,
+                                                     DEFAULT_MOVE_THRESHOLD_USD, cash=cash))
+                          for group in components(units))
 
 
 def one(workloads: int, pools: int, seed: int) -> dict[str, object]:

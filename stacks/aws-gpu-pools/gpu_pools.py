@@ -1,5 +1,11 @@
 """GPU node groups of one cloud site: one EKS managed node group per planned pool.
 
+Each node group gets a launch template (root disk sized for its models and datasets, cost tags
+on instances, volumes and network interfaces, IMDSv2, capacity-reservation targeting, EFA and a
+cluster placement group for multi-node work) and the tags Cluster Autoscaler needs to discover
+it and to scale it from zero. Its desired size is set at creation only: after that it belongs
+to the autoscaler (as terraform-aws-eks does), so `pulumi up` never undoes a scale-out.
+
 The program reads only its stack configuration (namespace ``hybridctl`` plus ``aws:region``),
 so a user can run ``pulumi up`` here by hand with the configuration hybridctl wrote. It must not
 import hybridctl: the stack's own virtualenv may not have it.
@@ -8,14 +14,14 @@ import hybridctl: the stack's own virtualenv may not have it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+from pools_config import ConfigError, GpuPoolsConfig, NodePool, load_config, parse_node_pool
 
-CONFIG_NAMESPACE = "hybridctl"
+__all__ = ["ConfigError", "GpuPoolsConfig", "NodePool", "load_config", "parse_node_pool", "program"]
 
 # Kubernetes label keys shared with the k8s-queues stack: its ResourceFlavors select nodes by them.
 LABEL_SITE = "hybridctl.io/site"
@@ -53,98 +59,6 @@ NODE_ASSUME_ROLE_POLICY = json.dumps(
 )
 
 
-class ConfigError(ValueError):
-    """The stack configuration does not match the schema in stacks/README.md."""
-
-
-@dataclass(frozen=True)
-class NodePool:
-    name: str
-    instance_type: str
-    capacity_type: str  # on_demand | spot | reserved
-    gpu_type: str
-    gpus_per_node: int
-    min_size: int
-    desired_size: int
-    max_size: int
-
-
-@dataclass(frozen=True)
-class GpuPoolsConfig:
-    site: str
-    region: str
-    cluster_name: str
-    inventory_name: str
-    plan_digest: str
-    node_pools: tuple[NodePool, ...]
-    subnet_ids: tuple[str, ...] = ()  # empty: the cluster's own subnets
-
-
-def _field(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    if key not in obj:
-        raise ConfigError(f"{where}: missing field {key!r}")
-    value = obj[key]
-    # bool is an int in Python; a size of `true` is a schema error, not 1.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ConfigError(f"{where}.{key}: expected {kind.__name__}, got {value!r}")
-    return value
-
-
-def parse_node_pool(raw: object, where: str) -> NodePool:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: expected an object, got {raw!r}")
-    known = {"name", "instanceType", "capacityType", "gpuType", "gpusPerNode", "minSize", "desiredSize", "maxSize"}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    pool = NodePool(
-        name=_field(raw, "name", str, where),
-        instance_type=_field(raw, "instanceType", str, where),
-        capacity_type=_field(raw, "capacityType", str, where),
-        gpu_type=_field(raw, "gpuType", str, where),
-        gpus_per_node=_field(raw, "gpusPerNode", int, where),
-        min_size=_field(raw, "minSize", int, where),
-        desired_size=_field(raw, "desiredSize", int, where),
-        max_size=_field(raw, "maxSize", int, where),
-    )
-    if pool.capacity_type not in EKS_CAPACITY_TYPE:
-        raise ConfigError(f"{where}.capacityType: expected one of {sorted(EKS_CAPACITY_TYPE)}, got {pool.capacity_type!r}")
-    if pool.gpus_per_node < 1:
-        raise ConfigError(f"{where}.gpusPerNode: must be at least 1")
-    # EKS rejects a scaling config outside 0 <= min <= desired <= max, max >= 1.
-    if not 0 <= pool.min_size <= pool.desired_size <= pool.max_size or pool.max_size < 1:
-        raise ConfigError(
-            f"{where}: scaling must satisfy 0 <= minSize <= desiredSize <= maxSize and maxSize >= 1, "
-            f"got min={pool.min_size} desired={pool.desired_size} max={pool.max_size}"
-        )
-    return pool
-
-
-def load_config() -> GpuPoolsConfig:
-    """Read and check the stack configuration; every problem names its key."""
-    cfg = pulumi.Config(CONFIG_NAMESPACE)
-    raw_pools = cfg.require_object("nodePools")
-    if not isinstance(raw_pools, list):
-        raise ConfigError("hybridctl:nodePools: expected a list")
-    pools = tuple(parse_node_pool(p, f"hybridctl:nodePools[{i}]") for i, p in enumerate(raw_pools))
-    names = [p.name for p in pools]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ConfigError(f"hybridctl:nodePools: pool names must be unique, repeated: {', '.join(duplicates)}")
-    raw_subnets = cfg.get_object("subnetIds") or []
-    if not isinstance(raw_subnets, list) or not all(isinstance(s, str) for s in raw_subnets):
-        raise ConfigError("hybridctl:subnetIds: expected a list of subnet ids")
-    return GpuPoolsConfig(
-        site=cfg.require("site"),
-        region=pulumi.Config("aws").require("region"),
-        cluster_name=cfg.require("clusterName"),
-        inventory_name=cfg.require("inventoryName"),
-        plan_digest=cfg.require("planDigest"),
-        node_pools=pools,
-        subnet_ids=tuple(raw_subnets),
-    )
-
-
 def cost_tags(cfg: GpuPoolsConfig, pool: NodePool | None = None) -> dict[str, str]:
     """Cost-allocation tags: every bill line traces back to the inventory, plan and pool."""
     tags = {
@@ -166,15 +80,89 @@ def node_labels(cfg: GpuPoolsConfig, pool: NodePool) -> dict[str, str]:
     }
 
 
-def _subnet_ids(cfg: GpuPoolsConfig) -> pulumi.Input[Sequence[str]]:
-    if cfg.subnet_ids:
-        return list(cfg.subnet_ids)
-    cluster = aws.eks.get_cluster_output(name=cfg.cluster_name)
-    return cluster.vpc_config.apply(lambda vpc: list(vpc.subnet_ids))
+CA_PREFIX = "k8s.io/cluster-autoscaler"
+ROOT_DEVICE = "/dev/xvda"  # AL2023's root volume
+
+
+def autoscaler_discovery_tags(cfg: GpuPoolsConfig) -> dict[str, str]:
+    """Cluster Autoscaler's auto-discovery tags (`--node-group-auto-discovery=asg:tag=...`)."""
+    return {f"{CA_PREFIX}/enabled": "true", f"{CA_PREFIX}/{cfg.cluster_name}": "owned"}
+
+
+def autoscaler_node_template_tags(cfg: GpuPoolsConfig, pool: NodePool) -> dict[str, str]:
+    """What a node of the group would carry, so Cluster Autoscaler can scale it up from zero."""
+    tags = {f"{CA_PREFIX}/node-template/label/{k}": v for k, v in node_labels(cfg, pool).items()}
+    tags[f"{CA_PREFIX}/node-template/taint/{GPU_TAINT_KEY}"] = "true:NoSchedule"
+    tags[f"{CA_PREFIX}/node-template/resources/{GPU_TAINT_KEY}"] = str(pool.gpus_per_node)
+    return tags
+
+
+def _cluster(cfg: GpuPoolsConfig) -> Any:
+    return aws.eks.get_cluster_output(name=cfg.cluster_name)
+
+
+def _subnet_ids(cfg: GpuPoolsConfig, pool: NodePool, cluster: Any) -> pulumi.Input[Sequence[str]]:
+    """The pool's subnets: the configured or the cluster's, narrowed to its zone; a cluster
+    placement group lives in one zone, so an EFA pool without a zone takes the first subnet."""
+    base: pulumi.Input[Sequence[str]] = (
+        list(cfg.subnet_ids) if cfg.subnet_ids else cluster.vpc_config.apply(lambda vpc: sorted(vpc.subnet_ids))
+    )
+    if pool.availability_zone:
+        return pulumi.Output.from_input(base).apply(lambda ids: aws.ec2.get_subnets_output(filters=[
+            aws.ec2.GetSubnetsFilterArgs(name="subnet-id", values=list(ids)),
+            aws.ec2.GetSubnetsFilterArgs(name="availability-zone", values=[pool.availability_zone or ""]),
+        ]).ids)
+    if pool.efa_interfaces:
+        return pulumi.Output.from_input(base).apply(lambda ids: sorted(ids)[:1])
+    return base
+
+
+def _launch_template(cfg: GpuPoolsConfig, pool: NodePool, cluster: Any) -> aws.ec2.LaunchTemplate:
+    tags = cost_tags(cfg, pool)
+    placement = None
+    interfaces = None
+    if pool.efa_interfaces:
+        group = aws.ec2.PlacementGroup(f"{pool.name}-pg", strategy="cluster", tags=tags)
+        placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+        security_group = cluster.vpc_config.apply(lambda vpc: vpc.cluster_security_group_id)
+        # One EFA interface per network card; the first also carries the node's IP traffic.
+        interfaces = [
+            aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                device_index=0 if card == 0 else 1, network_card_index=card,
+                interface_type="efa" if card == 0 else "efa-only",
+                delete_on_termination="true", security_groups=[security_group],
+            )
+            for card in range(pool.efa_interfaces)
+        ]
+    reservation = None
+    if pool.reservation_id:
+        reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=pool.reservation_id))
+    return aws.ec2.LaunchTemplate(
+        f"{pool.name}-lt",
+        description=f"GPU nodes of pool {pool.name} (hybridctl)",
+        update_default_version=True,
+        block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+            device_name=ROOT_DEVICE,
+            ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                volume_size=pool.disk_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"),
+        )],
+        # IMDSv2 only; hop limit 2 so pods on the node can still reach it.
+        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2),
+        # EKS tags do not propagate to what the node group launches: tag it here.
+        tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+                            for kind in ("instance", "volume", "network-interface")],
+        capacity_reservation_specification=reservation,
+        network_interfaces=interfaces,
+        placement=placement,
+        tags=tags,
+    )
 
 
 def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
-    """Declare the site's node role and node groups; returns (and exports) the stack outputs."""
+    """Declare the site's node role, launch templates and node groups; returns (and exports) the outputs."""
     role = aws.iam.Role(
         f"{cfg.site}-gpu-nodes",
         assume_role_policy=NODE_ASSUME_ROLE_POLICY,
@@ -185,35 +173,51 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
         aws.iam.RolePolicyAttachment(f"{cfg.site}-gpu-nodes-{short}", role=role.name, policy_arn=arn)
         for short, arn in NODE_POLICY_ARNS.items()
     ]
-    subnet_ids = _subnet_ids(cfg)
+    cluster = _cluster(cfg) if not cfg.subnet_ids or any(p.efa_interfaces for p in cfg.node_pools) else None
 
     node_groups: dict[str, Any] = {}
     for pool in cfg.node_pools:
+        template = _launch_template(cfg, pool, cluster)
         group = aws.eks.NodeGroup(
             pool.name,
             cluster_name=cfg.cluster_name,
             node_role_arn=role.arn,
-            subnet_ids=subnet_ids,
-            instance_types=[pool.instance_type],
+            subnet_ids=_subnet_ids(cfg, pool, cluster),
+            instance_types=list(pool.instance_types),
             capacity_type=EKS_CAPACITY_TYPE[pool.capacity_type],
             ami_type=NVIDIA_AMI_TYPE,
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size
             ),
             labels=node_labels(cfg, pool),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            tags=cost_tags(cfg, pool),
-            # Nodes cannot join, nor drain on delete, without the role's policies in place.
-            opts=pulumi.ResourceOptions(depends_on=attachments),
+            tags={**cost_tags(cfg, pool), **autoscaler_discovery_tags(cfg)},
+            opts=pulumi.ResourceOptions(
+                # Nodes cannot join, nor drain on delete, without the role's policies in place.
+                depends_on=attachments,
+                # After creation the desired size is Cluster Autoscaler's: never reset it.
+                ignore_changes=["scalingConfig.desiredSize"],
+            ),
         )
+        # Node-group tags stay on the EKS object; the autoscaler reads its ASG's tags.
+        asg_name = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
+        for key, value in sorted(autoscaler_node_template_tags(cfg, pool).items()):
+            aws.autoscaling.Tag(
+                f"{pool.name}-ca-" + key.removeprefix(f"{CA_PREFIX}/node-template/").replace("/", "-"),
+                autoscaling_group_name=asg_name,
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+            )
         node_groups[pool.name] = {
             "name": group.node_group_name,
-            "instanceType": pool.instance_type,
+            "instanceTypes": list(pool.instance_types),
             "capacityType": EKS_CAPACITY_TYPE[pool.capacity_type],
             "minSize": pool.min_size,
             "desiredSize": pool.desired_size,
             "maxSize": pool.max_size,
+            "launchTemplate": template.id,
         }
 
     outputs: dict[str, pulumi.Output[Any]] = {

@@ -2,16 +2,21 @@
 
 - a ResourceFlavor per GPU pool, selecting the pool's nodes by the labels the aws-gpu-pools
   stack puts on them, and tolerating their `nvidia.com/gpu` taint;
-- a ClusterQueue per tier, all in one cohort named after the inventory:
+- ClusterQueues, all in one cohort named after the inventory, one per tier and reach (the GPU
+  types a workload accepts, and spot only for preemptible work), so a workload's LocalQueue
+  reaches only flavors it may run on:
   fixed holds its planned GPUs as nominal quota and neither lends nor borrows (a realtime
   service never waits for, nor is preempted by, anyone else); burst holds its planned GPUs,
   lends what it does not use and reclaims it by preemption; opportunistic has no quota of its
   own and only borrows: idle burst quota and the cohort's shared pool (its planned GPUs, held
   by the Cohort object), and is preempted when the lenders reclaim;
 - a WorkloadPriorityClass per tier (fixed highest);
-- a Namespace and LocalQueue per workload, pointing at its tier's ClusterQueue; each
-  ClusterQueue admits only namespaces labelled with its tier;
-- MultiKueue objects when the burst tier spans several clusters.
+- a Namespace (retained on delete) and LocalQueue per workload, pointing at its ClusterQueue;
+  each ClusterQueue admits only its own workloads' namespaces;
+- the NVIDIA device plugin, which the AL2023 NVIDIA nodes need to advertise `nvidia.com/gpu`;
+- MultiKueue objects when a burst workload spans several clusters.
+
+Every object goes through one explicit Kubernetes provider (cluster_target.py).
 
 Kueue API version: the v0.19 CRDs serve v1beta1 (deprecated) and v1beta2 (storage); we write
 v1beta2. This module must not import hybridctl.
@@ -19,18 +24,21 @@ v1beta2. This module must not import hybridctl.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from cluster_target import cluster_provider
+from device_plugin import device_plugin
 from pulumi_kubernetes.apiextensions import CustomResource
-from queues_config import TIERS, FlavorQuota, QueuesConfig
+from queues_config import TIERS, ClusterQueue, FlavorQuota, QueuesConfig
 
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 GPU_RESOURCE = "nvidia.com/gpu"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 TIER_LABEL = "hybridctl.io/tier"
+WORKLOAD_LABEL = "hybridctl.io/workload"
+TEAM_LABEL = "hybridctl.io/team"
 
 # Spaced so a user can slot their own classes between the tiers.
 TIER_PRIORITY = {"fixed": 100_000, "burst": 10_000, "opportunistic": 1_000}
@@ -74,7 +82,7 @@ class CustomResourceWithFields(CustomResource):
         pulumi.CustomResource.__init__(self, f"kubernetes:{api_version}:{kind}", resource_name, props, opts)
 
 
-def cluster_queue_name(cfg: QueuesConfig, tier: str) -> str:
+def priority_class_name(cfg: QueuesConfig, tier: str) -> str:
     return f"{cfg.cohort}-{tier}"
 
 
@@ -90,13 +98,8 @@ def _metadata(cfg: QueuesConfig, name: str, namespace: pulumi.Input[str] | None 
     return meta
 
 
-def _kueue(
-    name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], depends_on: Sequence[pulumi.Resource]
-) -> CustomResource:
-    return CustomResource(
-        name, api_version=KUEUE_API_VERSION, kind=kind, metadata=metadata, spec=spec,
-        opts=pulumi.ResourceOptions(depends_on=list(depends_on)),
-    )
+def _kueue(name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], opts: pulumi.ResourceOptions) -> CustomResource:
+    return CustomResource(name, api_version=KUEUE_API_VERSION, kind=kind, metadata=metadata, spec=spec, opts=opts)
 
 
 def covered_resources(cfg: QueuesConfig) -> list[str]:
@@ -117,17 +120,19 @@ def _flavor_resources(cfg: QueuesConfig, quota: FlavorQuota, gpus: int, tier: st
     return {"name": flavor.name, "resources": resources}
 
 
-def cluster_queue_spec(cfg: QueuesConfig, tier: str, admission_check: str | None) -> dict[str, Any]:
-    quotas = cfg.queues.get(tier, ())
+def cluster_queue_spec(cfg: QueuesConfig, queue: ClusterQueue, admission_check: str | None) -> dict[str, Any]:
+    tier = queue.tier
     # Opportunistic owns nothing: its planned GPUs sit in the cohort's shared pool.
-    flavors = [_flavor_resources(cfg, q, 0 if tier == "opportunistic" else q.gpus, tier) for q in quotas]
+    flavors = [_flavor_resources(cfg, q, 0 if tier == "opportunistic" else q.gpus, tier) for q in queue.flavors]
     if tier == "opportunistic":
         preemption = {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}}
     else:
         preemption = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    members = sorted(w.name for w in cfg.workloads if w.cluster_queue == queue.name)
     spec: dict[str, Any] = {
         "cohortName": cfg.cohort,
-        "namespaceSelector": {"matchLabels": {TIER_LABEL: tier}},
+        # Only its own workloads' namespaces: a LocalQueue elsewhere cannot reach other GPU types.
+        "namespaceSelector": {"matchExpressions": [{"key": WORKLOAD_LABEL, "operator": "In", "values": members}]},
         "preemption": preemption,
         "resourceGroups": [{"coveredResources": covered_resources(cfg), "flavors": flavors}] if flavors else [],
     }
@@ -137,24 +142,30 @@ def cluster_queue_spec(cfg: QueuesConfig, tier: str, admission_check: str | None
 
 
 def cohort_spec(cfg: QueuesConfig) -> dict[str, Any]:
-    pool = [_flavor_resources(cfg, q, q.gpus, "opportunistic") for q in cfg.queues.get("opportunistic", ()) if q.gpus > 0]
+    """The cohort's shared pool: the opportunistic tier's planned GPUs, per flavor."""
+    planned: dict[str, int] = {}
+    for queue in cfg.cluster_queues:
+        if queue.tier == "opportunistic":
+            for q in queue.flavors:
+                planned[q.flavor] = planned.get(q.flavor, 0) + q.gpus
+    pool = [_flavor_resources(cfg, FlavorQuota(f, g), g, "opportunistic") for f, g in planned.items() if g > 0]
     return {"resourceGroups": [{"coveredResources": covered_resources(cfg), "flavors": pool}]} if pool else {}
 
 
-def _multikueue(cfg: QueuesConfig) -> tuple[str, list[pulumi.Resource]]:
-    """Worker clusters, their MultiKueueConfig and the AdmissionCheck the burst queue uses."""
+def _multikueue(cfg: QueuesConfig, opts: pulumi.ResourceOptions) -> tuple[str, list[pulumi.Resource]]:
+    """Worker clusters, their MultiKueueConfig and the AdmissionCheck the dispatching queues use."""
     remotes: list[pulumi.Resource] = [
         _kueue(
             f"mkc-{remote.name}", "MultiKueueCluster", _metadata(cfg, remote.name),
             {"clusterSource": {"kubeConfig": {"location": remote.kubeconfig_secret, "locationType": "Secret"}}},
-            [],
+            opts,
         )
         for remote in cfg.multikueue_clusters
     ]
     config_name = f"{cfg.cohort}-burst"
     mk_config = _kueue(
         "mkconfig-burst", "MultiKueueConfig", _metadata(cfg, config_name),
-        {"clusters": [r.name for r in cfg.multikueue_clusters]}, remotes,
+        {"clusters": [r.name for r in cfg.multikueue_clusters]}, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=remotes)),
     )
     check_name = f"{cfg.cohort}-multikueue"
     check = _kueue(
@@ -163,13 +174,21 @@ def _multikueue(cfg: QueuesConfig) -> tuple[str, list[pulumi.Resource]]:
             "controllerName": MULTIKUEUE_CONTROLLER,
             "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config_name},
         },
-        [mk_config],
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[mk_config])),
     )
     return check_name, [*remotes, mk_config, check]
 
 
-def program(cfg: QueuesConfig) -> dict[str, pulumi.Output[Any]]:
+def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) -> dict[str, pulumi.Output[Any]]:
     """Declare the cluster's Kueue objects; returns (and exports) the stack outputs."""
+    provider = provider or cluster_provider(cfg)
+    opts = pulumi.ResourceOptions(provider=provider)
+
+    def after(*deps: pulumi.Resource, **more: Any) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(deps), **more))
+
+    if cfg.install_device_plugin:
+        device_plugin(provider)
     flavors = [
         _kueue(
             f"rf-{flavor.name}", "ResourceFlavor", _metadata(cfg, flavor.name, **{"hybridctl.io/gpu": flavor.gpu_type}),
@@ -178,52 +197,59 @@ def program(cfg: QueuesConfig) -> dict[str, pulumi.Output[Any]]:
                 # Kueue adds these to admitted pods so they land on the tainted GPU nodes.
                 "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
             },
-            [],
+            opts,
         )
         for flavor in cfg.flavors
     ]
-    cohort = _kueue("cohort", "Cohort", _metadata(cfg, cfg.cohort), cohort_spec(cfg), flavors)
+    cohort = _kueue("cohort", "Cohort", _metadata(cfg, cfg.cohort), cohort_spec(cfg), after(*flavors))
 
     check_name: str | None = None
     multikueue: list[pulumi.Resource] = []
     if cfg.multikueue_clusters:
-        check_name, multikueue = _multikueue(cfg)
+        check_name, multikueue = _multikueue(cfg, opts)
 
-    queues: dict[str, pulumi.Resource] = {}
     for tier in TIERS:
-        pulumi_deps = [*flavors, cohort, *(multikueue if tier == "burst" else [])]
         CustomResourceWithFields(
             f"wpc-{tier}", KUEUE_API_VERSION, "WorkloadPriorityClass",
-            _metadata(cfg, cluster_queue_name(cfg, tier), **{TIER_LABEL: tier}),
-            {"value": TIER_PRIORITY[tier], "description": TIER_DESCRIPTION[tier]},
+            _metadata(cfg, priority_class_name(cfg, tier), **{TIER_LABEL: tier}),
+            {"value": TIER_PRIORITY[tier], "description": TIER_DESCRIPTION[tier]}, opts,
         )
-        queues[tier] = _kueue(
-            f"cq-{tier}", "ClusterQueue", _metadata(cfg, cluster_queue_name(cfg, tier), **{TIER_LABEL: tier}),
-            cluster_queue_spec(cfg, tier, check_name if tier == "burst" else None),
-            pulumi_deps,
+    queues: dict[str, pulumi.Resource] = {}
+    for queue in cfg.cluster_queues:
+        dispatched = queue.dispatched and check_name is not None
+        queues[queue.name] = _kueue(
+            f"cq-{queue.name}", "ClusterQueue", _metadata(cfg, queue.name, **{TIER_LABEL: queue.tier}),
+            cluster_queue_spec(cfg, queue, check_name if dispatched else None),
+            after(*flavors, cohort, *(multikueue if dispatched else [])),
         )
 
     local_queues: dict[str, Any] = {}
     for workload in cfg.workloads:
-        ns_meta = _metadata(cfg, workload.name, **{TIER_LABEL: workload.tier, "hybridctl.io/workload": workload.name})
-        namespace = k8s.core.v1.Namespace(f"ns-{workload.name}", metadata=k8s.meta.v1.ObjectMetaArgs(**ns_meta))
+        team = {TEAM_LABEL: workload.team} if workload.team else {}
+        ns_meta = _metadata(cfg, workload.name, **{TIER_LABEL: workload.tier, WORKLOAD_LABEL: workload.name, **team})
+        # Retained on delete: a workload leaving the cluster must not take its pods, secrets and
+        # volumes with it; hybridctl stops managing the namespace and the operator deletes it.
+        namespace = k8s.core.v1.Namespace(f"ns-{workload.name}", metadata=k8s.meta.v1.ObjectMetaArgs(**ns_meta),
+                                          opts=after(retain_on_delete=True))
         _kueue(
             f"lq-{workload.name}", "LocalQueue",
             _metadata(cfg, workload.name, namespace.metadata.name, **{TIER_LABEL: workload.tier}),
-            {"clusterQueue": cluster_queue_name(cfg, workload.tier)},
-            [queues[workload.tier]],
+            {"clusterQueue": workload.cluster_queue},
+            # spec.clusterQueue is immutable (`self == oldSelf` in the CRD): a new queue is a new object.
+            after(queues[workload.cluster_queue], replace_on_changes=["spec.clusterQueue"], delete_before_replace=True),
         )
         # What a job needs to be admitted: its namespace, queue-name label and priority-class label.
         local_queues[workload.name] = {
             "namespace": workload.name,
             "localQueue": workload.name,
-            "priorityClass": cluster_queue_name(cfg, workload.tier),
+            "clusterQueue": workload.cluster_queue,
+            "priorityClass": priority_class_name(cfg, workload.tier),
             "tier": workload.tier,
         }
 
     outputs: dict[str, pulumi.Output[Any]] = {
         "cohort": pulumi.Output.from_input(cfg.cohort),
-        "clusterQueues": pulumi.Output.from_input({t: cluster_queue_name(cfg, t) for t in TIERS}),
+        "clusterQueues": pulumi.Output.from_input({q.name: q.tier for q in cfg.cluster_queues}),
         "workloads": pulumi.Output.from_input(local_queues),
     }
     for key, value in outputs.items():

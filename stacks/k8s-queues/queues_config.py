@@ -42,9 +42,19 @@ class FlavorQuota:
 
 
 @dataclass(frozen=True)
+class ClusterQueue:
+    name: str
+    tier: str
+    flavors: tuple[FlavorQuota, ...]  # the flavors it reaches, in the order Kueue tries them
+    dispatched: bool = False  # requires the MultiKueue admission check: its work runs on worker clusters
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     tier: str
+    cluster_queue: str
+    team: str | None = None  # labelled on the namespace (hybridctl.io/team) for showback
 
 
 @dataclass(frozen=True)
@@ -60,10 +70,12 @@ class QueuesConfig:
     plan_digest: str
     cohort: str
     flavors: tuple[Flavor, ...]
-    # tier -> flavors that tier may use, in the order Kueue should try them, with planned GPUs.
-    queues: Mapping[str, tuple[FlavorQuota, ...]]
+    cluster_queues: tuple[ClusterQueue, ...]
     workloads: tuple[Workload, ...]
     multikueue_clusters: tuple[RemoteCluster, ...] = ()
+    region: str = ""  # the EKS cluster's region (aws:region)
+    kube_context: str | None = None  # a kubeconfig context to use instead; checked against the cluster
+    install_device_plugin: bool = True
 
     def flavor(self, name: str) -> Flavor:
         return next(f for f in self.flavors if f.name == name)
@@ -126,22 +138,30 @@ def parse_flavor(raw: object, where: str) -> Flavor:
     )
 
 
-def parse_queues(raw: object, flavors: tuple[Flavor, ...]) -> dict[str, tuple[FlavorQuota, ...]]:
-    where = "hybridctl:queues"
-    obj = _obj(raw, where, set(), frozenset(TIERS))
+def parse_cluster_queues(raw: object, flavors: tuple[Flavor, ...]) -> tuple[ClusterQueue, ...]:
     known = {f.name for f in flavors}
-    queues: dict[str, tuple[FlavorQuota, ...]] = {}
-    for tier in TIERS:
+    queues = []
+    for i, item in enumerate(_list(raw, "hybridctl:clusterQueues")):
+        where = f"hybridctl:clusterQueues[{i}]"
+        obj = _obj(item, where, {"name", "tier", "flavors"}, frozenset({"dispatched"}))
+        if obj["tier"] not in TIERS:
+            raise ConfigError(f"{where}.tier: expected one of {', '.join(TIERS)}, got {obj['tier']!r}")
         entries = []
-        for i, item in enumerate(_list(obj.get(tier, []), f"{where}.{tier}")):
-            at = f"{where}.{tier}[{i}]"
-            entry = _obj(item, at, {"flavor", "gpus"})
+        for j, flavor in enumerate(_list(obj["flavors"], f"{where}.flavors")):
+            at = f"{where}.flavors[{j}]"
+            entry = _obj(flavor, at, {"flavor", "gpus"})
             if entry["flavor"] not in known:
                 raise ConfigError(f"{at}.flavor: {entry['flavor']!r} is not one of hybridctl:flavors")
             entries.append(FlavorQuota(flavor=entry["flavor"], gpus=_int(entry, "gpus", at, 0)))
-        _unique([e.flavor for e in entries], f"{where}.{tier}")
-        queues[tier] = tuple(entries)
-    return queues
+        _unique([e.flavor for e in entries], f"{where}.flavors")
+        if len(entries) > 64:  # ClusterQueue resourceGroups[].flavors maxItems
+            raise ConfigError(f"{where}.flavors: at most 64 flavors")
+        dispatched = obj.get("dispatched", False)
+        if not isinstance(dispatched, bool):
+            raise ConfigError(f"{where}.dispatched: expected true or false")
+        queues.append(ClusterQueue(_name(obj["name"], f"{where}.name"), obj["tier"], tuple(entries), dispatched))
+    _unique([q.name for q in queues], "hybridctl:clusterQueues")
+    return tuple(queues)
 
 
 def parse(values: Mapping[str, Any]) -> QueuesConfig:
@@ -151,14 +171,19 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     # Kueue requires every flavor of a resource group to cover the same resources.
     if len({f.cpu_per_gpu is None for f in flavors}) > 1:
         raise ConfigError("hybridctl:flavors: cpuPerGpu/memoryGiBPerGpu must be set on all flavors or none")
+    cluster_queues = parse_cluster_queues(values["clusterQueues"], flavors)
     workloads = []
     for i, item in enumerate(_list(values["workloads"], "hybridctl:workloads")):
         at = f"hybridctl:workloads[{i}]"
-        obj = _obj(item, at, {"name", "tier"})
+        obj = _obj(item, at, {"name", "tier", "clusterQueue"}, frozenset({"team"}))
         if obj["tier"] not in TIERS:
             raise ConfigError(f"{at}.tier: expected one of {', '.join(TIERS)}, got {obj['tier']!r}")
+        queue = next((q for q in cluster_queues if q.name == obj["clusterQueue"]), None)
+        if queue is None or queue.tier != obj["tier"]:
+            raise ConfigError(f"{at}.clusterQueue: {obj['clusterQueue']!r} is not a {obj['tier']} queue of hybridctl:clusterQueues")
         # The workload's namespace carries its name: a DNS label.
-        workloads.append(Workload(name=_name(obj["name"], f"{at}.name", _DNS_LABEL, 63), tier=obj["tier"]))
+        team = _name(obj["team"], f"{at}.team", _DNS_LABEL, 63) if "team" in obj else None
+        workloads.append(Workload(_name(obj["name"], f"{at}.name", _DNS_LABEL, 63), obj["tier"], queue.name, team))
     _unique([w.name for w in workloads], "hybridctl:workloads")
     remotes = []
     for i, item in enumerate(_list(values.get("multiKueueClusters") or [], "hybridctl:multiKueueClusters")):
@@ -168,8 +193,8 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     _unique([r.name for r in remotes], "hybridctl:multiKueueClusters")
     if len(remotes) > 20:  # MultiKueueConfig.spec.clusters maxItems
         raise ConfigError("hybridctl:multiKueueClusters: at most 20 worker clusters")
-    # Cluster-scoped names are derived from the cohort (e.g. `<cohort>-opportunistic`), so it
-    # must leave room for the longest suffix.
+    # Priority class names are derived from the cohort (`<cohort>-opportunistic`), so it must
+    # leave room for the longest suffix.
     cohort = _name(values["cohort"], "hybridctl:cohort", max_len=253 - len("-opportunistic"))
     return QueuesConfig(
         cluster_name=str(values["clusterName"]),
@@ -177,9 +202,12 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
         plan_digest=str(values["planDigest"]),
         cohort=cohort,
         flavors=flavors,
-        queues=parse_queues(values.get("queues", {}), flavors),
+        cluster_queues=cluster_queues,
         workloads=tuple(workloads),
         multikueue_clusters=tuple(remotes),
+        region=str(values.get("region") or ""),
+        kube_context=str(values["kubeContext"]) if values.get("kubeContext") else None,
+        install_device_plugin=values.get("installDevicePlugin") is not False,
     )
 
 
@@ -191,8 +219,11 @@ def load_config() -> QueuesConfig:
         "planDigest": cfg.require("planDigest"),
         "cohort": cfg.require("cohort"),
         "flavors": cfg.require_object("flavors"),
-        "queues": cfg.require_object("queues"),
+        "clusterQueues": cfg.require_object("clusterQueues"),
         "workloads": cfg.require_object("workloads"),
         "multiKueueClusters": cfg.get_object("multiKueueClusters"),
+        "region": pulumi.Config("aws").require("region"),
+        "kubeContext": cfg.get("kubeContext"),
+        "installDevicePlugin": cfg.get_bool("installDevicePlugin"),
     }
     return parse(values)

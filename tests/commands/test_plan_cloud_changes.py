@@ -23,7 +23,8 @@ def test_first_plan_creates_node_groups_and_queues(tmp_path: Path) -> None:
     assert groups["use1-p5-od"]["action"] == "create"
     assert groups["use1-p5-od"]["detail"] == "p5.48xlarge min 0, desired 3, max 16"
     queues = {c["name"] for c in cloud["changes"] if c["kind"] == "cluster-queue"}
-    assert queues == {"cloud-burst-fixed", "cloud-burst-burst", "cloud-burst-opportunistic"}
+    # One queue per tier and reach: a workload reaches only its GPU types, spot only if preemptible.
+    assert queues == {"cloud-burst-fixed-l40s", "cloud-burst-burst-h100", "cloud-burst-opportunistic-h100-spot"}
 
 
 def test_against_the_same_plan_nothing_changes(tmp_path: Path) -> None:
@@ -55,3 +56,15 @@ def test_a_preview_without_the_pulumi_cli_says_how_to_install_it(tmp_path: Path)
                              "--state", str(tmp_path / "state")], capture_output=True, text=True, env=env)
     assert result.returncode == 2
     assert "the pulumi CLI is not installed" in result.stderr and "get.pulumi.com" in result.stderr
+
+
+def test_a_preview_waits_for_no_one_and_never_writes_beside_a_running_apply(tmp_path: Path) -> None:
+    from hybridctl.drivers.state import StateStore
+    from support.apply_cli import cli_env, run_cli
+
+    state = tmp_path / "state"
+    with StateStore(state).locked(command="apply (test)"):
+        held = run_cli("plan", CLOUD_BURST, "--cloud-preview", "--state", state, env=cli_env(), cwd=tmp_path)
+    assert held.returncode == 3, held.stdout + held.stderr  # LOCKED
+    free = run_cli("plan", CLOUD_BURST, "--cloud-preview", "--state", state, env=cli_env(), cwd=tmp_path)
+    assert free.returncode == 0, free.stdout + free.stderr

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
-from hybridctl.core.ansible_inventory import AnsibleInventory, build_ansible_inventory, group_name, pool_tiers
+from hybridctl.core.ansible_inventory import (
+    AnsibleInventory,
+    ansible_value,
+    build_ansible_inventory,
+    group_name,
+    pool_tiers,
+)
 from hybridctl.core.inventory.models import Policies, Pool
 from hybridctl.core.plan.planner import plan as make_plan
 from hybridctl.render.apply import render_ansible_inventory
@@ -27,7 +36,8 @@ class TestGroups:
         for tier in ("fixed", "burst"):
             pools = {p.pool for p in plan.placements if p.tier == tier}
             assert result.group(f"tier_{tier}") == tuple(sorted(h for h, p in host_pools.items() if p in pools))
-        assert result.group("tier_fixed") == ("edge-17-a",)  # this plan: so the loop above checked something
+        # this plan (cash: owned capacity fills first, so chat runs on fra-h100): the loop above checked something
+        assert result.group("tier_fixed") == ("edge-17-a", "fra-01", "fra-02", "fra-03")
         assert all("fra-l4-01" not in m for g, m in result.groups.items() if g.startswith("tier_"))
         assert not any(g.startswith("site_aws") for g in result.groups)  # cloud sites have no hosts
 
@@ -80,10 +90,49 @@ class TestRestrictAndParams:
             {h: dict(v) for h, v in full.hostvars.items()}, dict(full.groups))
 
 
+class Unsafe(str):
+    """A string the YAML carried with Ansible's !unsafe tag."""
+
+
+def load_tagged(text: str) -> Any:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.constructor.add_constructor("!unsafe", lambda loader, node: Unsafe(loader.construct_scalar(node)))
+    return yaml.load(text)
+
+
+def string_leaves(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from string_leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from string_leaves(item)
+
+
 class TestRendering:
+    def test_every_string_value_is_unsafe_for_ansible(self) -> None:
+        full = build_ansible_inventory(lab_inventory(), make_plan(lab_inventory()))
+        hostvars = load_tagged(render_ansible_inventory(full, "lab"))["all"]["hosts"]
+        leaves = list(string_leaves(hostvars))
+        assert leaves and all(isinstance(leaf, Unsafe) for leaf in leaves)
+
+    def test_ansible_value_tags_every_string_at_any_depth(self) -> None:
+        value = {"a": "{{ lookup('pipe', 'id') }}", "b": [1, 2.5, None, True, ["x", {"y": "z"}]]}
+        loaded = load_tagged(ansible_value(value))
+        assert loaded == value
+        assert all(isinstance(leaf, Unsafe) for leaf in string_leaves(loaded))
+
+    def test_ansible_value_refuses_what_it_cannot_write(self) -> None:
+        with pytest.raises(ValueError):
+            ansible_value(float("nan"))
+        with pytest.raises(TypeError):
+            ansible_value(object())
+
     def test_the_rendered_file_is_the_inventory(self) -> None:
         full = build_ansible_inventory(lab_inventory(), make_plan(lab_inventory()))
-        loaded = YAML(typ="safe").load(render_ansible_inventory(full, "lab"))
+        loaded = load_tagged(render_ansible_inventory(full, "lab"))
         assert loaded["all"]["hosts"] == {h: dict(v) for h, v in full.hostvars.items()}
         assert {g: sorted(v["hosts"]) for g, v in loaded["all"]["children"].items()} == \
             {g: list(m) for g, m in full.groups.items()}
@@ -92,9 +141,9 @@ class TestRendering:
         hostile = "10.0.0.1\n    ansible_become_password: x #: [&*"
         inventory = AnsibleInventory({"h": {"ansible_host": hostile, "n": 3, "flag": True, "tiers": ["a"]}},
                                      {"g": ("h",)})
-        loaded = YAML(typ="safe").load(render_ansible_inventory(inventory))
+        loaded = load_tagged(render_ansible_inventory(inventory))
         assert loaded["all"]["hosts"]["h"] == {"ansible_host": hostile, "n": 3, "flag": True, "tiers": ["a"]}
 
     def test_an_empty_inventory_renders(self) -> None:
-        loaded = YAML(typ="safe").load(render_ansible_inventory(AnsibleInventory({}, {})))
+        loaded = load_tagged(render_ansible_inventory(AnsibleInventory({}, {})))
         assert loaded == {"all": {"hosts": {}}}

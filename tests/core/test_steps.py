@@ -96,16 +96,17 @@ class TestModelSync:
     def test_sync_targets_the_hosts_of_the_pools_the_workload_is_placed_in(self) -> None:
         inventory = lab_inventory()
         plan = make_plan(inventory)
-        step_plan = apply_steps(plan, inventory, bundles={"train": bundle("train"), "shop-vision": bundle("shop-vision")},
-                                bundle_public_key="/keys/pub.pem")
-        sync = step_plan.graph.get("model-sync/dc-fra/train")
+        bundles = {"chat": bundle("chat"), "train": bundle("train"), "shop-vision": bundle("shop-vision")}
+        step_plan = apply_steps(plan, inventory, bundles=bundles, bundle_public_key="/keys/pub.pem")
+        # chat runs on fra-h100 (owned capacity fills first under the cash cost model)
+        sync = step_plan.graph.get("model-sync/dc-fra/chat")
         hosts = sync.params["inventory"]
         assert isinstance(hosts, dict) and sorted(hosts["hostvars"]) == ["fra-01", "fra-02", "fra-03"]  # not fra-l4-01
         extravars = sync.params["extravars"]
         assert isinstance(extravars, dict)
-        assert extravars["hybridctl_bundle_dir"] == "/bundles/train"
+        assert extravars["hybridctl_bundle_dir"] == "/bundles/chat"
         assert extravars["hybridctl_bundle_public_key_file"] == "/keys/pub.pem"
-        # train's cloud replica is not synced by Ansible: only on-prem/edge hosts are.
+        # train runs in the cloud: it is not synced by Ansible, only on-prem/edge hosts are.
         assert not any(sid.startswith("model-sync/aws") for sid in step_plan.graph.ids)
 
 

@@ -24,7 +24,6 @@ from hybridctl.drivers.pulumi import (
     backend_url,
     check_aws_credentials,
     check_credentials,
-    check_kubernetes_credentials,
     check_pulumi_cli,
     flatten_config,
     parse_version,
@@ -96,6 +95,9 @@ class TestPassphrase:
     def test_from_the_hybridctl_variable(self) -> None:
         assert passphrase_env({driver_mod.PASSPHRASE_ENV: PASSPHRASE}) == {"PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
 
+    def test_from_pulumis_standard_variable(self) -> None:
+        assert passphrase_env({"PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}) == {"PULUMI_CONFIG_PASSPHRASE": PASSPHRASE}
+
     def test_from_a_file(self, tmp_path: Path) -> None:
         secret_file = tmp_path / "passphrase"
         secret_file.write_text(PASSPHRASE)
@@ -140,18 +142,19 @@ class TestCloudCredentials:
         (tmp_path / ".aws" / "config").write_text("[default]\nregion = us-east-1\n")
         check_aws_credentials({}, tmp_path)
 
-    def test_kubeconfig_from_env_or_home(self, tmp_path: Path) -> None:
-        with pytest.raises(PrerequisiteError, match="no kubeconfig"):
-            check_kubernetes_credentials({}, tmp_path)
-        kubeconfig = tmp_path / "kc"
-        kubeconfig.write_text("apiVersion: v1\n")
-        check_kubernetes_credentials({"KUBECONFIG": str(kubeconfig)}, tmp_path)
-
     def test_the_check_follows_the_stacks_project(self, tmp_path: Path) -> None:
         with pytest.raises(PrerequisiteError, match="AWS"):
             check_credentials(StackSpec("aws-gpu-pools", "s", {}), {}, tmp_path)
-        with pytest.raises(PrerequisiteError, match="kubeconfig"):
+        # The queues stacks reach EKS with `aws eks get-token`: AWS credentials and the AWS CLI.
+        with pytest.raises(PrerequisiteError, match="AWS"):
             check_credentials(StackSpec("k8s-queues", "s", {}), {}, tmp_path)
+        keys = {"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s", "PATH": str(tmp_path / "bin")}
+        with pytest.raises(PrerequisiteError, match="AWS CLI"):
+            check_credentials(StackSpec("k8s-queues", "s", {}), keys, tmp_path)
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "aws").write_text("#!/bin/sh\n")
+        (tmp_path / "bin" / "aws").chmod(0o755)
+        check_credentials(StackSpec("k8s-queues", "s", {}), keys, tmp_path)
 
 
 class TestConfigFlattening:
@@ -272,7 +275,8 @@ class TestDriverConversation:
 
     def test_runs_a_working_copy_with_this_interpreter_and_the_file_backend(self, tmp_path: Path, fake_cli: FakeCli) -> None:
         make_driver(tmp_path, fake_cli).preview(SPEC)
-        work_dir = tmp_path / "state" / "pulumi" / "projects" / "aws-gpu-pools"
+        # One working copy per stack: concurrent steps never share one.
+        work_dir = tmp_path / "state" / "pulumi" / "projects" / "aws-gpu-pools" / "acme-aws-us-east-1"
         (preview,) = [c for c in fake_cli.calls() if "preview" in c["argv"]]
         assert Path(preview["cwd"]) == work_dir
         assert preview["env"]["PULUMI_BACKEND_URL"] == f"file://{(tmp_path / 'state' / 'pulumi').resolve()}"
@@ -281,7 +285,13 @@ class TestDriverConversation:
         settings = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
         assert settings["name"] == "hybridctl-aws-gpu-pools"
         assert settings["runtime"] == {"name": "python", "options": {"toolchain": "pip"}}
-        assert {"__main__.py", "gpu_pools.py", "requirements.txt"} <= {p.name for p in work_dir.iterdir()}
+        assert {"__main__.py", "gpu_pools.py", "pools_config.py", "requirements.txt"} <= {p.name for p in work_dir.iterdir()}
+
+    def test_the_queues_copy_carries_the_vendored_device_plugin(self, tmp_path: Path, fake_cli: FakeCli) -> None:
+        spec = StackSpec("k8s-queues", "acme-ml-use1", {"clusterName": "ml-use1"})
+        make_driver(tmp_path, fake_cli).preview(spec)
+        copy = tmp_path / "state" / "pulumi" / "projects" / "k8s-queues" / "acme-ml-use1"
+        assert (copy / "vendor" / "nvidia-device-plugin" / "nvidia-device-plugin.yml").is_file()
 
     def test_the_passphrase_never_reaches_the_command_line(self, tmp_path: Path, fake_cli: FakeCli) -> None:
         make_driver(tmp_path, fake_cli).up(SPEC)

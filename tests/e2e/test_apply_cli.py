@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hybridctl.core.plan.serialize import content_digest
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, hybridctl_argv, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
@@ -136,11 +137,11 @@ class TestRefusals:
         assert again.returncode == 4, again.stderr
         document = json.loads(plan.read_text())
         document["base_serial"] = 0  # as `plan --out` writes it once wired to the state
-        plan.write_text(json.dumps(document))
+        plan.write_text(json.dumps({**document, "content_digest": content_digest(document)}))
         stale = lab.apply(plan, "--inventory", lab.inventory, "--auto-approve")
         assert stale.returncode == 4 and "state serial 0" in flat(stale.stderr) and "now at serial 1" in flat(stale.stderr)
         document["base_serial"] = 1
-        plan.write_text(json.dumps(document))
+        plan.write_text(json.dumps({**document, "content_digest": content_digest(document)}))
         assert lab.apply(plan, "--inventory", lab.inventory, "--auto-approve").returncode == 0
 
     def test_no_terminal_and_no_auto_approve_refuses_instead_of_waiting(self, lab: Lab) -> None:
@@ -237,7 +238,9 @@ class TestFailureAndResume:
 class TestConcurrency:
     def test_a_second_apply_fails_cleanly_naming_the_holder(self, lab: Lab) -> None:
         plan = lab.make_plan()
-        env = cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="2")
+        # Long enough that the second CLI starts (imports and all) while the first still holds the lock,
+        # even on a loaded machine.
+        env = cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="8")
         first = start_cli("apply", plan, "--inventory", lab.inventory, "--state", lab.state, "--auto-approve",
                           env=env, cwd=lab.root)
         wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)

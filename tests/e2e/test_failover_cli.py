@@ -291,6 +291,38 @@ class TestFailoverLoop:
         assert nothing.returncode == 0 and "nothing to resume" in flat(nothing.stdout)
 
 
+class TestApplyDoesNotUndoAFailover:
+    """apply refuses (exit 4) to put work back on a fenced site, unless the failover is ended explicitly."""
+
+    def test_after_a_completed_failover(self, lab: Lab) -> None:
+        assert lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve").returncode == 0
+        after_failover = lab.applied()
+        refused = lab.run("apply", lab.inventory, "--auto-approve")
+        assert refused.returncode == 4, refused.stdout + refused.stderr
+        said = flat(refused.stderr)
+        assert "is in effect; applying now would undo it without a rollback" in said
+        assert "api: aws-b-g6×3, dc-l4×1 → aws-a-g6×3, dc-l4×1" in said, said  # what would move back
+        assert "hybridctl runbook rollback" in said and "--end-failover" in said
+        assert lab.applied() == after_failover
+        assert json.loads(lab.run("runbook", "show", "--format", "json").stdout)["events"] == ["site-lost aws-a"]
+
+        ended = lab.run("apply", lab.inventory, "--auto-approve", "--end-failover")
+        assert ended.returncode == 0, ended.stdout + ended.stderr
+        assert lab.applied() == {("api", "dc-l4"): 1, ("api", "aws-a-g6"): 3, ("ocr", "dc-l4"): 1}
+        assert "no failover is in effect" in lab.run("runbook", "show").stdout
+
+    def test_while_a_runbook_is_unfinished(self, lab: Lab) -> None:
+        failed = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve",
+                         HYBRIDCTL_RECORDING_CLOUD_FAIL="regions-aws-b")
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        pending = lab.store().read().pending
+        assert pending is not None and pending.operation == "runbook"
+        refused = lab.run("apply", lab.inventory, "--auto-approve")
+        assert refused.returncode == 4, refused.stdout + refused.stderr
+        assert "is unfinished" in flat(refused.stderr) and "runbook resume" in flat(refused.stderr)
+        assert lab.store().read().pending == pending  # not abandoned
+
+
 class TestConfirmation:
     """Each group opens with a confirmation; a decline stops the runbook where it is (resume asks again)."""
 

@@ -20,16 +20,20 @@ from pulumi_stack_harness import (
 gpu_pools = import_stack_module("aws-gpu-pools", "gpu_pools")
 
 ROLE = "aws:iam/role:Role"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+ASG_TAG = "aws:autoscaling/tag:Tag"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 POOLS: list[dict[str, Any]] = [
-    {"name": "p5-on-demand", "instanceType": "p5.48xlarge", "capacityType": "on_demand", "gpuType": "H100",
-     "gpusPerNode": 8, "minSize": 2, "desiredSize": 3, "maxSize": 16},
-    {"name": "p5-spot", "instanceType": "p5.48xlarge", "capacityType": "spot", "gpuType": "H100",
+    {"name": "p5-on-demand", "instanceTypes": ["p5.48xlarge"], "capacityType": "on_demand", "gpuType": "H100",
+     "gpusPerNode": 8, "minSize": 2, "desiredSize": 3, "maxSize": 16, "diskGiB": 500, "efaInterfaces": 32},
+    {"name": "p5-spot", "instanceTypes": ["p5.48xlarge", "p5e.48xlarge"], "capacityType": "spot", "gpuType": "H100",
      "gpusPerNode": 8, "minSize": 0, "desiredSize": 1, "maxSize": 8},
-    {"name": "g6-reserved", "instanceType": "g6.12xlarge", "capacityType": "reserved", "gpuType": "L4",
-     "gpusPerNode": 4, "minSize": 4, "desiredSize": 4, "maxSize": 4},
+    {"name": "g6-reserved", "instanceTypes": ["g6.12xlarge"], "capacityType": "reserved", "gpuType": "L4",
+     "gpusPerNode": 4, "minSize": 4, "desiredSize": 4, "maxSize": 4, "reservationId": "cr-0123456789abcdef0",
+     "availabilityZone": "us-east-1b"},
 ]
 
 
@@ -61,12 +65,14 @@ def node_group(run_: ProgramRun, pool: str) -> dict[str, Any]:
 
 class TestResourceInventory:
     def test_registers_exactly_one_role_three_attachments_and_a_node_group_per_pool(self, site: ProgramRun) -> None:
-        assert site.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 3}
+        # Each pool: a launch template, a node group and 6 node-template tags on its ASG; the EFA pool a placement group.
+        assert site.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 3, LAUNCH_TEMPLATE: 3, PLACEMENT_GROUP: 1,
+                                      ASG_TAG: 18}
         assert sorted(r.name for r in site.of_type(NODE_GROUP)) == sorted(p["name"] for p in POOLS)
 
     def test_a_single_pool_gives_a_single_node_group(self) -> None:
         one = run(nodePools=POOLS[:1])
-        assert one.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 1}
+        assert one.type_counts()[NODE_GROUP] == 1
 
     def test_runs_are_isolated_from_each_other(self, site: ProgramRun) -> None:
         # A second run in the same process sees only its own resources.
@@ -86,7 +92,7 @@ class TestNodeGroups:
         assert inputs["scalingConfig"] == {
             "minSize": pool["minSize"], "desiredSize": pool["desiredSize"], "maxSize": pool["maxSize"],
         }
-        assert inputs["instanceTypes"] == [pool["instanceType"]]
+        assert inputs["instanceTypes"] == pool["instanceTypes"]
         assert inputs["amiType"] == "AL2023_x86_64_NVIDIA"
         assert inputs["clusterName"] == "ml-use1"
 
@@ -103,15 +109,67 @@ class TestNodeGroups:
             assert group.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
 
     def test_subnets_come_from_the_existing_cluster(self, site: ProgramRun) -> None:
-        assert [(i.token, i.args) for i in site.invokes] == [(GET_CLUSTER, {"name": "ml-use1"})]
-        for group in site.of_type(NODE_GROUP):
-            assert group.inputs["subnetIds"] == list(CLUSTER_SUBNETS)
+        assert site.invokes[0].token == GET_CLUSTER and site.invokes[0].args == {"name": "ml-use1"}
+        assert node_group(site, "p5-spot")["subnetIds"] == sorted(CLUSTER_SUBNETS)
+        # A cluster placement group lives in one zone: the EFA pool keeps one subnet.
+        assert node_group(site, "p5-on-demand")["subnetIds"] == sorted(CLUSTER_SUBNETS)[:1]
+
+    def test_a_zone_pool_keeps_only_the_cluster_subnets_in_its_zone(self, site: ProgramRun) -> None:
+        (lookup,) = [i for i in site.invokes if i.token == "aws:ec2/getSubnets:getSubnets"]
+        assert {f["name"]: f["values"] for f in lookup.args["filters"]} == {
+            "subnet-id": sorted(CLUSTER_SUBNETS), "availability-zone": ["us-east-1b"]}
 
     def test_explicit_subnets_skip_the_cluster_lookup(self) -> None:
-        pinned = run(subnetIds=["subnet-private-a", "subnet-private-b"])
+        pinned = run(subnetIds=["subnet-private-a", "subnet-private-b"], nodePools=POOLS[1:2])
         assert pinned.invokes == []
         for group in pinned.of_type(NODE_GROUP):
             assert group.inputs["subnetIds"] == ["subnet-private-a", "subnet-private-b"]
+
+
+class TestScaling:
+    def test_desired_size_is_the_autoscalers_after_creation(self, site: ProgramRun) -> None:
+        for group in site.of_type(NODE_GROUP):
+            assert group.options["ignoreChanges"] == ["scalingConfig.desiredSize"]
+
+    def test_autoscaler_discovers_the_group_and_can_scale_it_from_zero(self, site: ProgramRun) -> None:
+        tags = node_group(site, "p5-spot")["tags"]
+        assert tags["k8s.io/cluster-autoscaler/enabled"] == "true"
+        assert tags["k8s.io/cluster-autoscaler/ml-use1"] == "owned"
+        on_asg = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in site.of_type(ASG_TAG)
+                  if t.name.startswith("p5-spot-")}
+        assert on_asg["k8s.io/cluster-autoscaler/node-template/label/hybridctl.io/pool"] == "p5-spot"
+        assert on_asg["k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu"] == "true:NoSchedule"
+        assert on_asg["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "8"
+        assert {t.inputs["autoscalingGroupName"] for t in site.of_type(ASG_TAG) if t.name.startswith("p5-spot-")} == {
+            "<unknown: ASG of NodeGroup p5-spot>"}
+
+
+class TestLaunchTemplates:
+    def test_root_disk_is_sized_encrypted_gp3(self, site: ProgramRun) -> None:
+        lt = site.one(LAUNCH_TEMPLATE, "p5-on-demand-lt").inputs
+        assert lt["blockDeviceMappings"] == [{"deviceName": "/dev/xvda", "ebs": {
+            "volumeSize": 500, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"}}]
+
+    def test_instances_volumes_and_interfaces_carry_the_cost_tags(self, site: ProgramRun) -> None:
+        lt = site.one(LAUNCH_TEMPLATE, "p5-spot-lt").inputs
+        assert [t["resourceType"] for t in lt["tagSpecifications"]] == ["instance", "volume", "network-interface"]
+        assert all(t["tags"]["hybridctl:pool"] == "p5-spot" for t in lt["tagSpecifications"])
+
+    def test_multi_node_pools_get_efa_and_a_cluster_placement_group(self, site: ProgramRun) -> None:
+        lt = site.one(LAUNCH_TEMPLATE, "p5-on-demand-lt").inputs
+        assert len(lt["networkInterfaces"]) == 32
+        assert [i["interfaceType"] for i in lt["networkInterfaces"][:2]] == ["efa", "efa-only"]
+        assert site.one(PLACEMENT_GROUP, "p5-on-demand-pg").inputs["strategy"] == "cluster"
+        assert "networkInterfaces" not in site.one(LAUNCH_TEMPLATE, "p5-spot-lt").inputs
+
+    def test_reserved_pools_launch_into_their_capacity_reservation(self, site: ProgramRun) -> None:
+        lt = site.one(LAUNCH_TEMPLATE, "g6-reserved-lt").inputs
+        assert lt["capacityReservationSpecification"] == {
+            "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
+
+    def test_node_groups_use_their_template(self, site: ProgramRun) -> None:
+        assert node_group(site, "p5-spot")["launchTemplate"] == {
+            "id": "<unknown: id of LaunchTemplate p5-spot-lt>", "version": "1"}
 
 
 class TestNodeRole:
@@ -131,8 +189,8 @@ class TestNodeRole:
             "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
         ]
         # Attached to this role (its provider-assigned name), and node groups use its ARN.
-        assert {a.inputs["role"] for a in site.of_type(ATTACHMENT)} == {f"{role.name}-1a2b3c4"}
-        assert {g.inputs["nodeRoleArn"] for g in site.of_type(NODE_GROUP)} == {f"arn:aws:mock::123456789012:role/{role.name}"}
+        assert {a.inputs["role"] for a in site.of_type(ATTACHMENT)} == {f"<unknown: name of Role {role.name}>"}
+        assert {g.inputs["nodeRoleArn"] for g in site.of_type(NODE_GROUP)} == {f"<unknown: arn of Role {role.name}>"}
 
 
 def _is_taggable(type_token: str) -> bool:
@@ -145,7 +203,7 @@ def _is_taggable(type_token: str) -> bool:
 class TestCostAllocationTags:
     def test_every_taggable_resource_is_tagged(self, site: ProgramRun) -> None:
         taggable = [r for r in site.resources if _is_taggable(r.type)]
-        assert {r.type for r in taggable} == {ROLE, NODE_GROUP}
+        assert {r.type for r in taggable} == {ROLE, NODE_GROUP, LAUNCH_TEMPLATE, PLACEMENT_GROUP}
         for resource in taggable:
             tags = resource.inputs["tags"]
             assert tags["hybridctl:inventory"] == "acme-hybrid", resource.name
@@ -155,6 +213,8 @@ class TestCostAllocationTags:
     def test_node_groups_are_tagged_with_their_pool(self, site: ProgramRun) -> None:
         for group in site.of_type(NODE_GROUP):
             assert group.inputs["tags"]["hybridctl:pool"] == group.name
+        for template in site.of_type(LAUNCH_TEMPLATE):
+            assert template.inputs["tags"]["hybridctl:pool"] == template.name.removesuffix("-lt")
 
 
 class TestOutputs:
@@ -162,8 +222,9 @@ class TestOutputs:
         groups = site.outputs["nodeGroups"]
         assert set(groups) == {p["name"] for p in POOLS}
         assert groups["p5-spot"] == {
-            "name": "p5-spot-1a2b3c4", "instanceType": "p5.48xlarge", "capacityType": "SPOT",
-            "minSize": 0, "desiredSize": 1, "maxSize": 8,
+            "name": "<unknown: name of NodeGroup p5-spot>", "instanceTypes": ["p5.48xlarge", "p5e.48xlarge"],
+            "capacityType": "SPOT", "minSize": 0, "desiredSize": 1, "maxSize": 8,
+            "launchTemplate": "<unknown: id of LaunchTemplate p5-spot-lt>",
         }
         assert site.outputs["region"] == "us-east-1"
         assert site.outputs["site"] == "aws-us-east-1"
@@ -179,6 +240,10 @@ class TestConfigChecks:
             ({"gpusPerNode": 0}, "gpusPerNode"),
             ({"minSize": True}, "minSize"),
             ({"instanceTyp": "p5.48xlarge"}, "unknown field"),
+            ({"instanceTypes": ["p5.48xlarge", "p5e.48xlarge"]}, "only spot pools"),
+            ({"diskGiB": 10}, "diskGiB"),
+            ({"reservationId": "cr-0123456789abcdef0"}, "only reserved pools"),
+            ({"availabilityZone": "us-east-1"}, "availabilityZone"),
         ],
     )
     def test_a_bad_pool_is_rejected_with_its_key(self, change: dict[str, Any], message: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -22,17 +23,20 @@ FLAVORS: list[dict[str, Any]] = [
     {"name": "use1-p5-spot", "gpuType": "H100",
      "nodeLabels": {"hybridctl.io/site": "aws-us-east-1", "hybridctl.io/pool": "p5-spot"}},
 ]
-QUEUES: dict[str, list[dict[str, Any]]] = {
-    "fixed": [{"flavor": "use1-p5-on-demand", "gpus": 16}],
-    "burst": [{"flavor": "use1-p5-on-demand", "gpus": 32}],
-    "opportunistic": [{"flavor": "use1-p5-spot", "gpus": 24}, {"flavor": "use1-p5-on-demand", "gpus": 0}],
-}
-WORKLOADS = [
-    {"name": "fraud-scoring", "tier": "fixed"},
-    {"name": "llm-pretrain", "tier": "burst"},
-    {"name": "embedding-backfill", "tier": "opportunistic"},
-    {"name": "nightly-eval", "tier": "burst"},
+QUEUES: list[dict[str, Any]] = [
+    {"name": "acme-hybrid-fixed", "tier": "fixed", "flavors": [{"flavor": "use1-p5-on-demand", "gpus": 16}]},
+    {"name": "acme-hybrid-burst", "tier": "burst", "flavors": [{"flavor": "use1-p5-on-demand", "gpus": 32}]},
+    {"name": "acme-hybrid-opportunistic", "tier": "opportunistic",
+     "flavors": [{"flavor": "use1-p5-spot", "gpus": 24}, {"flavor": "use1-p5-on-demand", "gpus": 0}]},
 ]
+WORKLOADS = [
+    {"name": "fraud-scoring", "tier": "fixed", "clusterQueue": "acme-hybrid-fixed", "team": "fraud-ml"},
+    {"name": "llm-pretrain", "tier": "burst", "clusterQueue": "acme-hybrid-burst"},
+    {"name": "embedding-backfill", "tier": "opportunistic", "clusterQueue": "acme-hybrid-opportunistic"},
+    {"name": "nightly-eval", "tier": "burst", "clusterQueue": "acme-hybrid-burst"},
+]
+DISPATCHING = [{**q, "dispatched": True} if q["tier"] == "burst" else q for q in QUEUES]
+PROVIDER, DAEMONSET = "pulumi:providers:kubernetes", "kubernetes:apps/v1:DaemonSet"
 REMOTES = [
     {"name": "ml-euw1", "kubeconfigSecret": "ml-euw1-kubeconfig"},
     {"name": "ml-usw2", "kubeconfigSecret": "ml-usw2-kubeconfig"},
@@ -41,12 +45,13 @@ REMOTES = [
 
 def stack_config(**overrides: Any) -> dict[str, str]:
     values: dict[str, Any] = {
+        "aws:region": "us-east-1",
         "clusterName": "ml-use1",
         "inventoryName": "acme-hybrid",
         "planDigest": "sha256:5f2c0e",
         "cohort": "acme-hybrid",
         "flavors": FLAVORS,
-        "queues": QUEUES,
+        "clusterQueues": QUEUES,
         "workloads": WORKLOADS,
     }
     values.update(overrides)
@@ -64,11 +69,11 @@ def cluster() -> ProgramRun:
 
 @pytest.fixture(scope="module")
 def multikueue() -> ProgramRun:
-    return run(multiKueueClusters=REMOTES)
+    return run(multiKueueClusters=REMOTES, clusterQueues=DISPATCHING)
 
 
 def queue(run_: ProgramRun, tier: str) -> dict[str, Any]:
-    return run_.one(CQ, f"cq-{tier}").inputs
+    return run_.one(CQ, f"cq-acme-hybrid-{tier}").inputs
 
 
 def gpu_quota(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -83,10 +88,11 @@ def gpu_quota(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 class TestResourceInventory:
     def test_registers_the_expected_objects(self, cluster: ProgramRun) -> None:
-        assert cluster.type_counts() == {RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 4}
+        assert cluster.type_counts() == {PROVIDER: 1, DAEMONSET: 1, RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 4}
 
     def test_multikueue_adds_clusters_a_config_and_an_admission_check(self, multikueue: ProgramRun) -> None:
-        assert multikueue.type_counts() == {RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 4, MKC: 2, MKCONFIG: 1, CHECK: 1}
+        assert multikueue.type_counts() == {PROVIDER: 1, DAEMONSET: 1, RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 4,
+                                            MKC: 2, MKCONFIG: 1, CHECK: 1}
 
     def test_kueue_objects_use_the_storage_version(self, cluster: ProgramRun) -> None:
         for resource in cluster.resources:
@@ -107,7 +113,7 @@ class TestResourceFlavors:
             site="aws-us-east-1", region="us-east-1", cluster_name="ml-use1", inventory_name="acme-hybrid",
             plan_digest="sha256:5f2c0e", node_pools=(),
         )
-        pool = gpu_pools.NodePool("p5-spot", "p5.48xlarge", "spot", "H100", 8, 0, 1, 8)
+        pool = gpu_pools.NodePool("p5-spot", ("p5.48xlarge",), "spot", "H100", 8, 0, 1, 8)
         node_labels = gpu_pools.node_labels(cfg, pool)
         selector = cluster.one(RF, "rf-use1-p5-spot").inputs["spec"]["nodeLabels"]
         assert selector.items() <= node_labels.items()
@@ -159,12 +165,12 @@ class TestClusterQueues:
             "reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"},
         }
 
-    def test_each_queue_admits_only_namespaces_of_its_tier(self, cluster: ProgramRun) -> None:
-        for tier in ("fixed", "burst", "opportunistic"):
-            assert queue(cluster, tier)["spec"]["namespaceSelector"] == {"matchLabels": {"hybridctl.io/tier": tier}}
+    def test_each_queue_admits_only_its_own_workloads_namespaces(self, cluster: ProgramRun) -> None:
+        assert queue(cluster, "burst")["spec"]["namespaceSelector"] == {"matchExpressions": [
+            {"key": "hybridctl.io/workload", "operator": "In", "values": ["llm-pretrain", "nightly-eval"]}]}
 
-    def test_a_tier_with_no_usable_flavor_gets_an_empty_queue(self) -> None:
-        empty = run(queues={"fixed": QUEUES["fixed"], "burst": QUEUES["burst"]})
+    def test_a_queue_with_no_usable_flavor_is_empty(self) -> None:
+        empty = run(clusterQueues=[*QUEUES[:2], {**QUEUES[2], "flavors": []}])
         assert queue(empty, "opportunistic")["spec"]["resourceGroups"] == []
         assert empty.one(COHORT, "cohort").inputs["spec"] == {}
 
@@ -192,11 +198,12 @@ class TestPrioritiesAndLocalQueues:
             assert ns["labels"]["hybridctl.io/tier"] == workload["tier"]
             lq = cluster.one(LQ, f"lq-{workload['name']}").inputs
             assert lq["metadata"]["namespace"] == workload["name"]
-            assert lq["spec"] == {"clusterQueue": f"acme-hybrid-{workload['tier']}"}
+            assert lq["spec"] == {"clusterQueue": workload["clusterQueue"]}
 
     def test_exports_what_a_job_needs_to_be_admitted(self, cluster: ProgramRun) -> None:
         assert cluster.outputs["workloads"]["llm-pretrain"] == {
-            "namespace": "llm-pretrain", "localQueue": "llm-pretrain", "priorityClass": "acme-hybrid-burst", "tier": "burst",
+            "namespace": "llm-pretrain", "localQueue": "llm-pretrain", "clusterQueue": "acme-hybrid-burst",
+            "priorityClass": "acme-hybrid-burst", "tier": "burst",
         }
 
 
@@ -229,12 +236,13 @@ class TestConfigChecks:
     @pytest.mark.parametrize(
         ("overrides", "message"),
         [
-            ({"queues": {"fixed": [{"flavor": "nope", "gpus": 1}]}}, "not one of hybridctl:flavors"),
-            ({"queues": {"fixed": [{"flavor": "use1-p5-spot", "gpus": -1}]}}, "integer >= 0"),
-            ({"queues": {"urgent": []}}, "unknown field"),
-            ({"workloads": [{"name": "Fraud_Scoring", "tier": "fixed"}]}, "not a valid Kubernetes name"),
-            ({"workloads": [{"name": "a", "tier": "premium"}]}, "expected one of"),
-            ({"workloads": [{"name": "a", "tier": "fixed"}, {"name": "a", "tier": "burst"}]}, "repeated: a"),
+            ({"clusterQueues": [{**QUEUES[0], "flavors": [{"flavor": "nope", "gpus": 1}]}]}, "not one of hybridctl:flavors"),
+            ({"clusterQueues": [{**QUEUES[0], "flavors": [{"flavor": "use1-p5-spot", "gpus": -1}]}]}, "integer >= 0"),
+            ({"clusterQueues": [{**QUEUES[0], "urgent": True}]}, "unknown field"),
+            ({"workloads": [{**WORKLOADS[0], "name": "Fraud_Scoring"}]}, "not a valid Kubernetes name"),
+            ({"workloads": [{**WORKLOADS[0], "tier": "premium"}]}, "expected one of"),
+            ({"workloads": [{**WORKLOADS[0], "clusterQueue": "acme-hybrid-burst"}]}, "is not a fixed queue"),
+            ({"workloads": [WORKLOADS[0], WORKLOADS[0]]}, "repeated: fraud-scoring"),
             ({"flavors": [{**FLAVORS[0], "cpuPerGpu": 4}]}, "go together"),
             ({"cohort": "Acme"}, "hybridctl:cohort"),
         ],
@@ -242,3 +250,66 @@ class TestConfigChecks:
     def test_bad_config_fails_before_any_resource(self, overrides: dict[str, Any], message: str) -> None:
         with pytest.raises(queues_config.ConfigError, match=message):
             run(**overrides)
+
+
+class TestClusterTarget:
+    def test_one_explicit_provider_built_from_the_named_eks_cluster(self, cluster: ProgramRun) -> None:
+        (provider,) = cluster.of_type(PROVIDER)
+        kubeconfig = json.loads(provider.inputs["kubeconfig"])
+        assert kubeconfig["users"][0]["user"]["exec"]["args"] == [
+            "eks", "get-token", "--cluster-name", "ml-use1", "--region", "us-east-1", "--output", "json"]
+        assert kubeconfig["clusters"][0]["cluster"]["server"] == "<unknown: endpoint of EKS cluster ml-use1>"
+        assert provider.inputs["clusterIdentifier"] == "<unknown: arn of EKS cluster ml-use1>"
+        assert ("aws:eks/getCluster:getCluster", {"name": "ml-use1"}) in [(i.token, i.args) for i in cluster.invokes]
+
+    def test_every_object_goes_through_that_provider(self, cluster: ProgramRun) -> None:
+        (provider,) = cluster.of_type(PROVIDER)
+        objects = [r for r in cluster.resources if r.type.startswith("kubernetes:")]
+        assert objects and {r.options.get("provider") for r in objects} == {provider.name}
+
+    def test_a_named_context_must_point_at_the_cluster(self) -> None:
+        cluster_target = import_stack_module("k8s-queues", "cluster_target")
+        cfg = queues_config.parse({"clusterName": "ml-use1", "inventoryName": "i", "planDigest": "d", "cohort": "c",
+                                   "flavors": [], "clusterQueues": [], "workloads": [], "kubeContext": "prod"})
+        kubeconfig = {"contexts": [{"name": "prod", "context": {"cluster": "other"}}],
+                      "clusters": [{"name": "other", "cluster": {"server": "https://OTHER.gr7.us-east-1.eks.amazonaws.com"}}]}
+        with pytest.raises(queues_config.ConfigError, match="refusing"):
+            cluster_target.check_context(cfg, "https://ML-USE1.gr7.us-east-1.eks.amazonaws.com", kubeconfig)
+        cluster_target.check_context(cfg, "https://other.gr7.us-east-1.eks.amazonaws.com/", kubeconfig)
+        with pytest.raises(queues_config.ConfigError, match="no context"):
+            cluster_target.check_context(cfg, "https://x", {"contexts": [], "clusters": []})
+
+
+class TestTeams:
+    def test_the_owning_team_labels_the_namespace(self, cluster: ProgramRun) -> None:
+        labels = {ns.name: ns.inputs["metadata"]["labels"] for ns in cluster.of_type(NAMESPACE)}
+        assert labels["ns-fraud-scoring"]["hybridctl.io/team"] == "fraud-ml"
+        assert "hybridctl.io/team" not in labels["ns-llm-pretrain"]
+
+    def test_a_team_must_be_a_dns_label(self) -> None:
+        with pytest.raises(queues_config.ConfigError, match="team"):
+            run(workloads=[{**WORKLOADS[0], "team": "Fraud ML"}])
+
+
+class TestLifecycle:
+    def test_namespaces_are_retained_when_a_workload_leaves(self, cluster: ProgramRun) -> None:
+        assert all(ns.options.get("retainOnDelete") for ns in cluster.of_type(NAMESPACE))
+
+    def test_a_new_cluster_queue_replaces_the_local_queue(self, cluster: ProgramRun) -> None:
+        for lq in cluster.of_type(LQ):
+            assert lq.options["replaceOnChanges"] == ["spec.clusterQueue"]
+            assert lq.options["deleteBeforeReplace"] is True
+
+
+class TestDevicePlugin:
+    def test_the_vendored_pinned_daemonset_runs_on_gpu_nodes_only(self, cluster: ProgramRun) -> None:
+        (ds,) = cluster.of_type(DAEMONSET)
+        template = ds.inputs["spec"]["template"]["spec"]
+        assert template["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in template["tolerations"]
+        terms = template["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert terms == [{"matchExpressions": [{"key": "hybridctl.io/gpu", "operator": "Exists"}]}]
+        assert ds.inputs["metadata"]["namespace"] == "kube-system"
+
+    def test_it_can_be_left_to_an_existing_gpu_operator(self) -> None:
+        assert not run(installDevicePlugin="false").of_type(DAEMONSET)

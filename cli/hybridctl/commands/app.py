@@ -44,6 +44,7 @@ def _register() -> None:
     # the order of these imports is the order of `hybridctl --help`: the workflow's order
     from hybridctl.commands import inventory_cmds  # noqa: F401, I001
     from hybridctl.commands import plan_cmds  # noqa: F401
+    from hybridctl.commands import synth_cmds  # noqa: F401
     from hybridctl.commands import apply_cmds  # noqa: F401
     from hybridctl.commands import discover_cmds  # noqa: F401
     from hybridctl.commands import failover_cmds  # noqa: F401

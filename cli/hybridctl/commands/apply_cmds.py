@@ -44,6 +44,8 @@ def apply(
     state: Path | None = typer.Option(None, "--state", help=STATE_HELP),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     auto_approve: bool = typer.Option(False, "--auto-approve", help="Apply without asking for confirmation."),
+    allow_machine_removal: bool = typer.Option(False, "--allow-machine-removal", help="With --auto-approve: also "
+                                               "approve deleting or replacing node groups that have machines."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the cloud steps (Pulumi); configure "
                                     "on-prem and edge sites only."),
     bundles: Path | None = typer.Option(None, "--bundles", help="Directory of signed model bundles, one per "
@@ -53,6 +55,9 @@ def apply(
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    end_failover: bool = typer.Option(False, "--end-failover", help="Apply even though a failover is in effect "
+                                      "or unfinished: ends it, and may move workloads back to the sites it "
+                                      "fenced (`runbook rollback` is the usual way back)."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.commands.apply_flow import run_apply
@@ -60,7 +65,8 @@ def apply(
     code = run_apply(source=source, inventory=inventory, state=state, lock_timeout_s=parse_duration(lock_timeout),
                      auto_approve=auto_approve, skip_cloud=skip_cloud, bundles=bundles,
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
-                     parallelism=parallelism)
+                     parallelism=parallelism, end_failover=end_failover,
+                     allow_machine_removal=allow_machine_removal)
     if code:
         raise typer.Exit(code)
 

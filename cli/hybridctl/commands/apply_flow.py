@@ -175,6 +175,52 @@ def check_fresh(plan: Plan, inventory: Inventory, state: State, plan_path: Path,
                            hint=f"make and review a new plan: hybridctl plan {inventory_path} --out {plan_path}")
 
 
+def guard_failovers(store: StateStore, state: State, plan: Plan, end_failover: bool) -> list[str]:
+    """Refuse to undo a failover silently: apply would put work back on the sites it fenced.
+
+    Returns the failovers in effect, which a successful apply with --end-failover ends.
+    """
+    from hybridctl.commands.failover_flow import active_failovers
+    from hybridctl.core.plan.diff import diff_plans
+    from hybridctl.core.plan.serialize import plan_from_dict
+
+    active = active_failovers(store)
+    unfinished = state.pending.target if state.pending is not None and state.pending.operation == "runbook" else None
+    if end_failover or not (active or unfinished):
+        return active
+    moves = []
+    if state.applied_plan is not None:
+        changes = diff_plans(plan_from_dict(dict(state.applied_plan), "the applied plan"), plan).workloads
+        moves = [f"{c.workload}: {c.describe()}" for c in changes if c.change in ("moved", "resized", "added")]
+    shown = "".join(f"\n  {m}" for m in moves[:_PROBLEMS_SHOWN])
+    more = f"\n  … and {len(moves) - _PROBLEMS_SHOWN} more" if len(moves) > _PROBLEMS_SHOWN else ""
+    what = (f"runbook {unfinished} is unfinished" if unfinished
+            else f"failover {', '.join(active)} is in effect" if len(active) == 1
+            else f"failovers {', '.join(active)} are in effect")
+    raise RefusedError(
+        f"{what}; applying now would undo it without a rollback. It would change {len(moves)} workload(s):"
+        f"{shown}{more}" if moves else f"{what}; applying now would end it without a rollback",
+        hint=("finish it with `hybridctl runbook resume`, or undo it with `hybridctl runbook rollback`"
+              if unfinished else "undo it with `hybridctl runbook rollback` once the sites are back")
+        + "; or pass --end-failover to apply anyway and end it")
+
+
+def check_rules(plan: Plan, inventory: Inventory, plan_path: Path) -> None:
+    """Refuse a plan file that breaks the inventory's rules, before anything acts on it."""
+    from hybridctl.core.plan.verify import plan_violations
+
+    problems = plan_violations(inventory, plan)
+    if problems:
+        shown = "\n  ".join(problems[:_PROBLEMS_SHOWN])
+        more = f"\n  … and {len(problems) - _PROBLEMS_SHOWN} more" if len(problems) > _PROBLEMS_SHOWN else ""
+        raise RefusedError(f"{plan_path} breaks the inventory's rules; nothing was changed:\n  {shown}{more}",
+                           hint="plan files are not edited by hand: change the inventory and run "
+                                "`hybridctl plan --out` again")
+
+
+_PROBLEMS_SHOWN = 20
+
+
 def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], err: Console) -> dict[str, BundleRef]:
     """Verify every bundle the plan can use before anything runs: a bad bundle stops the apply here."""
     from hybridctl.drivers.bundle import verify_bundle
@@ -199,12 +245,15 @@ def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], 
 
 def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_timeout_s: float, auto_approve: bool,
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
-              ssh_key: Path | None, parallelism: int) -> int:
+              ssh_key: Path | None, parallelism: int, end_failover: bool = False,
+              allow_machine_removal: bool = False) -> int:
+    from hybridctl.commands.failover_flow import end_failovers
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.planner import budget_violation
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+    from hybridctl.core.plan.verify import verified
     from hybridctl.core.stackconfig import plan_digest
     from hybridctl.core.steps import apply_steps
     from hybridctl.drivers.files import atomic_write_text
@@ -222,16 +271,19 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
             the_plan = read_plan(source)
             loaded = load_inventory(inventory)
             check_fresh(the_plan, loaded.inventory, current, source, inventory)
+            check_rules(the_plan, loaded.inventory, source)
             inventory_path = inventory
         else:
             loaded = load_inventory(source)
             inventory_path = source
             previous = plan_from_dict(dict(current.applied_plan)) if current.applied_plan else None
-            the_plan = replace(make_plan(loaded.inventory, previous=previous), base_serial=current.serial)
+            the_plan = replace(verified(loaded.inventory, make_plan(loaded.inventory, previous=previous)),
+                               base_serial=current.serial)
             render_plan(out, the_plan, diff_plans(previous, the_plan) if previous else None)
             violation = budget_violation(the_plan)
             if violation:
                 raise HybridctlError(violation, hint="raise policies.monthly_budget_usd, or reduce replicas or hours")
+        failovers = guard_failovers(store, current, the_plan, end_failover)
         digest = plan_digest(the_plan)
         refs = None
         if bundles is not None:
@@ -249,6 +301,12 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
             out.print(f"resuming the unfinished apply ({len(pending.run_ids)} earlier run(s)): "
                       f"{done} step(s) already done are not run again")
         render_step_plan(out, f"apply {digest[:19]}… (state serial {current.serial})", step_plan, shown, skip)
+        if not skip_cloud:
+            from hybridctl.commands.cloud_changes import approve_destructive
+
+            applied = plan_from_dict(dict(current.applied_plan)) if current.applied_plan else None
+            approve_destructive(out, loaded.inventory, the_plan, applied, auto_approve=auto_approve,
+                                allow_machine_removal=allow_machine_removal)
         if any(s is StepStatus.PENDING for s in shown.values()) or not current.applied_plan:
             confirm(auto_approve, "apply", "Apply these steps?")
         from hybridctl.core.ansible_inventory import build_ansible_inventory
@@ -259,6 +317,8 @@ def run_apply(*, source: Path, inventory: Path | None, state: Path | None, lock_
 
         def record_applied(state_: State, report: RunReport) -> State:
             del report
+            if failovers:
+                end_failovers(store)
             return replace(state_, applied_plan=plan_to_dict(the_plan, plan_file=True), applied_plan_digest=digest,
                            applied_at=now_iso(), inventory_path=str(inventory_path.resolve()),
                            site_kinds={s.name: s.kind.value for s in loaded.inventory.sites})

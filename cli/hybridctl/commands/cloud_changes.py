@@ -27,6 +27,11 @@ class CloudChangeRow:
     name: str
     action: str
     detail: str = ""
+    removes_machines: bool = False  # a node group (or its stack) with machines is replaced or deleted
+
+    @property
+    def destructive(self) -> bool:
+        return self.action in ("replace", "delete")
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,19 @@ class CloudChanges:
     def to_dict(self) -> dict[str, object]:
         return {"source": self.source, "changes": [row.__dict__ for row in self.rows]}
 
+    @property
+    def destructive(self) -> tuple[CloudChangeRow, ...]:
+        return tuple(r for r in self.rows if r.destructive)
+
 
 def config_diff(inventory: Inventory, plan: Plan, baseline: Plan | None) -> CloudChanges:
-    from hybridctl.core.stackconfig import diff_stack_configs, stack_configs
+    from hybridctl.core.stackconfig import stack_configs
+    from hybridctl.core.stackdiff import diff_stack_configs
 
     before = stack_configs(inventory, baseline, digest="baseline") if baseline is not None else None
     after = stack_configs(inventory, plan, digest="plan")
-    return CloudChanges(CONFIG_DIFF, tuple(CloudChangeRow(c.project, c.stack, c.kind, c.name, c.action, c.detail)
+    return CloudChanges(CONFIG_DIFF, tuple(CloudChangeRow(c.project, c.stack, c.kind, c.name, c.action, c.detail,
+                                                          c.removes_machines)
                                            for c in diff_stack_configs(before, after)))
 
 
@@ -51,19 +62,22 @@ def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: Path | None) -> 
     """A real `pulumi preview` of every stack the plan maps to; needs the pulumi CLI and credentials."""
     from hybridctl.core.stackconfig import plan_digest, stack_configs
     from hybridctl.drivers.pulumi import PulumiDriver, StackSpec, check_credentials
-    from hybridctl.drivers.state import resolve_state_dir
+    from hybridctl.drivers.state import StateStore, resolve_state_dir
     from hybridctl.runners import cloud_driver
 
     configs = stack_configs(inventory, plan, digest=plan_digest(plan))
-    driver = cloud_driver(resolve_state_dir(state_dir))
+    store = StateStore(resolve_state_dir(state_dir))
+    driver = cloud_driver(store.root)
     specs = [StackSpec(c.project, c.stack_name, c.values()) for c in configs.gpu_pools]
     specs += [StackSpec(q.project, q.stack_name, q.values()) for q in configs.queues]
     if isinstance(driver, PulumiDriver):
         for spec in specs:
             check_credentials(spec)
     rows: list[CloudChangeRow] = []
-    for spec in specs:
-        result = driver.preview(spec)
+    # A preview writes each stack's configuration: never beside a running apply.
+    with store.locked(command="plan --cloud-preview"):
+        results = [(spec, driver.preview(spec)) for spec in specs]
+    for spec, result in results:
         if result.changes:
             rows += [CloudChangeRow(spec.project, spec.stack_name, c.type, c.name, c.op) for c in result.changes]
         else:
@@ -83,5 +97,35 @@ def render_cloud_changes(console: Console, changes: CloudChanges) -> None:
     for column in ("stack", "kind", "name", "action", "detail"):
         table.add_column(column)
     for row in moving:
-        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, row.action, row.detail)
+        action = f"[bold red]{row.action}[/]" if row.destructive else row.action
+        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, action, row.detail)
     console.print(table)
+
+
+def approve_destructive(console: Console, inventory: Inventory, plan: Plan, applied: Plan | None, *,
+                        auto_approve: bool, allow_machine_removal: bool) -> CloudChanges:
+    """Show the replaces and deletions `apply` will make in the cloud, before its approval prompt.
+
+    Deleting or replacing node groups that have machines stops the work on them: --auto-approve
+    alone does not approve that; it also takes --allow-machine-removal.
+    """
+    from hybridctl.errors import RefusedError
+
+    changes = config_diff(inventory, plan, applied)
+    destructive = CloudChanges(changes.source, changes.destructive)
+    if not destructive.rows:
+        return destructive
+    table = Table(title="Destructive cloud changes (replace or delete)", title_justify="left")
+    for column in ("stack", "kind", "name", "action", "detail"):
+        table.add_column(column)
+    for row in destructive.rows:
+        machines = " — removes running machines" if row.removes_machines else ""
+        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, row.action, row.detail + machines)
+    console.print(table)
+    removing = [r for r in destructive.rows if r.removes_machines]
+    if removing and auto_approve and not allow_machine_removal:
+        raise RefusedError(
+            "apply would delete or replace node groups with running machines: "
+            + ", ".join(f"{r.stack}/{r.name}" for r in removing),
+            hint="review the table above, then pass --allow-machine-removal as well as --auto-approve")
+    return destructive

@@ -29,7 +29,7 @@ def read_plan(path: Path) -> Plan:
         raise UsageError(f"{path}: no such plan file", hint="write one with `hybridctl plan INVENTORY --out FILE`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read: {exc}") from None
-    return plan_from_json(text, str(path))
+    return plan_from_json(text, str(path), verify_digest=True)
 
 
 def looks_like_plan(path: Path) -> bool:

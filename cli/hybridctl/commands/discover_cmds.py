@@ -31,6 +31,7 @@ def discover(
     from hybridctl.core.discovery import compare_host
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.ansible import run_playbook
     from hybridctl.errors import UsageError
     from hybridctl.paths import playbooks_dir
@@ -41,7 +42,7 @@ def discover(
     unknown = sorted(set(site) - {s.name for s in loaded.sites})
     if unknown:
         raise UsageError(f"--site {', '.join(unknown)}: no such site in the inventory")
-    hosts = build_ansible_inventory(loaded, plan(loaded))
+    hosts = build_ansible_inventory(loaded, verified(loaded, plan(loaded)))
     if site:
         hosts = hosts.restrict(h for h, v in hosts.hostvars.items() if v.get("hybridctl_site") in site)
     if not hosts.hosts:

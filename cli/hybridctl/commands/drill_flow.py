@@ -20,6 +20,7 @@ def rehearsal_base(plan_path: Path, inventory_path: Path) -> tuple[Plan, Invento
     from hybridctl.commands.common import read_plan
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.core.plan.verify import verified
 
     the_plan = read_plan(plan_path)
     inventory = load_inventory(inventory_path).inventory
@@ -27,7 +28,7 @@ def rehearsal_base(plan_path: Path, inventory_path: Path) -> tuple[Plan, Invento
         raise RefusedError(f"{plan_path} was made from another inventory: {inventory_path} has changed since, or is "
                            "not the inventory of this plan",
                            hint=f"make a new plan: hybridctl plan {inventory_path} --out {plan_path}")
-    return the_plan, inventory
+    return verified(inventory, the_plan, str(plan_path)), inventory
 
 
 def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
@@ -39,6 +40,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.core.failover.serialize import drill_to_json
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.drivers.parallel import map_in_processes
     from hybridctl.render.failover import drill_markdown, render_drill
@@ -60,7 +62,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
         scenarios += standard_scenarios(inventory)
     check_scenarios(scenarios, inventory)
     if plan_file is None:
-        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
+        base = verified(inventory, plan(inventory, options=PlanOptions(time_limit_s=time_limit_s)))
     # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
     spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
     report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s),

@@ -263,6 +263,7 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
 
     events = parse_events(words)
@@ -280,10 +281,11 @@ def run_failover(words: Sequence[str], *, state: Path | None, inventory: Path | 
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
                            "replans the applied placements against the inventory as it is now")
         refs = _refs(options, {w.name for w in the_inventory.workloads})
-        runbook, _ = plan_failover(the_inventory, applied, events,
+        runbook, result = plan_failover(the_inventory, applied, events,
                                    steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
                                    options=FailoverOptions(move_threshold_usd, time_limit_s),
                                    base_serial=current.serial)
+        verified(result.disruption.inventory, result.after, "failover plan")
         _emit(runbook, output_format)
         if out is not None:
             atomic_write_text(out, runbook_to_json(runbook))
@@ -313,9 +315,12 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     applied, the_inventory = rehearsal_base(plan_file, inventory)
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})
-    runbook, _ = plan_failover(the_inventory, applied, events, options=options,
-                               steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
-                                                       applied=applied))
+    from hybridctl.core.plan.verify import verified
+
+    runbook, result = plan_failover(the_inventory, applied, events, options=options,
+                                    steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
+                                                            applied=applied))
+    verified(result.disruption.inventory, result.after, "failover plan")
     _emit(runbook, output_format)
     if out is not None:
         atomic_write_text(out, runbook_to_json(runbook))
@@ -390,3 +395,16 @@ def run_show(state: Path | None, output_format: str) -> int:
         return 0
     _emit(_read(_runbooks_dir(store) / f"{chain[-1]}.json"), output_format)
     return 0
+
+
+# --- what apply needs to know ---------------------------------------------------------------------
+
+
+def active_failovers(store: StateStore) -> list[str]:
+    """The failovers in effect, oldest first (apply refuses to undo them silently)."""
+    return _active(store)
+
+
+def end_failovers(store: StateStore) -> None:
+    """An apply with --end-failover succeeded: no failover is in effect any more."""
+    _set_active(store, [])

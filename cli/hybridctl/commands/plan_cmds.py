@@ -10,7 +10,7 @@ import typer
 from hybridctl.commands.app import app
 from hybridctl.commands.common import ReportFormat, looks_like_plan, read_plan, write_atomically
 from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
-from hybridctl.errors import CHANGES, ExitCode
+from hybridctl.errors import CHANGES, ExitCode, UsageError
 
 
 class TableOrJson(StrEnum):
@@ -66,6 +66,10 @@ def plan(
     state: Path | None = typer.Option(None, "--state", help="State directory whose serial a plan file records, so that "
                                       "apply refuses it once the state has moved on (default: $HYBRIDCTL_STATE, "
                                       "else ./.hybridctl/state)."),
+    allow_unplaced: bool = typer.Option(False, "--allow-unplaced",
+                                        help="Exit 0 even when fixed-tier work is left unplaced."),
+    fail_on_unplaced: bool = typer.Option(False, "--fail-on-unplaced",
+                                          help="Exit 1 when any workload, of any tier, is left unplaced."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
     import json
@@ -73,17 +77,20 @@ def plan(
     from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
-    from hybridctl.core.plan.planner import PlanOptions, budget_violation
+    from hybridctl.core.plan.planner import PlanOptions, budget_violation, unplaced_failure
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json
+    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.state import applied_plan
     from hybridctl.render.console import stderr, stdout
     from hybridctl.render.plan import render_markdown, render_plan
 
+    if allow_unplaced and fail_on_unplaced:
+        raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
     loaded = load_inventory(inventory)
     before = read_plan(previous) if previous else None
-    result = make_plan(loaded.inventory, previous=before,
-                       options=PlanOptions(time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+    result = verified(loaded.inventory, make_plan(loaded.inventory, previous=before, options=PlanOptions(
+        time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd)))
     diff = diff_plans(before, result) if before else None
     baseline = before if before is not None else applied_plan(state)
     cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
@@ -109,6 +116,13 @@ def plan(
     if violation:
         stderr().print(f"[red]error:[/] {violation}")
         stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
+        raise typer.Exit(ExitCode.FAILED)
+    failing = unplaced_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+    if failing:
+        stderr().print(f"[red]error:[/] {failing}")
+        stderr().print("[cyan]hint:[/] the Unplaced table says which constraint bound each one; "
+                       + ("pass --allow-unplaced to accept it" if not fail_on_unplaced
+                          else "drop --fail-on-unplaced to accept unplaced work outside the fixed tier"))
         raise typer.Exit(ExitCode.FAILED)
     if detailed_exitcode and (diff is None or diff.has_changes):
         raise typer.Exit(CHANGES)
@@ -154,8 +168,10 @@ def cost(
     else:
         from hybridctl.core.inventory.loader import load_inventory
         from hybridctl.core.plan.planner import plan as make_plan
+        from hybridctl.core.plan.verify import verified
 
-        planned = make_plan(load_inventory(source).inventory)
+        the_inventory = load_inventory(source).inventory
+        planned = verified(the_inventory, make_plan(the_inventory))
     lines = showback(planned, by)
     if output_format is CostFormat.json:
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,

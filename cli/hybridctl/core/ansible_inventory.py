@@ -7,6 +7,8 @@ Group names are Ansible identifiers (`site_dc_fra`, `kind_edge`, `pool_h100_rese
 
 from __future__ import annotations
 
+import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -127,6 +129,31 @@ def _share(gpus: int, hosts: list[str], host: str) -> int:
         return 0
     base, extra = divmod(gpus, len(hosts))
     return base + (1 if hosts.index(host) < extra else 0)
+
+
+def ansible_value(value: object) -> str:
+    """A value as YAML flow text for Ansible, with every string tagged `!unsafe`.
+
+    Ansible evaluates Jinja in inventory and extra variables, so a string from an inventory,
+    a plan or a bundle manifest that reached it untagged could run code on the controller
+    (`{{ lookup('pipe', ...) }}`). Validation rejects such values first; this tagging holds
+    even for a field that a future change forgets to validate. JSON's string escapes are
+    valid in YAML's double-quoted scalars, so json.dumps does the quoting.
+    """
+    if isinstance(value, str):
+        return f"!unsafe {json.dumps(value)}"
+    if value is None or isinstance(value, bool | int):
+        return json.dumps(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} cannot be passed to Ansible")
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        # Ansible templates values, not keys; keys are tool-chosen names or validated DNS labels.
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {ansible_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(ansible_value(v) for v in value) + "]"
+    raise TypeError(f"{type(value).__name__} cannot be passed to Ansible")
 
 
 def template_context(ansible_inventory: AnsibleInventory) -> dict[str, object]:

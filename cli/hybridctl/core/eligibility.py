@@ -8,11 +8,12 @@ fast for inventories with thousands of near-identical workloads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.catalog import catalog
 from hybridctl.core.inventory.models import (
+    DEFAULT_REALTIME_HOURS,
     CapacityType,
     Dataset,
     Inventory,
@@ -26,6 +27,39 @@ from hybridctl.core.inventory.models import (
 from hybridctl.core.tiers import Tier, TierDecision, classify_workload
 
 _PREMISES = frozenset({SiteKind.ONPREM, SiteKind.EDGE})
+SENSITIVITY_RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIAL: 2,
+                    Sensitivity.RESTRICTED: 3}
+DEFAULT_ONPREM_GPUS_PER_NODE = 8
+
+
+def is_committed(site: Site, pool: Pool) -> bool:
+    """Committed pools are paid whether used or not: every onprem and edge pool, and reserved cloud pools."""
+    return site.kind is not SiteKind.CLOUD or pool.capacity_type is CapacityType.RESERVED
+
+
+def gpus_per_node(site: Site, pool: Pool) -> int:
+    """GPUs in one machine of the pool: the catalog's for a cloud instance type, else `gpus_per_node`
+    (default the smaller of 8 and the pool's GPUs)."""
+    if site.kind is SiteKind.CLOUD:
+        instance = catalog().instances.get(pool.instance_type or "")
+        return instance.gpus_per_node if instance is not None else 1
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node
+    return max(1, min(DEFAULT_ONPREM_GPUS_PER_NODE, pool.gpus or 1))
+
+
+def fits_node_shape(gpu_count: int, multi_node: bool, per_node: int) -> bool:
+    """The spec's node-shape rule: a replica fits in one machine, or spans whole machines when it may."""
+    return gpu_count <= per_node or (multi_node and gpu_count % per_node == 0)
+
+
+def machines_per_replica(gpu_count: int, per_node: int) -> int:
+    return -(-gpu_count // per_node)
+
+
+def is_always_on(hours: float) -> bool:
+    """Always-on replicas (730 hours a month) share a pay-per-use pool's machines; others own theirs."""
+    return hours == DEFAULT_REALTIME_HOURS
 
 
 @dataclass(frozen=True)
@@ -37,6 +71,8 @@ class PoolInfo:
     pool: Pool
     usd_per_gpu_hour: float
     capacity_gpus: int
+    gpus_per_node: int = 1
+    committed: bool = True
 
     @property
     def name(self) -> str:
@@ -44,7 +80,16 @@ class PoolInfo:
 
     @property
     def domain(self) -> str:
-        return self.site.domain
+        """The pool's own failure domain (e.g. an availability zone), else its site's."""
+        return self.pool.failure_domain or self.site.domain
+
+    @property
+    def committed_usd_per_month(self) -> float:
+        """What a committed pool costs whether used or not, from its declared capacity."""
+        if not self.committed:
+            return 0.0
+        declared = self.pool.gpus if self.pool.gpus is not None else (self.pool.max_gpus or 0)
+        return declared * DEFAULT_REALTIME_HOURS * self.usd_per_gpu_hour
 
 
 @dataclass(frozen=True)
@@ -60,6 +105,7 @@ class Demand:
     remote_datasets: tuple[Dataset, ...]  # read from wherever they live; egress is paid when remote
     checked_datasets: tuple[Dataset, ...]  # whose sensitivity and residency the pool's site must honour
     pinned_site: str | None = None
+    spread: int = 1  # failure domains its replicas must span (spread_wanted), before capping by replicas
 
     @property
     def tier(self) -> Tier:
@@ -69,8 +115,21 @@ class Demand:
     def hours(self) -> float:
         return self.workload.hours
 
+    @property
+    def multi_node(self) -> bool:
+        return self.workload.multi_node
+
     def usd_per_replica(self, pool: PoolInfo) -> float:
+        """Amortized compute of one replica: the showback share and what cost ceilings compare."""
         return self.gpu_count * self.hours * pool.usd_per_gpu_hour
+
+    def cash_per_replica(self, pool: PoolInfo) -> float:
+        """Cash one replica adds by itself: nothing in a committed pool or on shared always-on machines,
+        its own whole machines otherwise."""
+        if pool.committed or is_always_on(self.hours):
+            return 0.0
+        per_node = pool.gpus_per_node
+        return machines_per_replica(self.gpu_count, per_node) * per_node * self.hours * pool.usd_per_gpu_hour
 
 
 def pool_infos(inventory: Inventory) -> list[PoolInfo]:
@@ -83,8 +142,16 @@ def pool_infos(inventory: Inventory) -> list[PoolInfo]:
                 instance = instances.get(pool.instance_type or "")
                 price = instance.usd_per_gpu_hour if instance else 0.0
             capacity = pool.gpus if pool.gpus is not None else (pool.max_gpus or 0)
-            infos.append(PoolInfo(len(infos), site, pool, price, capacity))
+            infos.append(PoolInfo(len(infos), site, pool, price, capacity, gpus_per_node(site, pool),
+                                  is_committed(site, pool)))
     return infos
+
+
+def spread_wanted(workload: Workload, tier: Tier, spread_fixed_across: int) -> int:
+    """The spec's spread: the workload's own, else `spread_fixed_across` for the fixed tier, else 1."""
+    if workload.spread is not None:
+        return workload.spread
+    return spread_fixed_across if tier is Tier.FIXED else 1
 
 
 def demands(inventory: Inventory) -> list[Demand]:
@@ -92,15 +159,16 @@ def demands(inventory: Inventory) -> list[Demand]:
     result: list[Demand] = []
     for workload in inventory.workloads:
         decision = classify_workload(workload, inventory.policies)
+        spread = spread_wanted(workload, decision.tier, inventory.policies.spread_fixed_across)
         read = tuple(datasets[n] for n in workload.datasets if n in datasets)
         if workload.type is WorkloadType.FEDERATED_TRAINING:
             for site in sorted({d.site for d in read}):
                 local = tuple(d for d in read if d.site == site)
                 result.append(Demand(f"{workload.name}@{site}", workload, decision, tuple(workload.gpu.types),
-                                     workload.gpu.count, workload.replicas, (), local, site))
+                                     workload.gpu.count, workload.replicas, (), local, site, spread))
         else:
             result.append(Demand(workload.name, workload, decision, tuple(workload.gpu.types),
-                                 workload.gpu.count, workload.replicas, read, read))
+                                 workload.gpu.count, workload.replicas, read, read, None, spread))
     return result
 
 
@@ -116,9 +184,28 @@ def _dataset_allows(dataset: Dataset, site: Site) -> str | None:
     """None if the site may process the dataset; otherwise which rule forbids it."""
     if dataset.sensitivity is Sensitivity.RESTRICTED and site.kind not in _PREMISES:
         return "sensitivity"
+    if not site_may_process(site, dataset.sensitivity):
+        return "sensitivity"
     if dataset.residency is not None and site.jurisdiction not in dataset.residency:
         return "residency"
     return None
+
+
+def site_may_process(site: Site, sensitivity: Sensitivity) -> bool:
+    """The site's max_sensitivity is at least the data's (public < internal < confidential < restricted)."""
+    return SENSITIVITY_RANK[site.max_sensitivity_effective] >= SENSITIVITY_RANK[sensitivity]
+
+
+def read_usd_per_gb(dataset: Dataset, site: str, egress_usd_per_gb: Mapping[str, float]) -> float:
+    """Reading a dataset at a site: free where a copy is held, else the cheapest holder's egress."""
+    if site in dataset.holders:
+        return 0.0
+    return min(egress_usd_per_gb.get(h, 0.0) for h in dataset.holders)
+
+
+def cheapest_holder(dataset: Dataset, egress_usd_per_gb: Mapping[str, float]) -> str:
+    """The holder data is read from when the reading site holds no copy (ties: the primary, then by name)."""
+    return min(dataset.holders, key=lambda h: (egress_usd_per_gb.get(h, 0.0), h != dataset.site, h))
 
 
 class EligibilityIndex:
@@ -135,7 +222,7 @@ class EligibilityIndex:
         latency = (w.latency.region, w.latency.p95_ms) if w.latency else None
         return (demand.gpu_types, demand.decision.capacity_types, demand.pinned_site,
                 tuple(w.sites) if w.sites is not None else None,
-                tuple(d.name for d in demand.checked_datasets), latency)
+                tuple(d.name for d in demand.checked_datasets), latency, demand.gpu_count, demand.multi_node)
 
     def eligible(self, demand: Demand) -> tuple[int, ...]:
         return self.explain(demand)[0]
@@ -171,6 +258,15 @@ class EligibilityIndex:
                      f"no pool offers GPU type {' or '.join(demand.gpu_types)}")
         if found:
             return (), found
+        shapes = sorted({p.gpus_per_node for p in candidates})
+        found = step("node-shape", (p for p in candidates
+                                    if fits_node_shape(demand.gpu_count, demand.multi_node, p.gpus_per_node)),
+                     f"node shape: a replica needs {demand.gpu_count} GPUs, the matching pools' machines have "
+                     f"{', '.join(map(str, shapes))} GPUs"
+                     + (" and it may not span machines (gpu.multi_node: false)" if not demand.multi_node
+                        else ", and it is not a whole number of machines"))
+        if found:
+            return (), found
         capacity_types = set(demand.decision.capacity_types)
         offered = sorted({p.pool.capacity_type.value for p in candidates})
         found = step("capacity-type", (p for p in candidates if p.pool.capacity_type in capacity_types),
@@ -181,12 +277,19 @@ class EligibilityIndex:
         if found:
             return (), found
         for dataset in demand.checked_datasets:
+            # the cloud never processes restricted data: the plainer reason comes first
             if dataset.sensitivity is Sensitivity.RESTRICTED:
                 found = step("sensitivity", (p for p in candidates if p.site.kind in _PREMISES),
                              f"dataset {dataset.name} is restricted (onprem or edge only) and the remaining "
                              "pools are in the cloud")
                 if found:
                     return (), found
+            ceilings = sorted({p.site.max_sensitivity_effective.value for p in candidates})
+            found = step("sensitivity", (p for p in candidates if site_may_process(p.site, dataset.sensitivity)),
+                         f"dataset {dataset.name} is {dataset.sensitivity.value} and the remaining sites may "
+                         f"process at most {', '.join(ceilings)} data (max_sensitivity)")
+            if found:
+                return (), found
             if dataset.residency is not None:
                 zones = set(dataset.residency)
                 left = sorted({p.site.jurisdiction for p in candidates})
@@ -205,7 +308,3 @@ class EligibilityIndex:
                 return (), found
         return tuple(p.index for p in candidates), None
 
-
-def site_allows_demand(demand: Demand, site: Site) -> bool:
-    """Whether a site honours the demand's data rules (used by the independent plan checker)."""
-    return all(_dataset_allows(d, site) is None for d in demand.checked_datasets)

@@ -1,24 +1,32 @@
-"""The plan as Pulumi stack configuration, and the cloud changes between two plans.
+"""The plan as Pulumi stack configuration.
 
 One `aws-gpu-pools` stack per cloud site with planned pools, one `k8s-queues` stack per
 Kubernetes cluster those pools join. The values are exactly what the programs in stacks/
 read (schema: stacks/README.md), so `plan` can show the cloud changes without the pulumi CLI
-and `apply` hands the same values to the driver: StackSpec(c.project, c.stack_name, c.values()).
+(stackdiff.py), `synth` can render them offline and `apply` hands the same values to the
+driver: StackSpec(c.project, c.stack_name, c.values()).
 
-Node group sizing: min = the nodes the fixed tier needs (always on), desired = the nodes
-fixed + burst need (the planned steady state; an autoscaler may shrink it back to min when
-bursts end), max = the pool's quota in whole nodes, never below desired.
+Node group sizing (node_group_sizes): min = the machines the fixed tier needs (always on),
+desired = every machine the plan uses (fixed, burst and opportunistic: the planned steady
+state; the cluster autoscaler owns it after creation), max = the pool's quota in whole
+machines, never below desired.
+
+Queues: each workload's LocalQueue points at a ClusterQueue that reaches only the flavors of
+its GPU types, and spot flavors only when the workload is preemptible (queue_key).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 from hybridctl.core.catalog import Catalog, catalog
-from hybridctl.core.inventory.models import Inventory, Pool, Site, SiteKind
+from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.serialize import plan_to_json
 from hybridctl.core.tiers import TIER_ORDER, Tier, allowed_capacity_types
@@ -29,13 +37,45 @@ PROJECT_QUEUES = "k8s-queues"
 # Shared with stacks/aws-gpu-pools (node labels) and stacks/k8s-queues (flavor selectors).
 LABEL_SITE = "hybridctl.io/site"
 LABEL_POOL = "hybridctl.io/pool"
+LABEL_GPU = "hybridctl.io/gpu"
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"  # MultiKueue worker credentials: a Secret the operator creates
+
+# Root volume: the models and datasets the pool's workloads read, plus room for the OS and
+# container images (CUDA images run to tens of GB each); never below the floor. gp3's ceiling.
+DISK_FLOOR_GIB = 200
+DISK_HEADROOM_GIB = 100
+DISK_MAX_GIB = 16_384
+# Instance families with EFA, and the network cards each size has (one EFA interface per card).
+EFA_NETWORK_CARDS = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16}
+_ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
 
 def nodes_for(gpus: int, gpus_per_node: int) -> int:
     return -(-gpus // gpus_per_node)
+
+
+def node_group_sizes(fixed_gpus: int, planned_gpus: int, gpus_per_node: int, quota_gpus: int,
+                     planned_machines: int | None = None) -> tuple[int, int, int]:
+    """(min, desired, max) of a node group: the one place node groups are sized.
+
+    `planned_machines` is the plan's whole-machine count for the pool (pay-per-use pools, when
+    the plan carries it): the planner already rounded each replica to whole machines, so it is
+    used as is; without it, the GPUs are packed into ceil(GPUs / GPUs per node) machines.
+    """
+    minimum = nodes_for(fixed_gpus, gpus_per_node)
+    desired = max(planned_machines if planned_machines is not None else nodes_for(planned_gpus, gpus_per_node), minimum)
+    # Quota in whole machines; EKS needs max >= desired and max >= 1.
+    return minimum, desired, max(quota_gpus // gpus_per_node, desired, 1)
+
+
+def planned_machines(plan: Plan) -> dict[tuple[str, str], int]:
+    """(site, pool) -> the plan's whole machines (PoolUsage.machines), the figure the bill counts.
+
+    A reserved cloud pool's machines are all the machines it has: they are paid for either way.
+    """
+    return {(usage.site, usage.pool): usage.machines for usage in plan.pools}
 
 
 @dataclass(frozen=True)
@@ -48,13 +88,30 @@ class NodePoolConfig:
     min_size: int
     desired_size: int
     max_size: int
+    instance_types: tuple[str, ...] = ()  # spot: every catalog type of the same GPU and shape; default (instance_type,)
+    disk_gib: int = DISK_FLOOR_GIB
+    efa_interfaces: int = 0  # > 0: multi-node work is planned on an EFA-capable type; with a placement group
+    reservation_id: str | None = None
+    availability_zone: str | None = None
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self.instance_types or (self.instance_type,)
 
     def values(self) -> dict[str, JsonValue]:
-        return {
-            "name": self.name, "instanceType": self.instance_type, "capacityType": self.capacity_type,
+        values: dict[str, JsonValue] = {
+            "name": self.name, "instanceTypes": list(self.types), "capacityType": self.capacity_type,
             "gpuType": self.gpu_type, "gpusPerNode": self.gpus_per_node,
             "minSize": self.min_size, "desiredSize": self.desired_size, "maxSize": self.max_size,
+            "diskGiB": self.disk_gib,
         }
+        if self.efa_interfaces:
+            values["efaInterfaces"] = self.efa_interfaces
+        if self.reservation_id:
+            values["reservationId"] = self.reservation_id
+        if self.availability_zone:
+            values["availabilityZone"] = self.availability_zone
+        return values
 
 
 @dataclass(frozen=True)
@@ -84,6 +141,7 @@ class FlavorConfig:
     name: str
     gpu_type: str
     node_labels: tuple[tuple[str, str], ...]
+    spot: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,9 +151,19 @@ class FlavorQuota:
 
 
 @dataclass(frozen=True)
+class ClusterQueueConfig:
+    name: str
+    tier: str
+    flavors: tuple[FlavorQuota, ...]  # the flavors it reaches, tried in order, with planned GPUs
+    dispatched: bool = False  # its workloads go to MultiKueue workers
+
+
+@dataclass(frozen=True)
 class WorkloadQueue:
     name: str
     tier: str
+    cluster_queue: str = ""
+    team: str | None = None  # the owner, labelled on its namespace for showback
 
 
 @dataclass(frozen=True)
@@ -106,24 +174,30 @@ class QueuesStackConfig:
     plan_digest: str
     cohort: str
     flavors: tuple[FlavorConfig, ...]
-    queues: tuple[tuple[str, tuple[FlavorQuota, ...]], ...]  # tier -> flavors it may use, tried in order
+    cluster_queues: tuple[ClusterQueueConfig, ...]
     workloads: tuple[WorkloadQueue, ...]
     multikueue_clusters: tuple[str, ...] = ()  # worker clusters, when this cluster dispatches burst work
+    region: str = ""  # the EKS cluster's region: the Kubernetes provider is built from it
 
     @property
     def stack_name(self) -> str:
         return f"{self.inventory_name}-{self.cluster_name}"
 
-    def quotas(self, tier: str) -> tuple[FlavorQuota, ...]:
-        return dict(self.queues).get(tier, ())
+    def quotas(self, queue: str) -> tuple[FlavorQuota, ...]:
+        return next((q.flavors for q in self.cluster_queues if q.name == queue), ())
 
     def values(self) -> dict[str, JsonValue]:
         values: dict[str, JsonValue] = {
-            "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
+            "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
             "planDigest": self.plan_digest, "cohort": self.cohort,
             "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels)} for f in self.flavors],
-            "queues": {tier: [{"flavor": q.flavor, "gpus": q.gpus} for q in quotas] for tier, quotas in self.queues},
-            "workloads": [{"name": w.name, "tier": w.tier} for w in self.workloads],
+            "clusterQueues": [
+                {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],
+                 **({"dispatched": True} if q.dispatched else {})}
+                for q in self.cluster_queues
+            ],
+            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue, **({"team": w.team} if w.team else {})}
+                          for w in self.workloads],
         }
         if self.multikueue_clusters:
             values["multiKueueClusters"] = [
@@ -144,13 +218,16 @@ class _PlannedPool:
     pool: Pool
     gpus_by_tier: dict[str, int]
     usd_per_gpu_hour: float
+    workloads: frozenset[str]
 
 
 def _planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[_PlannedPool]:
     """Cloud pools the plan uses, in inventory order, with their GPUs per tier."""
     gpus: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    users: dict[tuple[str, str], set[str]] = defaultdict(set)
     for placement in plan.placements:
         gpus[(placement.site, placement.pool)][placement.tier] += placement.gpus
+        users[(placement.site, placement.pool)].add(placement.workload)
     planned = []
     for site in inventory.sites:
         if site.kind is not SiteKind.CLOUD:
@@ -166,39 +243,80 @@ def _planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[_Plan
                     hint="run `hybridctl validate` on the inventory",
                 )
             price = pool.usd_per_gpu_hour if pool.usd_per_gpu_hour is not None else instance.usd_per_gpu_hour
-            planned.append(_PlannedPool(site, pool, dict(by_tier), price))
+            planned.append(_PlannedPool(site, pool, dict(by_tier), price, frozenset(users[(site.name, pool.name)])))
     return planned
 
 
-def _node_pool(planned: _PlannedPool, cat: Catalog) -> NodePoolConfig:
+def _gib(gb: float) -> int:
+    return math.ceil(gb * 1e9 / 2**30)
+
+
+def disk_gib(workloads: list[Workload], datasets: Mapping[str, float]) -> int:
+    """Root volume for a pool: its workloads' models and datasets (each once), images, a floor."""
+    needed = sum(w.model_gb or 0.0 for w in workloads)
+    needed += sum(datasets.get(d, 0.0) for d in sorted({d for w in workloads for d in w.datasets}))
+    return min(max(DISK_FLOOR_GIB, _gib(needed) + DISK_HEADROOM_GIB), DISK_MAX_GIB)
+
+
+def _spot_types(pool: Pool, cat: Catalog) -> tuple[str, ...]:
+    """Spot diversifies across every catalog type with the pool's GPU and GPUs per node."""
+    own = cat.instances[pool.instance_type or ""]
+    others = sorted(i.name for i in cat.instances.values()
+                    if i.provider == own.provider and i.gpu == own.gpu and i.gpus_per_node == own.gpus_per_node
+                    and i.name != own.name)
+    return (own.name, *others)
+
+
+def _zone(site: Site, pool: Pool) -> str | None:
+    """A pool's failure domain when it names one of its region's availability zones."""
+    domain = pool.failure_domain
+    if domain and site.region and _ZONE.match(domain) and domain.startswith(site.region):
+        return domain
+    return None
+
+
+def _node_pool(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
+               machines: int | None) -> NodePoolConfig:
     pool = planned.pool
     gpn = cat.instances[pool.instance_type or ""].gpus_per_node
-    fixed = planned.gpus_by_tier.get(Tier.FIXED, 0)
-    burst = planned.gpus_by_tier.get(Tier.BURST, 0)
-    desired = nodes_for(fixed + burst, gpn)
+    minimum, desired, maximum = node_group_sizes(planned.gpus_by_tier.get(Tier.FIXED, 0),
+                                                 sum(planned.gpus_by_tier.values()), gpn, pool.max_gpus or 0, machines)
+    workloads = [known[w] for w in sorted(planned.workloads) if w in known]
+    multi_node = any(w.multi_node and w.gpu.count > gpn for w in workloads)
     return NodePoolConfig(
         name=pool.name, instance_type=pool.instance_type or "", capacity_type=pool.capacity_type.value,
-        gpu_type=pool.gpu, gpus_per_node=gpn, min_size=nodes_for(fixed, gpn), desired_size=desired,
-        # Quota in whole nodes; EKS needs max >= desired and max >= 1.
-        max_size=max((pool.max_gpus or 0) // gpn, desired, 1),
+        gpu_type=pool.gpu, gpus_per_node=gpn, min_size=minimum, desired_size=desired, max_size=maximum,
+        instance_types=_spot_types(pool, cat) if pool.capacity_type is CapacityType.SPOT else (),
+        disk_gib=disk_gib(workloads, dataset_gb),
+        efa_interfaces=EFA_NETWORK_CARDS.get(pool.instance_type or "", 0) if multi_node else 0,
+        reservation_id=pool.reservation_id if pool.capacity_type is CapacityType.RESERVED else None,
+        availability_zone=_zone(planned.site, pool),
     )
 
 
 def _multikueue_groups(plan: Plan, cluster_of: dict[str, str]) -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
-    """Manager cluster -> workers, and cluster -> burst workloads it must queue, when burst spans clusters."""
+    """Manager cluster -> workers, and cluster -> burst workloads dispatched through MultiKueue.
+
+    Only burst workloads placed in more than one cluster are dispatched; every other workload
+    stays in its own cluster's queues. The manager's dispatching queues run nothing locally, so
+    the manager is the cluster with the fewest planned GPUs for dispatched work: the least
+    capacity of its own waits on the workers.
+    """
     clusters_of: dict[str, set[str]] = defaultdict(set)
-    burst_gpus: dict[str, int] = defaultdict(int)
     for p in plan.placements:
         if p.tier == Tier.BURST and p.site in cluster_of:
             clusters_of[p.workload].add(cluster_of[p.site])
-            burst_gpus[cluster_of[p.site]] += p.gpus
-    if not any(len(c) > 1 for c in clusters_of.values()):
+    spanning = {w for w, cs in clusters_of.items() if len(cs) > 1}
+    if not spanning:
         return {}, {}
-    group = sorted(burst_gpus, key=lambda c: (-burst_gpus[c], c))
+    dispatched_gpus: dict[str, int] = defaultdict(int)
+    for p in plan.placements:
+        if p.workload in spanning and p.tier == Tier.BURST and p.site in cluster_of:
+            dispatched_gpus[cluster_of[p.site]] += p.gpus
+    group = sorted(dispatched_gpus, key=lambda c: (dispatched_gpus[c], c))
     manager, workers = group[0], tuple(sorted(group[1:]))
     # MultiKueue mirrors a workload into the worker's namespace and LocalQueue of the same name.
-    burst_workloads = {w for w, cs in clusters_of.items() if cs}
-    return {manager: workers}, {c: burst_workloads for c in group}
+    return {manager: workers}, {c: spanning for c in group}
 
 
 def plan_digest(plan: Plan) -> str:
@@ -206,11 +324,56 @@ def plan_digest(plan: Plan) -> str:
     return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
 
 
+def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:
+    """`<cohort>-<tier>-<gpu types>[-spot][-mk]`: one ClusterQueue per distinct reach."""
+    slug = "-".join(re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-") for t in gpu_types)
+    return f"{cohort}-{tier}-{slug}" + ("-spot" if spot else "") + ("-mk" if dispatched else "")
+
+
+def _queues(inventory: Inventory, plan: Plan, pools: list[_PlannedPool], workloads: set[str],
+            dispatched: set[str], manager: bool) -> tuple[tuple[ClusterQueueConfig, ...], tuple[WorkloadQueue, ...]]:
+    """The cluster's ClusterQueues and each workload's queue: reach = its GPU types and capacity types."""
+    known = {w.name: w for w in inventory.workloads}
+    tier_of = {**plan.tiers, **{p.workload: p.tier for p in plan.placements}}
+    pool_of = {(p.site.name, p.pool.name): p for p in pools}
+    placed: dict[str, list[tuple[_PlannedPool, int]]] = defaultdict(list)
+    for pl in plan.placements:
+        if (pl.site, pl.pool) in pool_of:
+            placed[pl.workload].append((pool_of[(pl.site, pl.pool)], pl.gpus))
+    members: dict[tuple[str, tuple[str, ...], bool, bool], list[str]] = defaultdict(list)
+    for name in sorted(workloads):
+        tier = Tier(tier_of[name])
+        spec = known.get(name)
+        # A workload the inventory no longer lists keeps the reach of where it is placed
+        # (the planner puts only preemptible work on spot).
+        types = tuple(sorted(spec.gpu.types)) if spec else tuple(sorted({p.pool.gpu for p, _ in placed[name]}))
+        preemptible = spec.preemptible if spec else any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed[name])
+        spot = CapacityType.SPOT in allowed_capacity_types(tier, preemptible, inventory.policies)
+        members[(tier.value, types, spot, manager and name in dispatched)].append(name)
+    queues, assigned = [], []
+    for (tier_name, types, spot, mk), names in sorted(members.items(),
+                                                      key=lambda kv: (TIER_ORDER.index(Tier(kv[0][0])), kv[0])):
+        allowed = allowed_capacity_types(Tier(tier_name), spot, inventory.policies)
+        reach = sorted((p for p in pools if p.pool.gpu in types and p.pool.capacity_type in allowed),
+                       key=lambda p: (p.usd_per_gpu_hour, p.pool.name))
+        gpus: dict[str, int] = defaultdict(int)
+        for n in names:
+            for p, g in placed[n]:
+                gpus[p.pool.name] += g
+        name = queue_name(inventory.name, tier_name, types, spot, mk)
+        queues.append(ClusterQueueConfig(name, tier_name, tuple(FlavorQuota(p.pool.name, gpus[p.pool.name]) for p in reach), mk))
+        assigned += [WorkloadQueue(n, tier_name, name, known[n].team if n in known else None) for n in names]
+    return tuple(queues), tuple(sorted(assigned, key=lambda w: w.name))
+
+
 def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None) -> StackConfigs:
     """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan)."""
     cat = cat or catalog()
     digest = digest or plan_digest(plan)
     planned = _planned_pools(inventory, plan, cat)
+    machines = planned_machines(plan)
+    known = {w.name: w for w in inventory.workloads}
+    dataset_gb = {d.name: d.size_gb for d in inventory.datasets}
     by_site: dict[str, list[_PlannedPool]] = defaultdict(list)
     for p in planned:
         by_site[p.site.name].append(p)
@@ -218,7 +381,8 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
         GpuPoolsStackConfig(
             site=site_pools[0].site.name, region=site_pools[0].site.region or "",
             cluster_name=site_pools[0].site.cluster or "", inventory_name=inventory.name, plan_digest=digest,
-            node_pools=tuple(_node_pool(p, cat) for p in site_pools),
+            node_pools=tuple(_node_pool(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)))
+                             for p in site_pools),
         )
         for _, site_pools in sorted(by_site.items())
     )
@@ -228,129 +392,21 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
     by_cluster: dict[str, list[_PlannedPool]] = defaultdict(list)
     for p in planned:
         by_cluster[cluster_of[p.site.name]].append(p)
-    tier_of = {**plan.tiers, **{p.workload: p.tier for p in plan.placements}}
     queues = []
     for cluster, pools in sorted(by_cluster.items()):
         sites = {p.site.name for p in pools}
-        tier_queues = []
-        for tier in TIER_ORDER:
-            # Opportunistic work that checkpoints may use spot; the queue admits it there.
-            allowed = allowed_capacity_types(tier, True, inventory.policies)
-            usable = sorted((p for p in pools if p.pool.capacity_type in allowed), key=lambda p: (p.usd_per_gpu_hour, p.pool.name))
-            tier_queues.append((tier.value, tuple(FlavorQuota(p.pool.name, p.gpus_by_tier.get(tier, 0)) for p in usable)))
         workloads = {p.workload for p in plan.placements if p.site in sites} | mirrored.get(cluster, set())
+        cluster_queues, assigned = _queues(inventory, plan, pools, workloads, mirrored.get(cluster, set()),
+                                           cluster in managers)
         queues.append(QueuesStackConfig(
             cluster_name=cluster, inventory_name=inventory.name, plan_digest=digest, cohort=inventory.name,
             flavors=tuple(
-                FlavorConfig(p.pool.name, p.pool.gpu, ((LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name))) for p in pools
+                FlavorConfig(p.pool.name, p.pool.gpu,
+                             ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
+                             spot=p.pool.capacity_type is CapacityType.SPOT)
+                for p in pools
             ),
-            queues=tuple(tier_queues),
-            workloads=tuple(WorkloadQueue(w, str(tier_of[w])) for w in sorted(workloads)),
-            multikueue_clusters=managers.get(cluster, ()),
+            cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=managers.get(cluster, ()),
+            region=pools[0].site.region or "",
         ))
     return StackConfigs(gpu_pools, tuple(queues))
-
-
-# --- the diff ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CloudChange:
-    project: str
-    stack: str
-    kind: str  # stack | node-group | resource-flavor | cluster-queue | local-queue | multikueue
-    name: str
-    action: str  # create | resize | replace | update | delete
-    detail: str = ""
-
-
-_KIND_ORDER = ("stack", "node-group", "resource-flavor", "cluster-queue", "local-queue", "multikueue")
-
-
-def _arrow(label: str, old: object, new: object) -> str:
-    return f"{label} {old}" if old == new else f"{label} {old}→{new}"
-
-
-def _node_group_changes(project: str, stack: str, old: dict[str, NodePoolConfig], new: dict[str, NodePoolConfig]) -> list[CloudChange]:
-    changes = []
-    for name in sorted(old.keys() | new.keys()):
-        a, b = old.get(name), new.get(name)
-        sizes = f"min {b.min_size}, desired {b.desired_size}, max {b.max_size}" if b else ""
-        if a is None:
-            changes.append(CloudChange(project, stack, "node-group", name, "create", f"{b.instance_type if b else ''} {sizes}".strip()))
-        elif b is None:
-            changes.append(CloudChange(project, stack, "node-group", name, "delete", f"{a.instance_type} ×{a.desired_size}"))
-        elif (a.instance_type, a.capacity_type) != (b.instance_type, b.capacity_type):
-            # EKS cannot change a node group's instance or capacity type in place.
-            changes.append(CloudChange(project, stack, "node-group", name, "replace",
-                                       f"{a.instance_type}/{a.capacity_type}→{b.instance_type}/{b.capacity_type}"))
-        elif (a.min_size, a.desired_size, a.max_size) != (b.min_size, b.desired_size, b.max_size):
-            detail = ", ".join(_arrow(label, x, y) for label, x, y in (
-                ("min", a.min_size, b.min_size), ("desired", a.desired_size, b.desired_size), ("max", a.max_size, b.max_size)))
-            changes.append(CloudChange(project, stack, "node-group", name, "resize", detail))
-    return changes
-
-
-def _queue_changes(stack: str, old: QueuesStackConfig | None, new: QueuesStackConfig | None) -> list[CloudChange]:
-    p = PROJECT_QUEUES
-    cfg = new or old
-    assert cfg is not None
-    changes = []
-    old_flavors = {f.name for f in old.flavors} if old else set()
-    new_flavors = {f.name for f in new.flavors} if new else set()
-    changes += [CloudChange(p, stack, "resource-flavor", f, "create") for f in sorted(new_flavors - old_flavors)]
-    changes += [CloudChange(p, stack, "resource-flavor", f, "delete") for f in sorted(old_flavors - new_flavors)]
-    for tier in (t.value for t in TIER_ORDER):
-        before = {q.flavor: q.gpus for q in old.quotas(tier)} if old else None
-        after = {q.flavor: q.gpus for q in new.quotas(tier)} if new else None
-        name = f"{cfg.cohort}-{tier}"
-        if before is None or after is None:
-            if before != after:
-                changes.append(CloudChange(p, stack, "cluster-queue", name, "create" if before is None else "delete"))
-            continue
-        if before.keys() != after.keys():
-            detail = ("flavors " + ", ".join(after)) if after else "no flavors"
-            changes.append(CloudChange(p, stack, "cluster-queue", name, "update", detail))
-        resized = [f"{f} {before.get(f, 0)}→{after.get(f, 0)} GPUs" for f in sorted(before.keys() | after.keys())
-                   if before.get(f, 0) != after.get(f, 0)]
-        if resized:
-            changes.append(CloudChange(p, stack, "cluster-queue", name, "resize", "; ".join(resized)))
-    old_wl = {w.name: w.tier for w in old.workloads} if old else {}
-    new_wl = {w.name: w.tier for w in new.workloads} if new else {}
-    for w in sorted(old_wl.keys() | new_wl.keys()):
-        if w not in old_wl:
-            changes.append(CloudChange(p, stack, "local-queue", w, "create", f"tier {new_wl[w]}"))
-        elif w not in new_wl:
-            changes.append(CloudChange(p, stack, "local-queue", w, "delete"))
-        elif old_wl[w] != new_wl[w]:
-            changes.append(CloudChange(p, stack, "local-queue", w, "update", f"tier {old_wl[w]}→{new_wl[w]}"))
-    old_mk, new_mk = (old.multikueue_clusters if old else ()), (new.multikueue_clusters if new else ())
-    if old_mk != new_mk:
-        action = "create" if not old_mk else "delete" if not new_mk else "update"
-        changes.append(CloudChange(p, stack, "multikueue", "burst", action, "workers " + ", ".join(new_mk or old_mk)))
-    return changes
-
-
-def diff_stack_configs(before: StackConfigs | None, after: StackConfigs) -> tuple[CloudChange, ...]:
-    """What applying `after` changes in the cloud, per stack, compared with `before` (None: nothing yet).
-
-    The plan digest (a tag and annotation on everything) is left out: it changes with every plan.
-    """
-    changes: list[CloudChange] = []
-    old_pools = {s.stack_name: s for s in before.gpu_pools} if before else {}
-    new_pools = {s.stack_name: s for s in after.gpu_pools}
-    for stack in sorted(old_pools.keys() | new_pools.keys()):
-        a, b = old_pools.get(stack), new_pools.get(stack)
-        if a is None or b is None:
-            changes.append(CloudChange(PROJECT_GPU_POOLS, stack, "stack", stack, "create" if a is None else "delete"))
-        changes += _node_group_changes(PROJECT_GPU_POOLS, stack, {p.name: p for p in a.node_pools} if a else {},
-                                       {p.name: p for p in b.node_pools} if b else {})
-    old_queues = {s.stack_name: s for s in before.queues} if before else {}
-    new_queues = {s.stack_name: s for s in after.queues}
-    for stack in sorted(old_queues.keys() | new_queues.keys()):
-        qa, qb = old_queues.get(stack), new_queues.get(stack)
-        if qa is None or qb is None:
-            changes.append(CloudChange(PROJECT_QUEUES, stack, "stack", stack, "create" if qa is None else "delete"))
-        changes += _queue_changes(stack, qa, qb)
-    # Stable: within a kind, the order built above (names sorted, queues in tier order).
-    return tuple(sorted(changes, key=lambda c: (c.project, c.stack, _KIND_ORDER.index(c.kind))))

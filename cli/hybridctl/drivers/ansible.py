@@ -20,7 +20,6 @@ Defaults that ansible-runner gets wrong for us, and why they are overridden here
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import shlex
@@ -35,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from hybridctl.core.ansible_inventory import ansible_value
 from hybridctl.drivers.ansible_events import (
     RESULT_FACT,
     AnsibleEvent,
@@ -146,7 +146,9 @@ def run_playbook(
     try:
         # Extravars go in a file runner passes as `-e @file`: given to runner as a dict, they
         # would also land on the command line, readable by anyone through `ps`.
-        _write_private(private_dir / "env" / "extravars", json.dumps(dict(extravars or {})))
+        # Every string is tagged !unsafe (see ansible_value): a value from an inventory, a plan or
+        # a bundle manifest is data, never a template Ansible would evaluate.
+        _write_private(private_dir / "env" / "extravars", ansible_value(dict(extravars or {})))
         runner = ansible_runner.interface.init_runner(
             private_data_dir=str(private_dir),
             playbook=str(Path(playbook).resolve()),
@@ -255,8 +257,11 @@ def _default_forks(inventory: InventorySource) -> int:
     if isinstance(inventory, Path):
         try:
             from ruamel.yaml import YAML
+            from ruamel.yaml.constructor import SafeConstructor
 
-            loaded = YAML(typ="safe").load(inventory.read_text())
+            yaml = YAML(typ="safe", pure=True)
+            yaml.constructor.add_constructor("!unsafe", SafeConstructor.construct_yaml_str)
+            loaded = yaml.load(inventory.read_text())
         except Exception:  # an INI or script inventory: we cannot count it cheaply
             return 20
         inventory = loaded if isinstance(loaded, Mapping) else {}

@@ -168,24 +168,22 @@ def check_aws_credentials(env: Mapping[str, str] | None = None, home: Path | Non
     )
 
 
-def check_kubernetes_credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+def check_eks_access(env: Mapping[str, str] | None = None, home: Path | None = None) -> None:
+    """What the k8s-queues provider needs: it reaches the EKS cluster the inventory names with a
+    token from `aws eks get-token`, so AWS credentials and the AWS CLI (not a kubeconfig)."""
     env = os.environ if env is None else env
-    home = Path.home() if home is None else home
-    if env.get("KUBERNETES_SERVICE_HOST"):  # in-cluster service account
-        return
-    kubeconfigs = [Path(p) for p in env.get("KUBECONFIG", "").split(os.pathsep) if p] or [home / ".kube" / "config"]
-    if any(p.is_file() for p in kubeconfigs):
-        return
-    raise PrerequisiteError(
-        "no kubeconfig found for the k8s-queues stacks",
-        hint="set KUBECONFIG (or create ~/.kube/config, e.g. `aws eks update-kubeconfig --name CLUSTER`), "
-        "or set kubernetes:kubeconfig in the stack config",
-    )
+    check_aws_credentials(env, home)
+    if shutil.which("aws", path=env.get("PATH", "")) is None:
+        raise PrerequisiteError(
+            "the AWS CLI is not installed (no `aws` on PATH); the k8s-queues stacks authenticate to EKS with "
+            "`aws eks get-token`",
+            hint="install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html)",
+        )
 
 
 CREDENTIAL_CHECKS: Mapping[str, Callable[[Mapping[str, str] | None, Path | None], None]] = {
     "aws-gpu-pools": check_aws_credentials,
-    "k8s-queues": check_kubernetes_credentials,
+    "k8s-queues": check_eks_access,
 }
 
 
@@ -199,8 +197,10 @@ def check_credentials(spec: StackSpec, env: Mapping[str, str] | None = None, hom
 def passphrase_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables that hand the passphrase to the CLI. The value is never logged or echoed."""
     env = os.environ if env is None else env
-    if env.get(PASSPHRASE_ENV):
-        return {"PULUMI_CONFIG_PASSPHRASE": env[PASSPHRASE_ENV]}
+    # hybridctl's own variable first, then Pulumi's standard ones.
+    for name in (PASSPHRASE_ENV, "PULUMI_CONFIG_PASSPHRASE"):
+        if env.get(name):
+            return {"PULUMI_CONFIG_PASSPHRASE": env[name]}
     path = env.get(PASSPHRASE_FILE_ENV)
     if path:
         if not Path(path).is_file():
@@ -208,7 +208,8 @@ def passphrase_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
         return {PASSPHRASE_FILE_ENV: path}
     raise PrerequisiteError(
         "no passphrase for the Pulumi secrets provider",
-        hint=f"set {PASSPHRASE_ENV}, or {PASSPHRASE_FILE_ENV} to a file holding it; keep the same one for every run",
+        hint=f"set {PASSPHRASE_ENV} (or PULUMI_CONFIG_PASSPHRASE), or {PASSPHRASE_FILE_ENV} to a file holding it; "
+        "keep the same one for every run",
     )
 
 
@@ -322,16 +323,19 @@ class PulumiDriver:
 
         return (self._stacks_root or stacks_dir()) / project
 
-    def _project_copy(self, project: str) -> Path:
-        """A working copy of stacks/<project> under the state directory; stack settings stay there."""
+    def _project_copy(self, project: str, stack_name: str) -> Path:
+        """A working copy of stacks/<project> per stack under the state directory: stack settings
+        stay there, and steps running at once never share (or rewrite) one copy."""
         source = self._project_source(project)
         if not (source / "Pulumi.yaml").is_file():
             raise HybridctlError(f"no Pulumi project {project!r} under {source.parent}")
-        target = self._state_dir / "pulumi" / "projects" / project
+        target = self._state_dir / "pulumi" / "projects" / project / stack_name
         target.mkdir(parents=True, exist_ok=True)
         for item in source.iterdir():
             if item.is_file() and item.suffix in (".py", ".txt"):
                 shutil.copy2(item, target / item.name)
+            elif item.is_dir() and item.name == "vendor":  # pinned manifests the program applies
+                shutil.copytree(item, target / item.name, dirs_exist_ok=True)
         return target
 
     def _stack(self, spec: StackSpec) -> Stack:
@@ -350,7 +354,7 @@ class PulumiDriver:
         assert self._cli is not None
         if self._backend.startswith("file://"):
             Path(self._backend.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
-        work_dir = self._project_copy(spec.project)
+        work_dir = self._project_copy(spec.project, spec.stack_name)
         source = yaml.safe_load((self._project_source(spec.project) / "Pulumi.yaml").read_text())
         settings = ProjectSettings(
             name=source["name"],

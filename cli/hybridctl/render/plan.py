@@ -93,9 +93,11 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
         _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas", "reason"),
                       [(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason)) for u in plan.unplaced],
                       max_rows, "unplaced workloads")
-    _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "$/GPU-h>"),
+    _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
+                                     "$/GPU-h>", "cost/mo>"),
                   [(p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
-                    f"{p.usd_per_gpu_hour:.2f}") for p in plan.pools], max_rows, "pools")
+                    f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month))
+                   for p in plan.pools], max_rows, "pools")
     for dimension in BREAKDOWNS:
         console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                                  dimension.value))
@@ -109,8 +111,10 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
     console.print(f"solver: {s.status} ({s.method}), objective {usd(s.objective)}, bound {usd(s.bound)}, "
                   f"gap {s.gap:.4%}, {s.seconds:.2f} s, {s.components} component(s), {s.variables:,} variables")
     budget = f" of budget {usd(plan.budget_usd_per_month)}" if plan.budget_usd_per_month is not None else ""
-    console.print(f"[bold]total: {usd(plan.total_usd_per_month)}/month[/] (compute {usd(plan.compute_usd_per_month)}, "
-                  f"data {usd(plan.data_usd_per_month)}){budget}; {len(plan.unplaced)} unplaced")
+    console.print(f"[bold]total: {usd(plan.total_usd_per_month)}/month[/] ({plan.cost_model}: committed "
+                  f"{usd(plan.committed_usd_per_month)}, pay-per-use {usd(plan.pay_per_use_usd_per_month)}, "
+                  f"data {usd(plan.data_usd_per_month)}; idle committed {usd(plan.idle_committed_usd_per_month)}, "
+                  f"amortized compute {usd(plan.compute_usd_per_month)}){budget}; {len(plan.unplaced)} unplaced")
 
 
 def render_diff(console: Console, diff: PlanDiff) -> None:

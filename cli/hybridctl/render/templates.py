@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 
+from hybridctl.core.ansible_inventory import ansible_value
 from hybridctl.paths import templates_dir
 
 
@@ -21,6 +22,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["usd"] = lambda v: f"${v:,.0f}"
+    env.filters["ansible_value"] = ansible_value
     return env
 
 

@@ -48,6 +48,9 @@ def work(name: str, *, types: list[str], count: int = 1, replicas: int = 1, hour
 
 def inventory(sites: list[dict[str, Any]], workloads: list[dict[str, Any]], datasets: list[dict[str, Any]] | None = None,
               **policies: Any) -> Inventory:
+    """The cases of the revision-1 rules are priced amortized (`cost_model: amortized` keeps that
+    behaviour); the cash model has its own cases in test_cost_model_cases.py."""
+    policies.setdefault("cost_model", "amortized")
     return Inventory.model_validate({"version": 1, "name": "case", "regions": ["users"], "policies": policies,
                                      "sites": sites, "datasets": datasets or [], "workloads": workloads})
 
@@ -155,20 +158,20 @@ def test_budget_overrun_states_cost_and_budget() -> None:
     inv = inventory([onprem("dc", "EU", owned("l4", "L4", 8, 1.0))], [work("w", types=["L4"], replicas=2)],
                     monthly_budget_usd=150)
     message = budget_violation(solve(inv))
-    assert message == ("the optimal plan costs $200.00/month, over the monthly budget of $150.00 "
+    assert message == ("the optimal plan costs $200.00/month (amortized), over the monthly budget of $150.00 "
                        "(policies.monthly_budget_usd)")
 
 
 def test_budget_overrun_fails_the_plan_command(tmp_path: Path) -> None:
     path = tmp_path / "inv.yaml"
     path.write_text(
-        "version: 1\nname: b\npolicies: {monthly_budget_usd: 10}\nsites:\n"
+        "version: 1\nname: b\npolicies: {monthly_budget_usd: 10, cost_model: amortized}\nsites:\n"
         "  - {name: dc, kind: onprem, jurisdiction: EU, egress_usd_per_gb: 0, latency_ms: {},\n"
         "     pools: [{name: l4, gpu: L4, gpus: 4, capacity_type: reserved, usd_per_gpu_hour: 1}]}\n"
         "workloads:\n  - {name: w, type: training, gpu: {types: [L4], count: 1}, hours_per_month: 100}\n")
     result = run_cli("plan", str(path), "--format", "json")
     assert result.code == 1
-    assert "the optimal plan costs $100.00/month, over the monthly budget of $10.00" in result.stderr
+    assert "the optimal plan costs $100.00/month (amortized), over the monthly budget of $10.00" in result.stderr
 
 
 @pytest.mark.parametrize(("size_gb", "expected_pool", "total"), [

@@ -31,6 +31,7 @@ from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.plan.verify import verified
 from hybridctl.core.steps import StepGraphError, StepPlan
 from hybridctl.core.tiers import Tier
 
@@ -126,6 +127,7 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
     """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
+    verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}")  # a bug if not
     steps_for = steps_for or plain_steps(inventory)
     problem: str | None = None
     counts = (0, 0)

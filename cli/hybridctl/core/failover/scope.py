@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.costs import data_movements
-from hybridctl.core.plan.model import Placement, Plan, PoolUsage
+from hybridctl.core.plan.costs import data_movements, pool_usage
+from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.planner import PlanOptions, plan
 
 
@@ -104,11 +104,7 @@ class Scope:
         free_workloads = {key.split("@", 1)[0] for key in self.free}
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
-        used: dict[str, int] = defaultdict(int)
-        for p in placements:
-            used[p.pool] += p.gpus
-        pools = tuple(PoolUsage(p.site.name, p.name, p.pool.gpu, p.pool.capacity_type.value, p.capacity_gpus,
-                                used.get(p.name, 0), round(p.usd_per_gpu_hour, 4)) for p in self.pools)
+        pools = pool_usage(self.pools, placements)
         movements = data_movements(self.inventory, demands, placements)
         return dataclasses.replace(
             partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import difflib
-from collections import defaultdict
 from collections.abc import Collection
 
 from hybridctl.core.catalog import catalog
 from hybridctl.core.diagnostics import Diagnostics
-from hybridctl.core.eligibility import EligibilityIndex, demands
+from hybridctl.core.inventory.feasibility import check_feasibility
 from hybridctl.core.inventory.loader import Locator
-from hybridctl.core.inventory.models import Inventory, SiteKind, WorkloadType
-from hybridctl.core.tiers import Tier
-from hybridctl.errors import Location
+from hybridctl.core.inventory.models import (
+    DEFAULT_REALTIME_HOURS,
+    CapacityType,
+    Inventory,
+    Sensitivity,
+    SiteKind,
+    TierChoice,
+    WorkloadType,
+)
 
 
 def _suggest(name: str, known: Collection[str]) -> str | None:
@@ -92,9 +97,54 @@ def check_inventory(inventory: Inventory, locator: Locator) -> Diagnostics:
             diagnostics.error("fallback-larger", f"workload {workload.name}: fallback.replicas "
                               f"({workload.fallback.replicas}) exceeds replicas ({workload.replicas})",
                               at((*base, "fallback", "replicas")), "a fallback is a degraded mode: use fewer replicas")
+        if workload.tier is TierChoice.FIXED and workload.preemptible:
+            diagnostics.warning("fixed-preemptible", f"workload {workload.name}: tier: fixed with preemptible: true "
+                                "(fixed capacity is never taken back, so preemption buys nothing)",
+                                at((*base, "preemptible")), "set preemptible: false, or let the tier be auto")
+        if workload.type is WorkloadType.REALTIME_INFERENCE and workload.hours_per_month is not None \
+                and workload.hours_per_month < DEFAULT_REALTIME_HOURS:
+            diagnostics.warning("realtime-part-time", f"workload {workload.name}: realtime_inference with "
+                                f"hours_per_month {workload.hours_per_month:g} (below 730): it is planned and "
+                                "costed as if it ran only that long", at((*base, "hours_per_month")),
+                                "remove hours_per_month (always on), or use batch_inference for part-time work")
+    _check_dataset_storage(inventory, locator, diagnostics, site_names)
     if references_ok and not diagnostics.errors:
-        _check_feasibility(inventory, locator, diagnostics)
+        check_feasibility(inventory, locator, diagnostics)
     return diagnostics
+
+
+def _check_dataset_storage(inventory: Inventory, locator: Locator, diagnostics: Diagnostics,
+                           site_names: set[str]) -> None:
+    """Where data may be stored: the primary and every copy within residency; restricted data on
+    premises only; copies name other sites, once each."""
+    at = locator.location
+    sites = {s.name: s for s in inventory.sites}
+    for i, dataset in enumerate(inventory.datasets):
+        seen = {dataset.site}
+        for j, name in enumerate(dataset.copies):
+            where = at(("datasets", i, "copies", j))
+            if name not in site_names:
+                diagnostics.error("unresolved-reference", f"dataset {dataset.name}: copy site '{name}' is not "
+                                  "defined", where, _unknown("site", name, site_names))
+                continue
+            if name in seen:
+                diagnostics.error("duplicate-copy", f"dataset {dataset.name}: site '{name}' holds the data "
+                                  "already" + (" (it is the primary site)" if name == dataset.site else ""),
+                                  where, "list each other site once in `copies`")
+            seen.add(name)
+        for path, name in [(("datasets", i, "site"), dataset.site),
+                           *((("datasets", i, "copies", j), n) for j, n in enumerate(dataset.copies))]:
+            site = sites.get(name)
+            if site is None:
+                continue
+            if dataset.residency is not None and site.jurisdiction not in dataset.residency:
+                diagnostics.error("storage-residency", f"dataset {dataset.name}: stored at {name} in "
+                                  f"{site.jurisdiction}, outside its residency {', '.join(dataset.residency)}",
+                                  at(path), "store it only at sites within its residency, or widen `residency`")
+            if dataset.sensitivity is Sensitivity.RESTRICTED and site.kind is SiteKind.CLOUD:
+                diagnostics.error("restricted-storage", f"dataset {dataset.name}: restricted data is stored only "
+                                  f"at onprem or edge sites, and {name} is a cloud site", at(path),
+                                  "keep restricted data on premises, or lower its sensitivity if that is right")
 
 
 def _check_unique_names(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
@@ -142,9 +192,25 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("unresolved-reference", f"site {site.name}: latency_ms names region '{region}', "
                                   "which is not in the top-level `regions`", at((*base, "latency_ms", region), key=True),
                                   _unknown("region", region, regions))
+        if cloud and site.max_sensitivity is Sensitivity.RESTRICTED:
+            diagnostics.error("cloud-sensitivity", f"site {site.name}: a cloud site may process at most "
+                              "confidential data", at((*base, "max_sensitivity")),
+                              "set `max_sensitivity: confidential` or lower; restricted data stays on premises")
         pool_names = {p.name for p in site.pools}
         for j, pool in enumerate(site.pools):
             pbase = (*base, "pools", j)
+            if pool.reservation_id is not None and not (cloud and pool.capacity_type is CapacityType.RESERVED):
+                diagnostics.error("reservation-not-reserved", f"pool {pool.name}: `reservation_id` applies to "
+                                  "reserved cloud pools only", at((*pbase, "reservation_id"), key=True),
+                                  "remove `reservation_id`, or set `capacity_type: reserved` on a cloud pool")
+            if cloud and pool.gpus_per_node is not None:
+                diagnostics.error("onprem-only-field", f"pool {pool.name}: a cloud pool's GPUs per node come from "
+                                  "its instance type", at((*pbase, "gpus_per_node"), key=True),
+                                  "remove `gpus_per_node`")
+            elif pool.gpus_per_node is not None and pool.gpus is not None and pool.gpus_per_node > pool.gpus:
+                diagnostics.error("node-larger-than-pool", f"pool {pool.name}: gpus_per_node {pool.gpus_per_node} "
+                                  f"exceeds the pool's {pool.gpus} GPUs", at((*pbase, "gpus_per_node")),
+                                  "set gpus_per_node to the GPUs in one machine")
             if pool.gpu not in gpus:
                 diagnostics.error("unknown-gpu-type", f"pool {pool.name}: GPU type '{pool.gpu}' is not in the catalog",
                                   at((*pbase, "gpu")), _unknown("GPU type", pool.gpu, gpus))
@@ -186,58 +252,3 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("unresolved-reference", f"host {host.name}: pool '{host.pool}' is not a pool of "
                                   f"site {site.name}", at((*base, "hosts", j, "pool")),
                                   _unknown("pool", host.pool, pool_names))
-
-
-def _check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
-    """Each demand needs at least one eligible pool; fixed tier needs enough failure domains."""
-    index = EligibilityIndex(inventory)
-    workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
-    spread = inventory.policies.spread_fixed_across
-    demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
-    for demand in demands(inventory):
-        path = ("workloads", workload_index[demand.workload.name])
-        eligible, exclusion = index.explain(demand)
-        if exclusion is not None:
-            diagnostics.error(f"no-eligible-pool:{exclusion.constraint}",
-                              f"workload {demand.key}: no pool is eligible: {exclusion.detail}",
-                              locator.location(path), _feasibility_hint(exclusion.constraint))
-            continue
-        demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
-        required = min(spread, demand.replicas)
-        if demand.tier is Tier.FIXED and demand.replicas >= 2 and required >= 2:
-            domains = {index.pools[p].domain for p in eligible}
-            if len(domains) < required:
-                diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: fixed tier with {demand.replicas} "
-                                  f"replicas must span {required} failure domains, but its eligible pools are in "
-                                  f"{len(domains)} ({', '.join(sorted(domains))})", locator.location(path),
-                                  "allow pools in another failure domain, or lower policies.spread_fixed_across")
-    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
-
-
-def _feasibility_hint(constraint: str) -> str:
-    return {
-        "sites": "widen the workload's `sites` allow-list",
-        "gpu-type": "add a GPU type to gpu.types, or a pool with one of them",
-        "capacity-type": "change the tier, set preemptible: true with checkpoint_minutes, or "
-                         "policies.allow_on_demand_for_opportunistic",
-        "sensitivity": "add an onprem or edge pool with a matching GPU type",
-        "residency": "add a pool in an allowed jurisdiction, or widen the dataset's residency",
-        "latency": "relax latency.p95_ms, or add a pool closer to that region",
-    }.get(constraint, "relax the constraint")
-
-
-def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, index: EligibilityIndex,
-                   demand_by_types: dict[tuple[str, ...], int]) -> None:
-    capacity_by_gpu: dict[str, int] = defaultdict(int)
-    for pool in index.pools:
-        capacity_by_gpu[pool.pool.gpu] += pool.capacity_gpus
-    # Demand that can only use a set of types must fit in those types' pools (Hall's condition on type sets).
-    for types in sorted(demand_by_types):
-        wanted = sum(gpus for other, gpus in demand_by_types.items() if set(other) <= set(types))
-        capacity = sum(capacity_by_gpu[t] for t in types)
-        if wanted > capacity:
-            label = " or ".join(types)
-            diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
-                                f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
-                                locator.location(("workloads",)) if inventory.workloads else Location("<inventory>"),
-                                "add capacity, or accept that the plan lists them as unplaced")

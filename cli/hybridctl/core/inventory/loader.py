@@ -207,6 +207,18 @@ def _field_path(path: Path_) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(path))
 
 
+# Hints for the models' own validators (models.py), keyed by their error type.
+_CUSTOM_HINTS = {
+    "host_name": "use letters, digits, '-' and '.', as in a DNS name (fra-gpu-01 or fra-gpu-01.example.internal)",
+    "host_address": "write the DNS name or the IP address that ssh connects to (10.0.0.11, 2001:db8::11, "
+                    "gpu-01.example.internal); no spaces, quotes, '$', ';', braces or a leading '-'",
+    "token": "use one word of letters, digits, '.', '_' and '-' (at most 64 characters), such as EU, us-east-1, "
+             "A100-80GB or fra-row-a",
+    "posix_user": "use a POSIX user name: a lowercase letter or '_', then lowercase letters, digits, '_' or '-' "
+                  "(at most 32 characters)",
+}
+
+
 def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
     path: Path_ = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     kind = error["type"]
@@ -233,6 +245,8 @@ def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
         expected = ctx.get("expected", "")
         return Diagnostic("invalid-choice", f"{where}: {_describe(value)} is not one of {expected}", location,
                           "use one of the listed values, spelled exactly")
+    if kind in _CUSTOM_HINTS:
+        return Diagnostic("invalid-value", f"{where}: {_describe(value)} {error['msg']}", location, _CUSTOM_HINTS[kind])
     if kind == "string_pattern_mismatch":
         return Diagnostic("invalid-name", f"{where}: {_describe(value)} is not a valid name", location,
                           "names use lowercase letters, digits and '-' (a DNS label, at most 63 characters), "
@@ -245,6 +259,11 @@ def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
     if expected:
         return Diagnostic("wrong-type", f"{where}: expected {expected}, got {_describe(value)}", location,
                           "quote text values; write numbers without quotes")
+    if kind in ("less_than_equal", "less_than"):
+        return Diagnostic("out-of-range", f"{where}: {_describe(value)} is above the upper bound of "
+                          f"{ctx.get('le', ctx.get('lt'))}", location,
+                          "every number has a documented upper bound (docs/inventory-format.md); "
+                          "check the units and the value")
     return Diagnostic("invalid-value", f"{where}: {error['msg'][0].lower()}{error['msg'][1:]} "
                       f"(got {_describe(value)})", location)
 

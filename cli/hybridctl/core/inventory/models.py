@@ -6,24 +6,63 @@ that editors' YAML language servers use, so they are user documentation.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic_core import PydanticCustomError
 
 SUPPORTED_VERSIONS = (1,)
 HOURS_PER_MONTH_MAX = 744  # 31 days
 DEFAULT_REALTIME_HOURS = 730
 
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
-HOST_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$"
+
+# Upper bounds of every number (docs/inventory-format.md lists them). They are far above any
+# real fleet and keep every sum the planner forms finite and exact enough in float64: a replica
+# count of 1e30 or a price of 1e308 is refused at its line instead of overflowing the solver.
+MAX_REPLICAS = 100_000
+MAX_GPUS_PER_REPLICA = 4_096
+MAX_POOL_GPUS = 1_000_000
+MAX_GPUS_PER_NODE = 64
+MAX_USD_PER_GPU_HOUR = 10_000.0
+MAX_EGRESS_USD_PER_GB = 100.0
+MAX_SIZE_GB = 1e9  # an exabyte
+MAX_PASSES_PER_MONTH = 10_000.0
+MAX_USD_PER_MONTH = 1e12
+MAX_LATENCY_MS = 100_000.0
+MAX_MINUTES = 1_000_000.0  # about two years
+MAX_UPLINK_MBPS = 1e7
+MAX_MODEL_GB = 1e6
+MAX_INTERRUPTIONS_PER_DAY = 1_000.0
+MAX_SPREAD = 1_000
 
 # Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
 Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
-Token = Annotated[str, Field(strict=True, min_length=1, max_length=64)]
+def _token(value: str) -> str:
+    if not _TOKEN_RE.fullmatch(value):
+        raise PydanticCustomError("token", "is not a token")
+    return value
+
+
+# Tokens (jurisdictions, failure domains, regions, GPU and instance types) reach Ansible as host
+# variables and Kubernetes as labels: one word of letters, digits, '.', '_' and '-'.
+_TOKEN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62})\Z")
+Token = Annotated[str, Field(strict=True), AfterValidator(_token)]
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
 NonNegativeFloat = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
 PositiveFloat = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+
+
+Replicas = Annotated[int, Field(strict=True, gt=0, le=MAX_REPLICAS)]
+PoolGpus = Annotated[int, Field(strict=True, gt=0, le=MAX_POOL_GPUS)]
+UsdPerGpuHour = Annotated[float, Field(strict=True, ge=0, le=MAX_USD_PER_GPU_HOUR, allow_inf_nan=False)]
+UsdPerMonth = Annotated[float, Field(strict=True, ge=0, le=MAX_USD_PER_MONTH, allow_inf_nan=False)]
+Minutes = Annotated[float, Field(strict=True, gt=0, le=MAX_MINUTES, allow_inf_nan=False)]
+Spread = Annotated[int, Field(strict=True, gt=0, le=MAX_SPREAD)]
 
 
 class SiteKind(StrEnum):
@@ -76,9 +115,9 @@ class _Model(BaseModel):
 class Policies(_Model):
     """Inventory-wide policies; all optional."""
 
-    monthly_budget_usd: NonNegativeFloat | None = Field(
+    monthly_budget_usd: UsdPerMonth | None = Field(
         None, description="The plan fails when the optimal plan costs more than this per month.")
-    spread_fixed_across: PositiveInt = Field(
+    spread_fixed_across: Spread = Field(
         1, description="Failure domains that a fixed-tier workload with at least 2 replicas must span.")
     allow_on_demand_for_opportunistic: StrictBool = Field(
         False, description="Let opportunistic workloads use on-demand capacity (they always may use reserved and spot).")
@@ -87,15 +126,52 @@ class Policies(_Model):
                                     "amortized: every replica costs gpu.count x hours x usd_per_gpu_hour in any pool.")
 
 
+def _host_name(value: str) -> str:
+    if not _HOST_NAME_RE.fullmatch(value):
+        raise PydanticCustomError("host_name", "is not a host name")
+    return value
+
+
+def _host_address(value: str) -> str:
+    # A scope id ("fe80::1%eth0") may hold any character, so it is refused outright.
+    if "%" not in value:
+        with contextlib.suppress(ValueError):
+            ipaddress.ip_address(value)
+            return value
+    if _HOST_NAME_RE.fullmatch(value) and not _looks_numeric(value):
+        return value
+    raise PydanticCustomError("host_address", "is not a host name or an IP address")
+
+
+def _looks_numeric(value: str) -> bool:
+    """A dotted all-digit name (`10.0.0.300`) is a mistyped address, not a host name."""
+    return value.replace(".", "").isdigit()
+
+
+def _posix_user(value: str) -> str:
+    if not _POSIX_USER_RE.fullmatch(value):
+        raise PydanticCustomError("posix_user", "is not a POSIX user name")
+    return value
+
+
+# Host names, addresses and users reach ssh's command line and Ansible: only the characters a
+# DNS name, an IP address or a portable POSIX user name can hold get through, so nothing can be
+# read as an option (a leading '-'), a shell word, or a template.
+_HOST_NAME_RE = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                           r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z")
+_POSIX_USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}\Z")
+HostName = Annotated[str, Field(strict=True), AfterValidator(_host_name)]
+HostAddress = Annotated[str, Field(strict=True), AfterValidator(_host_address)]
+PosixUser = Annotated[str, Field(strict=True), AfterValidator(_posix_user)]
+
+
 class Host(_Model):
     """A machine of an onprem or edge site that Ansible configures."""
 
-    name: Annotated[str, Field(strict=True, pattern=HOST_NAME_PATTERN)] = Field(description="Host name, unique in the inventory.")
-    address: Annotated[str, Field(strict=True, min_length=1, max_length=253)] = Field(
-        description="Host name or IP address that Ansible connects to.")
+    name: HostName = Field(description="Host name (DNS labels separated by dots), unique in the inventory.")
+    address: HostAddress = Field(description="Host name or IP address that Ansible connects to.")
     pool: Name = Field(description="The pool of this site whose GPUs this host carries.")
-    user: Annotated[str, Field(strict=True, pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field(
-        "root", description="SSH user.")
+    user: PosixUser = Field("root", description="SSH user, a POSIX user name ([a-z_][a-z0-9_-]*, at most 32).")
     port: Annotated[int, Field(strict=True, ge=1, le=65535)] = Field(22, description="SSH port.")
 
 
@@ -104,16 +180,17 @@ class Pool(_Model):
 
     name: Name = Field(description="Pool name, unique in the inventory.")
     gpu: Token = Field(description="GPU type from the catalog, e.g. H100, A100-80GB, L4.")
-    gpus: PositiveInt | None = Field(None, description="onprem/edge only: capacity in GPUs.")
+    gpus: PoolGpus | None = Field(None, description="onprem/edge only: capacity in GPUs.")
     instance_type: Token | None = Field(
         None, description="cloud only: the instance type, e.g. p5.48xlarge; GPUs per node come from the catalog.")
-    max_gpus: PositiveInt | None = Field(None, description="cloud only: quota, the most GPUs this pool may grow to.")
+    max_gpus: PoolGpus | None = Field(None, description="cloud only: quota, the most GPUs this pool may grow to.")
     capacity_type: CapacityType = Field(description="reserved | on_demand | spot.")
-    usd_per_gpu_hour: NonNegativeFloat | None = Field(
+    usd_per_gpu_hour: UsdPerGpuHour | None = Field(
         None, description="Amortized cost of owned hardware, or the price paid. "
                           "Cloud default: the catalog's list price for the instance type.")
-    interruptions_per_day: NonNegativeFloat = Field(0.0, description="Expected spot reclaims per day, for risk and cost.")
-    gpus_per_node: PositiveInt | None = Field(
+    interruptions_per_day: Annotated[float, Field(strict=True, ge=0, le=MAX_INTERRUPTIONS_PER_DAY,
+                                                  allow_inf_nan=False)] = Field(0.0, description="Expected spot reclaims per day, for risk and cost.")
+    gpus_per_node: Annotated[int, Field(strict=True, gt=0, le=MAX_GPUS_PER_NODE)] | None = Field(
         None, description="onprem/edge only: GPUs in one machine; default the smaller of 8 and gpus. "
                           "Cloud pools take it from the catalog's instance type.")
     failure_domain: Token | None = Field(
@@ -131,11 +208,12 @@ class Site(_Model):
     kind: SiteKind = Field(description="onprem | cloud | edge.")
     jurisdiction: Token = Field(description="Data-residency zone, a free-form token such as EU, US, UK, APAC.")
     failure_domain: Token | None = Field(None, description="Failure domain; default: the site's name.")
-    egress_usd_per_gb: NonNegativeFloat = Field(description="Cost of moving data out of this site, per GB.")
-    latency_ms: dict[Token, NonNegativeFloat] = Field(
+    egress_usd_per_gb: Annotated[float, Field(strict=True, ge=0, le=MAX_EGRESS_USD_PER_GB, allow_inf_nan=False)] = \
+        Field(description="Cost of moving data out of this site, per GB.")
+    latency_ms: dict[Token, Annotated[float, Field(strict=True, ge=0, le=MAX_LATENCY_MS, allow_inf_nan=False)]] = Field(
         description="Network round trip from this site to each user region, in milliseconds.")
-    uplink_mbps: PositiveFloat | None = Field(None, description="Bandwidth in and out of the site; default unlimited.")
-    provision_minutes: NonNegativeFloat | None = Field(
+    uplink_mbps: Annotated[float, Field(strict=True, gt=0, le=MAX_UPLINK_MBPS, allow_inf_nan=False)] | None = Field(None, description="Bandwidth in and out of the site; default unlimited.")
+    provision_minutes: Annotated[float, Field(strict=True, ge=0, le=MAX_MINUTES, allow_inf_nan=False)] | None = Field(
         None, description="Time to bring capacity into service; default onprem 5, edge 5, cloud 12.")
     provider: Literal["aws"] | None = Field(None, description="cloud only: the provider; v1 provisions aws.")
     region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1.")
@@ -168,7 +246,8 @@ class Dataset(_Model):
 
     name: Name = Field(description="Dataset name, unique in the inventory.")
     site: Name = Field(description="The site where the primary copy lives.")
-    size_gb: NonNegativeFloat = Field(description="Size in GB.")
+    size_gb: Annotated[float, Field(strict=True, ge=0, le=MAX_SIZE_GB, allow_inf_nan=False)] = Field(
+        description="Size in GB.")
     sensitivity: Sensitivity = Field(description="public | internal | confidential | restricted.")
     residency: list[Token] | None = Field(
         None, description="Jurisdictions where it may be processed; default: any.")
@@ -185,7 +264,7 @@ class GpuRequest(_Model):
     """GPUs per replica."""
 
     types: Annotated[list[Token], Field(min_length=1)] = Field(description="Acceptable GPU types; any of them.")
-    count: PositiveInt = Field(description="GPUs per replica.")
+    count: Annotated[int, Field(strict=True, gt=0, le=MAX_GPUS_PER_REPLICA)] = Field(description="GPUs per replica.")
     multi_node: StrictBool | None = Field(
         None, description="Whether one replica may span machines; default true for pretraining, training, "
                           "fine_tuning and federated_training, false otherwise.")
@@ -195,14 +274,14 @@ class LatencyBudget(_Model):
     """A network latency budget to one user region."""
 
     region: Token = Field(description="A user region from the top-level `regions`.")
-    p95_ms: PositiveFloat = Field(description="The most network round trip allowed, in milliseconds.")
+    p95_ms: Annotated[float, Field(strict=True, gt=0, le=MAX_LATENCY_MS, allow_inf_nan=False)] = Field(description="The most network round trip allowed, in milliseconds.")
 
 
 class Fallback(_Model):
     """The survival path when capacity is lost: fewer replicas or smaller GPUs."""
 
     gpu: GpuRequest | None = Field(None, description="GPU request in degraded mode; default: the workload's.")
-    replicas: PositiveInt | None = Field(None, description="Replicas in degraded mode; default: the workload's.")
+    replicas: Replicas | None = Field(None, description="Replicas in degraded mode; default: the workload's.")
 
 
 class Workload(_Model):
@@ -212,26 +291,27 @@ class Workload(_Model):
     type: WorkloadType = Field(description="pretraining | training | fine_tuning | realtime_inference | "
                                            "batch_inference | embedding | evaluation | experiment | federated_training.")
     gpu: GpuRequest = Field(description="GPUs per replica.")
-    replicas: PositiveInt = Field(1, description="Replicas.")
+    replicas: Replicas = Field(1, description="Replicas.")
     hours_per_month: Annotated[float, Field(strict=True, gt=0, le=HOURS_PER_MONTH_MAX, allow_inf_nan=False)] | None = Field(
         None, description="Hours run per month; default 730 for realtime_inference, otherwise required.")
     datasets: list[Name] = Field(default_factory=list, description="Datasets read.")
-    data_passes_per_month: NonNegativeFloat = Field(
+    data_passes_per_month: Annotated[float, Field(strict=True, ge=0, le=MAX_PASSES_PER_MONTH,
+                                                  allow_inf_nan=False)] = Field(
         1.0, description="Times per month the datasets are read from a remote site.")
     latency: LatencyBudget | None = Field(None, description="Network budget to a user region.")
     tier: TierChoice = Field(TierChoice.AUTO, description="auto | fixed | burst | opportunistic.")
     preemptible: StrictBool = Field(False, description="May be preempted; requires checkpoint_minutes.")
-    checkpoint_minutes: PositiveFloat | None = Field(
+    checkpoint_minutes: Minutes | None = Field(
         None, description="How often state is saved; needed to resume elsewhere.")
-    max_usd_per_month: NonNegativeFloat | None = Field(None, description="Cost ceiling for this workload.")
-    rto_minutes: PositiveFloat | None = Field(
+    max_usd_per_month: UsdPerMonth | None = Field(None, description="Cost ceiling for this workload.")
+    rto_minutes: Minutes | None = Field(
         None, description="Recovery objective: service back within this after losing its site.")
-    model_gb: NonNegativeFloat | None = Field(
+    model_gb: Annotated[float, Field(strict=True, ge=0, le=MAX_MODEL_GB, allow_inf_nan=False)] | None = Field(
         None, description="Size of the model artifacts a replica needs on its host, in GB.")
     sites: list[Name] | None = Field(None, description="Allow-list of sites.")
     fallback: Fallback | None = Field(None, description="Survival path when capacity is lost.")
     team: Name | None = Field(None, description="Owner, a DNS label; showback and chargeback group by it.")
-    spread: PositiveInt | None = Field(
+    spread: Spread | None = Field(
         None, description="Failure domains its replicas must span; overrides policies.spread_fixed_across, any tier.")
     survives_site_loss: StrictBool = Field(
         True, description="false: losing its site is expected to take it down (drills report it and do not fail).")

@@ -1,7 +1,9 @@
 """An independent check of a plan against the inventory: every rule of the spec, re-derived.
 
-It shares no code with the solver's formulation, so a modelling mistake there shows up
-here. The planner runs it after every solve, and the tests use it as their oracle.
+It shares no code with the solver's formulation nor with the planner's tier classification
+(checker_rules.py states the tier rules again from the spec), so a modelling mistake there
+shows up here. The CLI runs it after every plan and every replan (a violation is a bug: exit
+70), and the tests use it as their oracle.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from hybridctl.core.inventory.models import (
     Workload,
     WorkloadType,
 )
+from hybridctl.core.plan.checker_rules import FIXED, spec_capacity_allowed, spec_tier
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.tiers import allowed_capacity_types, decide_tier
 
 _TOLERANCE_USD = 0.05
+_HOURS_ALWAYS_ON = 730
+_RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIAL: 2, Sensitivity.RESTRICTED: 3}
 
 
 def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
@@ -48,13 +52,14 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
         site, pool = pools[pl.pool]
         if site.name != pl.site:
             problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
-        tier, _, _ = decide_tier(w)
-        if pl.tier != tier.value:
-            problems.append(f"{where}: tier {pl.tier}, but the rules give {tier.value}")
+        tier = spec_tier(w)
+        if pl.tier != tier:
+            problems.append(f"{where}: tier {pl.tier}, but the rules give {tier}")
         gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
         if pl.gpus != pl.replicas * gpu.count:
             problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
         problems.extend(f"{where}: {p}" for p in _pool_violations(inventory, w, gpu.types, site, pool, datasets))
+        problems.extend(f"{where}: {p}" for p in _revision2_pool_violations(w, gpu.count, site, pool, datasets))
         price = pool.usd_per_gpu_hour
         if price is None:
             price = instances[pool.instance_type or ""].usd_per_gpu_hour
@@ -63,7 +68,7 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
             problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
         used[pool.name] += pl.gpus
         replicas[pl.demand or pl.workload] += pl.replicas
-        domains[pl.workload].add(site.failure_domain or site.name)
+        domains[pl.workload].add(pool.failure_domain or site.failure_domain or site.name)
         sites_used[pl.workload].add(site.name)
         compute[pl.workload] += cost
     for name, gpus in used.items():
@@ -72,6 +77,7 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
         if gpus > capacity:
             problems.append(f"pool {name}: {gpus} GPUs used, capacity {capacity}")
     unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
+    degraded = {p.demand or p.workload for p in plan.placements if p.degraded}
     movement: dict[str, float] = defaultdict(float)
     for w in inventory.workloads:
         if w.type is WorkloadType.FEDERATED_TRAINING:
@@ -80,26 +86,23 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
             keys = {w.name}
             for site_name in sites_used[w.name]:
                 for n in w.datasets:
-                    d = datasets[n]
-                    if d.site != site_name:
-                        movement[w.name] += d.size_gb * w.data_passes_per_month * sites[d.site].egress_usd_per_gb
+                    movement[w.name] += _read_usd(datasets[n], site_name, sites) * w.data_passes_per_month
         for key in keys:
-            wanted = w.fallback.replicas if _degraded(plan, key) and w.fallback and w.fallback.replicas else w.replicas
+            wanted = w.fallback.replicas if key in degraded and w.fallback and w.fallback.replicas else w.replicas
             if replicas[key] + unplaced.get(key, 0) != wanted:
                 problems.append(f"{key}: {replicas[key]} placed + {unplaced.get(key, 0)} unplaced != {wanted} replicas")
-        tier, _, _ = decide_tier(w)
-        # the spread asked for is bounded by the failure domains that could host the workload at all
-        possible = {s.failure_domain or s.name for s in inventory.sites for p in s.pools
-                    if (p.gpus or p.max_gpus or 0) > 0 and not _pool_violations(inventory, w, w.gpu.types, s, p, datasets)}
-        spread = min(inventory.policies.spread_fixed_across, w.replicas, len(possible))
-        if tier.value == "fixed" and w.replicas >= 2 and replicas[w.name] == w.replicas and spread >= 2 \
-                and len(domains[w.name]) < spread and not _degraded(plan, w.name):
-            problems.append(f"{w.name}: fixed tier spans {len(domains[w.name])} failure domains, needs {spread}")
         if w.max_usd_per_month is not None and compute[w.name] + movement[w.name] > w.max_usd_per_month + _TOLERANCE_USD:
             problems.append(f"{w.name}: costs {compute[w.name] + movement[w.name]:.2f}, ceiling {w.max_usd_per_month:.2f}")
-    planned_movement = sum(m.usd_per_month for m in plan.data_movements)
-    if abs(planned_movement - sum(movement.values())) > _TOLERANCE_USD * max(1, len(plan.data_movements)):
-        problems.append(f"data movement: plan says {planned_movement:.2f}, rules give {sum(movement.values()):.2f}")
+    problems.extend(_spread_violations(inventory, degraded, replicas, domains, datasets))
+    problems.extend(_machine_and_cost_violations(inventory, plan))
+    # per workload, so that data cost charged to the wrong workload shows up, not only a wrong total
+    planned: dict[str, list[float]] = defaultdict(list)
+    for m in plan.data_movements:
+        planned[m.workload].append(m.usd_per_month)
+    for name in sorted(set(planned) | {n for n, usd in movement.items() if usd}):
+        says = sum(planned[name])
+        if abs(says - movement[name]) > _TOLERANCE_USD * max(1, len(planned[name])):
+            problems.append(f"{name}: data movement: plan says {says:.2f}, rules give {movement[name]:.2f}")
     return problems
 
 
@@ -107,11 +110,11 @@ def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], si
                      datasets: dict[str, Dataset]) -> list[str]:
     """The rules a pool breaks for a workload, each re-derived from the spec."""
     problems: list[str] = []
-    tier, _, _ = decide_tier(w)
+    tier = spec_tier(w)
     if pool.gpu not in gpu_types:
         problems.append(f"GPU {pool.gpu} is not one of {gpu_types}")
-    if pool.capacity_type not in allowed_capacity_types(tier, w.preemptible, inventory.policies):
-        problems.append(f"capacity type {pool.capacity_type.value} not allowed for tier {tier.value}")
+    if not spec_capacity_allowed(tier, pool.capacity_type, w.preemptible, inventory.policies):
+        problems.append(f"capacity type {pool.capacity_type.value} not allowed for tier {tier}")
     if pool.capacity_type is CapacityType.SPOT and not w.preemptible:
         problems.append("spot capacity for non-preemptible work")
     read = [datasets[n] for n in w.datasets]
@@ -131,5 +134,153 @@ def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], si
     return problems
 
 
-def _degraded(plan: Plan, key: str) -> bool:
-    return any(p.degraded for p in plan.placements if (p.demand or p.workload) == key)
+# --- revision 2 of the format: node shape, max_sensitivity, pool failure domains, copies, whole
+# machines and the cash cost model. Each rule is re-derived here from the spec's text.
+
+def _per_node(site: Site, pool: Pool) -> int:
+    """GPUs in one machine: the catalog's for a cloud instance type, else gpus_per_node or min(8, gpus)."""
+    if site.kind is SiteKind.CLOUD:
+        return catalog().instances[pool.instance_type or ""].gpus_per_node
+    return pool.gpus_per_node or min(8, pool.gpus or 1)
+
+
+def _committed(site: Site, pool: Pool) -> bool:
+    return site.kind is not SiteKind.CLOUD or pool.capacity_type is CapacityType.RESERVED
+
+
+def _price(pool: Pool) -> float:
+    if pool.usd_per_gpu_hour is not None:
+        return pool.usd_per_gpu_hour
+    return catalog().instances[pool.instance_type or ""].usd_per_gpu_hour
+
+
+def _read_usd(dataset: Dataset, site_name: str, sites: dict[str, Site]) -> float:
+    """Per GB read at a site: nothing where a copy is held, else the cheapest holder's egress."""
+    holders = [dataset.site, *dataset.copies]
+    if site_name in holders:
+        return 0.0
+    return dataset.size_gb * min(sites[h].egress_usd_per_gb for h in holders)
+
+
+def _may_process(site: Site, sensitivity: Sensitivity) -> bool:
+    ceiling = site.max_sensitivity
+    if ceiling is None:
+        ceiling = Sensitivity.RESTRICTED if site.kind is SiteKind.ONPREM else Sensitivity.CONFIDENTIAL
+    return _RANK[ceiling] >= _RANK[sensitivity]
+
+
+def _revision2_pool_violations(w: Workload, gpu_count: int, site: Site, pool: Pool,
+                               datasets: dict[str, Dataset]) -> list[str]:
+    problems: list[str] = []
+    per_node = _per_node(site, pool)
+    multi_node = w.gpu.multi_node if w.gpu.multi_node is not None else w.type in (
+        WorkloadType.PRETRAINING, WorkloadType.TRAINING, WorkloadType.FINE_TUNING, WorkloadType.FEDERATED_TRAINING)
+    if gpu_count > per_node and not (multi_node and gpu_count % per_node == 0):
+        problems.append(f"node shape: {gpu_count} GPUs per replica on {per_node}-GPU machines")
+    read = [datasets[n] for n in w.datasets]
+    if w.type is WorkloadType.FEDERATED_TRAINING:
+        read = [d for d in read if d.site == site.name]
+    for d in read:
+        if not _may_process(site, d.sensitivity):
+            problems.append(f"max_sensitivity: {d.sensitivity.value} dataset {d.name} at {site.name}")
+    return problems
+
+
+def _spread_violations(inventory: Inventory, degraded: set[str], replicas: dict[str, int], domains: dict[str, set[str]],
+                       datasets: dict[str, Dataset]) -> list[str]:
+    """A fully placed workload with >= 2 replicas spans min(spread, replicas, possible domains) failure
+    domains, a pool's own failure_domain counting; spread defaults to spread_fixed_across for the fixed tier."""
+    problems: list[str] = []
+    for w in inventory.workloads:
+        if w.replicas < 2 or replicas[w.name] != w.replicas or w.name in degraded:
+            continue
+        wanted = w.spread if w.spread is not None else (
+            inventory.policies.spread_fixed_across if spec_tier(w) == FIXED else 1)
+        if len(domains[w.name]) >= min(wanted, w.replicas):
+            continue
+        # the spread asked for is bounded by the failure domains that could host the workload at all
+        # (worked out only here: for every workload it would cost workloads × pools rule checks)
+        possible = {p.failure_domain or s.failure_domain or s.name for s in inventory.sites for p in s.pools
+                    if (p.gpus or p.max_gpus or 0) > 0
+                    and not _pool_violations(inventory, w, w.gpu.types, s, p, datasets)
+                    and not _revision2_pool_violations(w, w.gpu.count, s, p, datasets)}
+        required = min(wanted, w.replicas, len(possible))
+        if required >= 2 and len(domains[w.name]) < required:
+            problems.append(f"spread: {w.name} spans {len(domains[w.name])} failure domains, needs {required}")
+    return problems
+
+
+def _machine_and_cost_violations(inventory: Inventory, plan: Plan) -> list[str]:
+    """Whole machines in pay-per-use pools (quota and machine counts), committed constants, and the
+    plan's cost parts under its cost model."""
+    problems: list[str] = []
+    pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
+    always_on: dict[str, int] = defaultdict(int)
+    own_machines: dict[str, int] = defaultdict(int)
+    own_usd: dict[str, float] = defaultdict(float)
+    amortized_in: dict[str, float] = defaultdict(float)
+    workloads = {w.name: w for w in inventory.workloads}
+    for pl in plan.placements:
+        if pl.pool not in pools or pl.workload not in workloads or pl.replicas <= 0:
+            continue
+        site, pool = pools[pl.pool]
+        w = workloads[pl.workload]
+        per_node = _per_node(site, pool)
+        per_replica = pl.gpus // pl.replicas
+        amortized_in[pl.pool] += pl.gpus * w.hours * _price(pool)
+        if w.hours == _HOURS_ALWAYS_ON:
+            always_on[pl.pool] += pl.gpus
+        else:
+            machines = pl.replicas * -(-per_replica // per_node)
+            own_machines[pl.pool] += machines
+            own_usd[pl.pool] += machines * per_node * w.hours * _price(pool)
+    reported = {p.pool: p for p in plan.pools}
+    committed = pay_per_use = idle = 0.0
+    for name, (site, pool) in pools.items():
+        per_node = _per_node(site, pool)
+        capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
+        if _committed(site, pool):
+            usd = capacity * _HOURS_ALWAYS_ON * _price(pool)
+            committed += usd
+            idle += usd - amortized_in[name]
+            machines = -(-capacity // per_node)
+        else:
+            shared = -(-always_on[name] // per_node)
+            machines = shared + own_machines[name]
+            usd = shared * per_node * _HOURS_ALWAYS_ON * _price(pool) + own_usd[name]
+            pay_per_use += usd
+            if machines > capacity // per_node:
+                problems.append(f"whole machines: pool {name} runs {machines} machines of {per_node} GPUs, "
+                                f"its quota of {capacity} GPUs allows {capacity // per_node}")
+        got = reported.get(name)
+        if got is None:
+            problems.append(f"pool {name}: missing from the plan's pools")
+            continue
+        if got.machines != machines:
+            problems.append(f"machines: pool {name} reports {got.machines}, the placements need {machines}")
+        if abs(got.usd_per_month - usd) > _TOLERANCE_USD:
+            problems.append(f"pool cost: pool {name} reports {got.usd_per_month:.2f}, the rules give {usd:.2f}")
+    if plan.cost_model != inventory.policies.cost_model.value:
+        problems.append(f"cost model: plan says {plan.cost_model}, the inventory {inventory.policies.cost_model.value}")
+    data = sum(m.usd_per_month for m in plan.data_movements)
+    if inventory.policies.cost_model.value == "cash":
+        total = committed + pay_per_use + data
+    else:
+        total = sum(amortized_in.values()) + data
+    slack = _TOLERANCE_USD * max(1, len(plan.pools) + len(plan.data_movements))
+    for label, got_usd, want in (("total", plan.total_usd_per_month, total),
+                                 ("committed", plan.committed_usd_per_month, committed),
+                                 ("pay-per-use", plan.pay_per_use_usd_per_month, pay_per_use),
+                                 ("idle committed", plan.idle_committed_usd_per_month, idle)):
+        if abs(got_usd - want) > slack:
+            problems.append(f"{label} cost: plan says {got_usd:.2f}, the rules give {want:.2f}")
+    return problems
+
+
+def check_budget(inventory: Inventory, plan: Plan) -> list[str]:
+    """The budget rule, apart from check_plan: an over-budget plan is the user's problem (exit 1), not a
+    planner bug. The total under the cost model (cash: committed included) must not exceed it."""
+    budget = inventory.policies.monthly_budget_usd
+    if budget is not None and plan.total_usd_per_month > budget + _TOLERANCE_USD:
+        return [f"budget: the plan costs {plan.total_usd_per_month:.2f} ({plan.cost_model}), budget {budget:.2f}"]
+    return []

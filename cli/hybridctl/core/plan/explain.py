@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
-from hybridctl.core.inventory.models import Inventory, Sensitivity
+from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, machines_per_replica
+from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
 
 
 def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
@@ -26,15 +26,26 @@ def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
     return notes
 
 
+def has_room(demand: Demand, pool: PoolInfo, used: Mapping[int, int], machines: Mapping[int, int]) -> bool:
+    """Room for one more replica: GPUs in a committed pool, whole machines in a pay-per-use one."""
+    if pool.committed:
+        return pool.capacity_gpus - used.get(pool.index, 0) >= demand.gpu_count
+    quota = pool.capacity_gpus // pool.gpus_per_node
+    return quota - machines.get(pool.index, 0) >= machines_per_replica(demand.gpu_count, pool.gpus_per_node)
+
+
 def placement_reason(demand: Demand, pool: PoolInfo, index: EligibilityIndex, used: Mapping[int, int],
-                     inventory: Inventory) -> str:
+                     inventory: Inventory, machines: Mapping[int, int] | None = None) -> str:
     eligible = [index.pools[p] for p in index.eligible(demand)]
     cheaper = [p for p in eligible if p.usd_per_gpu_hour < pool.usd_per_gpu_hour - 1e-9]
     price = f"${pool.usd_per_gpu_hour:.2f}/GPU-h"
-    if not cheaper:
+    cash = inventory.policies.cost_model is CostModel.CASH
+    if cash and pool.committed and cheaper:
+        rank = f"committed capacity, paid for whether used or not ({price} amortized)"
+    elif not cheaper:
         rank = f"cheapest of {len(eligible)} eligible pool{'s' * (len(eligible) != 1)} ({price})"
     else:
-        full = [p for p in cheaper if p.capacity_gpus - used.get(p.index, 0) < demand.gpu_count]
+        full = [p for p in cheaper if not has_room(demand, p, used, machines or {})]
         if len(full) == len(cheaper):
             rank = f"{price}; the {len(cheaper)} cheaper eligible pool{'s are' if len(cheaper) > 1 else ' is'} full"
         else:
@@ -47,7 +58,7 @@ def placement_reason(demand: Demand, pool: PoolInfo, index: EligibilityIndex, us
 
 
 def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used: Mapping[int, int],
-                    used_by_tier: Mapping[int, Mapping[str, int]]) -> str:
+                    used_by_tier: Mapping[int, Mapping[str, int]], machines: Mapping[int, int] | None = None) -> str:
     eligible, exclusion = index.explain(demand)
     types = " or ".join(demand.gpu_types)
     if exclusion is not None:
@@ -56,7 +67,7 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
     zones = sorted({p.site.jurisdiction for p in pools})
     capacity = sum(p.capacity_gpus for p in pools)
     taken = sum(used.get(p.index, 0) for p in pools)
-    free = [p for p in pools if p.capacity_gpus - used.get(p.index, 0) >= demand.gpu_count]
+    free = [p for p in pools if has_room(demand, p, used, machines or {})]
     need = f"needs {missing} × {demand.gpu_count} {types} in {'/'.join(zones)}"
     if free:
         if demand.tier.value == "fixed" and demand.replicas >= 2:
@@ -74,5 +85,8 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
         for tier, gpus in used_by_tier.get(p.index, {}).items():
             by_tier[tier] = by_tier.get(tier, 0) + gpus
     breakdown = ", ".join(f"{gpus} by {tier}-tier workloads" for tier, gpus in sorted(by_tier.items()))
+    rented = [p for p in pools if not p.committed]
+    machine_note = (f"; pay-per-use pools count whole machines ({sum(machines.get(p.index, 0) for p in rented)} of "
+                    f"{sum(p.capacity_gpus // p.gpus_per_node for p in rented)} in use)") if rented and machines else ""
     return (f"{need}; its {len(pools)} eligible {types} pool{'s' * (len(pools) != 1)} hold {capacity} GPUs, "
-            f"of which {taken} are taken" + (f" ({breakdown})" if breakdown else ""))
+            f"of which {taken} are taken" + (f" ({breakdown})" if breakdown else "") + machine_note)

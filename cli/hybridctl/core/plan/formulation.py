@@ -4,7 +4,16 @@ Columns: x[u,p] replicas of unit u in pool p (integer); s[u] replicas left unpla
 priced by a penalty so that everything that fits is placed); y[u,site] how many of u's
 workloads have a replica at a site that pays data movement (binary for a single workload);
 v[u,domain] whether u uses a failure domain (binary, only for spreads of 3 or more); z[u,p]
-replicas moved away from a previous placement (continuous, priced by the move threshold).
+replicas moved away from a previous placement (continuous, priced by the move threshold);
+m[p] always-on machines of a pay-per-use pool (integer, one per such pool: a few hundred at
+most, so the whole-machine rule adds almost nothing to the model's size).
+
+Costs under `cost_model: cash` (the default): a committed pool is a constant (left out of the
+model), so its replicas cost only the amortized tie-break; always-on replicas in a pay-per-use
+pool cost nothing by themselves and the machines m[p] they share are priced; any other replica
+in a pay-per-use pool pays its own whole machines. Under `amortized`, every replica costs
+gpu.count × hours × usd_per_gpu_hour and m[p] is free. Either way a pay-per-use pool's quota
+counts whole machines, and cost ceilings compare the amortized compute plus data movement.
 
 Everything is built with numpy over all units at once: at 10,000 workloads a Python loop
 per column costs more than the solver.
@@ -18,6 +27,7 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS as ALWAYS_ON_HOURS
 from hybridctl.core.plan.units import TIER_WEIGHT, FloatArray, IntArray, PoolTable, Unit
 
 
@@ -27,6 +37,13 @@ class Col(IntEnum):
     SITE = 2
     DOMAIN = 3
     MOVED = 4
+    MACHINES = 5
+
+
+# Cash first; among plans of (nearly) equal cash the lowest amortized compute wins. The weight is
+# small beside any real cash difference and large enough for the solver to see (not below its
+# tolerances), so the tie-break also orders committed pools by their amortized price.
+TIE_BREAK = 1e-4
 
 
 @dataclass(frozen=True)
@@ -37,7 +54,7 @@ class Model:
     integer: npt.NDArray[np.bool_]
     kind: npt.NDArray[np.int8]  # a Col per column
     unit: IntArray  # the unit each column belongs to
-    ref: IntArray  # pool index (PLACE, MOVED), site id (SITE), domain id (DOMAIN), -1 (UNPLACED)
+    ref: IntArray  # pool index (PLACE, MOVED, MACHINES), site id (SITE), domain id (DOMAIN), -1 (UNPLACED)
     rows_lower: FloatArray
     rows_upper: FloatArray
     starts: npt.NDArray[np.int32]  # column-wise sparse matrix
@@ -105,10 +122,41 @@ def _ints(parts: list[IntArray]) -> IntArray:
 
 
 def penalty_per_replica(unit: Unit, max_price: float) -> float:
-    """Dearer than any placement with its data movement, and dearer for higher tiers, so that
-    everything that fits is placed and capacity goes to fixed work first. Kept as small as
-    that allows: huge penalties beside small costs slow the MIP down."""
-    return unit.gpu_count * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + unit.max_egress
+    """Dearer than any placement with its data movement (whole machines counted), and dearer for
+    higher tiers, so that everything that fits is placed and capacity goes to fixed work first.
+    Kept as small as that allows: huge penalties beside small costs slow the MIP down."""
+    gpus = max(unit.penalty_gpus, unit.gpu_count)
+    return gpus * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + unit.max_egress
+
+
+@dataclass(frozen=True)
+class ColumnCosts:
+    """Per placement column: the objective's price of one replica and its amortized compute."""
+
+    objective: FloatArray
+    amortized: FloatArray
+
+
+def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: PoolTable, cash: bool) -> ColumnCosts:
+    """What one replica costs in each column, under the cost model (see the module's docstring)."""
+    amortized = gpus * hours * table.price[pools]
+    if not cash:
+        return ColumnCosts(amortized, amortized)
+    per_node = table.per_node[pools].astype(np.float64)
+    own_machines = np.ceil(gpus / per_node) * per_node * hours * table.price[pools]
+    pays_own = ~table.committed[pools] & ~always_on(hours)
+    return ColumnCosts(np.where(pays_own, own_machines, 0.0) + TIE_BREAK * amortized, amortized)
+
+
+def always_on(hours: FloatArray) -> npt.NDArray[np.bool_]:
+    return np.asarray(hours == ALWAYS_ON_HOURS, dtype=np.bool_)
+
+
+def machine_usd_per_month(table: PoolTable, pools: IntArray, cash: bool) -> FloatArray:
+    """One always-on machine of a pay-per-use pool for the month (free under the amortized model)."""
+    if not cash:
+        return np.zeros(pools.size)
+    return table.per_node[pools] * float(ALWAYS_ON_HOURS) * table.price[pools]
 
 
 def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
@@ -118,7 +166,7 @@ def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
 
 
 def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
-              move_threshold_usd: float) -> Model:
+              move_threshold_usd: float, *, cash: bool = True) -> Model:
     b = _Builder()
     n_units = len(units)
     gpus = np.array([u.gpu_count for u in units], dtype=np.float64)
@@ -132,9 +180,17 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     xp = np.concatenate([u.pools for u in units]) if units else np.zeros(0, dtype=np.int64)
     egress = np.concatenate([u.egress for u in units]) if units else np.zeros(0)
     x_site = table.site[xp]
-    per_replica = gpus[xu] * hours[xu] * table.price[xp]
-    # a pool fits at most capacity // gpus replicas: a tighter bound than the unit's replicas
-    slots = np.floor(table.capacity[xp] / gpus[xu])
+    costs = column_costs(gpus[xu], hours[xu], xp, table, cash)
+    # a pool fits at most capacity // gpus replicas (pay-per-use: in whole machines): a tighter
+    # bound than the unit's replicas
+    per_node = table.per_node[xp].astype(np.float64)
+    pay_per_use = ~table.committed[xp]
+    shared = pay_per_use & always_on(hours[xu])
+    machines_each = np.ceil(gpus[xu] / per_node)
+    quota_machines = np.floor(table.capacity[xp] / per_node)
+    slots = np.where(~pay_per_use, np.floor(table.capacity[xp] / gpus[xu]),
+                     np.where(shared, np.floor(quota_machines * per_node / gpus[xu]),
+                              np.floor(quota_machines / machines_each)))
     x_upper = np.minimum(replicas[xu], slots)
 
     # data movement, per (unit, site): paid once per workload with a replica there. Where one
@@ -146,14 +202,16 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     site_slots = np.bincount(site_of, weights=slots[paid], minlength=site_groups.size)
     link = np.minimum(member_replicas[group_unit], site_slots)
     folded = link[site_of] <= 1
-    x_cost = per_replica.copy()
+    x_cost = costs.objective.copy()
     x_cost[paid[folded]] += egress[paid[folded]]
+    x_ceiling = costs.amortized.copy()  # what cost ceilings compare: amortized compute and data
+    x_ceiling[paid[folded]] += egress[paid[folded]]
 
     x = b.add_columns(x_cost, x_upper, True, Col.PLACE, xu, xp)
     penalty = np.array([penalty_per_replica(u, table.max_price) for u in units], dtype=np.float64)
     s = b.add_columns(penalty, replicas, True, Col.UNPLACED, np.arange(n_units, dtype=np.int64),
                       np.full(n_units, -1, dtype=np.int64))
-    unplaced_floor = _ceiling_floor(units, ceilings, x_cost, x_upper, lengths, replicas)
+    unplaced_floor = _ceiling_floor(units, ceilings, x_ceiling, x_upper, lengths, replicas)
     demand = b.add_rows(replicas, replicas)
     b.add_entries(demand + xu, x, np.ones(1))
     b.add_entries(demand + np.arange(n_units, dtype=np.int64), s, np.ones(1))
@@ -180,10 +238,7 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     _spread_rows(b, table, x, s, xu, xp, spread, members, member_replicas)
     _previous_rows(b, units, x, lengths, move_threshold_usd)
 
-    capacity_pools, capacity_of = _groups(xp)
-    first = b.add_rows(np.full(capacity_pools.size, -np.inf), table.capacity[capacity_pools].astype(np.float64))
-    b.add_entries(first + capacity_of, x, gpus[xu])
-    _rounding_rows(b, x, xp, gpus[xu], table)
+    _capacity_rows(b, x, xp, gpus[xu], table, pay_per_use, shared, machines_each, n_units, cash)
 
     groups = sorted({u.ceiling_group for u in units if u.ceiling_group is not None})
     if groups:
@@ -192,7 +247,7 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
                                for u in units], dtype=np.int64)
         first = b.add_rows(np.full(len(groups), -np.inf), np.array([ceilings[g] for g in groups]))
         capped = unit_group[xu] >= 0
-        b.add_entries(first + unit_group[xu[capped]], x[capped], x_cost[capped])
+        b.add_entries(first + unit_group[xu[capped]], x[capped], x_ceiling[capped])
         capped_y = unit_group[y_unit] >= 0
         b.add_entries(first + unit_group[y_unit[capped_y]], y[capped_y], y_cost[capped_y])
     model = b.build(n_units)
@@ -278,6 +333,39 @@ def _previous_rows(b: _Builder, units: list[Unit], x: IntArray, lengths: IntArra
     rows = first + np.arange(count, dtype=np.int64)
     b.add_entries(rows, np.array(cols, dtype=np.int64), np.ones(1))
     b.add_entries(rows, z, np.ones(1))
+
+
+def _capacity_rows(b: _Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable,
+                   pay_per_use: npt.NDArray[np.bool_], shared: npt.NDArray[np.bool_], machines_each: FloatArray,
+                   n_units: int, cash: bool) -> None:
+    """A committed pool counts GPUs. A pay-per-use pool counts whole machines: its always-on
+    machines m[p] (which must hold the always-on replicas' GPUs) plus every other replica's own."""
+    committed = np.flatnonzero(~pay_per_use)
+    if committed.size:
+        pools, pool_of = _groups(xp[committed])
+        first = b.add_rows(np.full(pools.size, -np.inf), table.capacity[pools].astype(np.float64))
+        b.add_entries(first + pool_of, x[committed], gpus[committed])
+        _rounding_rows(b, x[committed], xp[committed], gpus[committed], table)
+    rented = np.flatnonzero(pay_per_use)
+    if not rented.size:
+        return
+    pools, pool_of = _groups(xp[rented])
+    quota = np.floor(table.capacity[pools] / table.per_node[pools])
+    capacity_row = b.add_rows(np.full(pools.size, -np.inf), quota.astype(np.float64))
+    own = ~shared[rented]
+    b.add_entries(capacity_row + pool_of[own], x[rented[own]], machines_each[rented[own]])
+    sharing = np.flatnonzero(shared[rented])
+    if not sharing.size:
+        return
+    machine_pools, machine_of = _groups(pool_of[sharing])  # indices into `pools`
+    m = b.add_columns(machine_usd_per_month(table, pools[machine_pools], cash), quota[machine_pools], True,
+                      Col.MACHINES, np.full(machine_pools.size, n_units, dtype=np.int64), pools[machine_pools])
+    b.add_entries(capacity_row + machine_pools, m, np.ones(1))
+    # the always-on replicas' GPUs fit in the machines: sum(g x) - per_node m <= 0
+    link = b.add_rows(np.full(machine_pools.size, -np.inf), np.zeros(machine_pools.size))
+    b.add_entries(link + machine_of, x[rented[sharing]], gpus[rented[sharing]])
+    b.add_entries(link + np.arange(machine_pools.size, dtype=np.int64), m,
+                  -table.per_node[pools[machine_pools]].astype(np.float64))
 
 
 def _rounding_rows(b: _Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable) -> None:

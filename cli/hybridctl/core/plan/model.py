@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FORMAT_VERSION = 1
+# 2: the cost model (cash or amortized), committed / pay-per-use / data / idle-committed parts, and
+# per pool its machines, commitment and cash cost; placements carry their hours.
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Placement:
     gpu_type: str = ""
     gpus_per_replica: int = 0
     degraded: bool = False  # placed in its fallback shape (failover only)
+    hours_per_month: float = 0.0  # hours each replica runs; 730 means always on
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,15 @@ class PoolUsage:
     capacity_gpus: int
     used_gpus: int
     usd_per_gpu_hour: float
+    committed: bool = True  # paid whether used or not (onprem, edge, reserved cloud)
+    gpus_per_node: int = 1
+    # Machines the plan runs in this pool. Pay-per-use: the always-on machines (shared by the
+    # always-on replicas) plus every other replica's own machines, the figure node groups are
+    # sized from. Committed: the machines the pool has (its capacity in whole machines).
+    machines: int = 0
+    always_on_machines: int = 0  # pay-per-use: the machines that run all month
+    usd_per_month: float = 0.0  # the pool's cash: committed constant, or its machines' cost
+    amortized_usd_per_month: float = 0.0  # the amortized compute of the replicas placed in it
 
 
 @dataclass(frozen=True)
@@ -84,11 +96,36 @@ class Plan:
     budget_usd_per_month: float | None = None
     tiers: dict[str, str] = field(default_factory=dict)  # workload -> tier, placed or not
     workload_types: dict[str, str] = field(default_factory=dict)  # workload -> type, for showback
+    teams: dict[str, str] = field(default_factory=dict)  # workload -> team, for workloads that name one
     base_serial: int | None = None  # the state serial this plan was made against (plan files only)
     tool_version: str = ""
+    cost_model: str = "cash"  # cash | amortized: what total_usd_per_month means
+
+    @property
+    def committed_usd_per_month(self) -> float:
+        """Committed pools, paid whether used or not."""
+        return round(sum(p.usd_per_month for p in self.pools if p.committed), 2)
+
+    @property
+    def pay_per_use_usd_per_month(self) -> float:
+        """Pay-per-use pools' whole machines."""
+        return round(sum(p.usd_per_month for p in self.pools if not p.committed), 2)
+
+    @property
+    def idle_committed_usd_per_month(self) -> float:
+        """Committed cost less the amortized compute of the replicas placed in committed pools."""
+        used = sum(p.amortized_usd_per_month for p in self.pools if p.committed)
+        return round(self.committed_usd_per_month - used, 2)
+
+    @property
+    def cash_usd_per_month(self) -> float:
+        return round(self.committed_usd_per_month + self.pay_per_use_usd_per_month + self.data_usd_per_month, 2)
 
     @property
     def total_usd_per_month(self) -> float:
+        """The month's total under the plan's cost model (cash: committed + pay-per-use + data)."""
+        if self.cost_model == "cash":
+            return self.cash_usd_per_month
         return round(self.compute_usd_per_month + self.data_usd_per_month, 2)
 
     def placements_of(self, workload: str) -> list[Placement]:

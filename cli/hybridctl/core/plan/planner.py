@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hybridctl import __version__
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
-from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.costs import data_movements, inventory_digest
+from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, is_always_on, pool_infos
+from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
+from hybridctl.core.plan.costs import data_movements, inventory_digest, pool_usage
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
-from hybridctl.core.plan.formulation import Col, formulate, penalty_per_replica
-from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport, Unplaced
+from hybridctl.core.plan.formulation import TIE_BREAK, Col, formulate, penalty_per_replica
+from hybridctl.core.plan.model import Placement, Plan, SolverReport, Unplaced
 from hybridctl.core.plan.solve import solve
 from hybridctl.core.plan.units import PoolTable, Unit, build_units, components, distribute
 from hybridctl.core.tiers import classify_workload
@@ -77,13 +77,13 @@ class _Assignment:
 
 
 def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, float], options: PlanOptions,
-                      started: float) -> _Solved:
+                      started: float, cash: bool) -> _Solved:
     groups = components(units)
     total_columns = sum(len(units[i].eligible) + 1 for g in groups for i in g)
     solved = _Solved(defaultdict(dict), 0.0, 0.0, [], set(), 0, len(groups))
     for group in groups:
         comp_units = [units[i] for i in group]
-        model = formulate(comp_units, table, ceilings, options.move_threshold_usd)
+        model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash)
         solved.variables += model.columns
         elapsed = time.perf_counter() - started
         share = (sum(len(u.eligible) + 1 for u in comp_units) / max(total_columns, 1))
@@ -100,11 +100,13 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
 
 
 def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: PoolTable,
-            options: PlanOptions) -> _Assignment:
-    """Hand replicas back to demands and price the result: compute, data movement once per site,
-    the penalty on unplaced replicas and the stability term, as the model counts them."""
+            options: PlanOptions, cash: bool) -> _Assignment:
+    """Hand replicas back to demands and price the result as the model counts it: compute under
+    the cost model (pay-per-use always-on machines per pool), data movement once per site, the
+    penalty on unplaced replicas and the stability term."""
     result = _Assignment([], defaultdict(int), defaultdict(lambda: defaultdict(int)), 0.0, 0.0)
     moved = 0.0
+    always_on_gpus: dict[int, int] = defaultdict(int)
     for u, unit in enumerate(units):
         counts = solved.counts.get(u, {})
         egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
@@ -114,7 +116,10 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             result.assigned.append((demand, p, n))
             result.used[p] += n * demand.gpu_count
             result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
-            result.objective += n * demand.usd_per_replica(pools[p])
+            amortized = n * demand.usd_per_replica(pools[p])
+            result.objective += n * demand.cash_per_replica(pools[p]) + TIE_BREAK * amortized if cash else amortized
+            if not pools[p].committed and is_always_on(demand.hours):
+                always_on_gpus[p] += n * demand.gpu_count
             placed_of[demand.key] += n
             sites_of[demand.key][int(table.site[p])] = egress_at[p]
         for demand in unit.members:
@@ -122,6 +127,10 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             result.objective += sum(sites_of[demand.key].values())
         for p, n in unit.previous.items():
             moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
+    if cash:
+        for p, gpus in always_on_gpus.items():
+            per_node = pools[p].gpus_per_node
+            result.objective += -(-gpus // per_node) * per_node * DEFAULT_REALTIME_HOURS * pools[p].usd_per_gpu_hour
     result.objective += result.penalty + moved
     return result
 
@@ -137,17 +146,17 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     all_demands = planned_demands if planned_demands is not None else demands(inventory)
     before = previous_replicas(previous)
     ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
-    units = build_units(all_demands, index, inventory.policies.spread_fixed_across, before, table)
-    solved = _solve_components(units, table, ceilings, options, started)
-    result = _assign(units, solved, pools, table, options)
+    cash = inventory.policies.cost_model is CostModel.CASH
+    units = build_units(all_demands, index, before, table)
+    solved = _solve_components(units, table, ceilings, options, started, cash)
+    result = _assign(units, solved, pools, table, options, cash)
     # Twins that pay data movement are merged by a relaxation; in the rare case handing them back
     # pays more than it counted, a small model is solved again unmerged, which is exact.
     if result.objective > solved.objective * (1 + 1e-9) + 0.01 \
             and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
-        exact_units = build_units(all_demands, index, inventory.policies.spread_fixed_across, before, table,
-                                  merge_egress=False)
-        exact = _solve_components(exact_units, table, ceilings, options, started)
-        exact_result = _assign(exact_units, exact, pools, table, options)
+        exact_units = build_units(all_demands, index, before, table, merge_egress=False)
+        exact = _solve_components(exact_units, table, ceilings, options, started, cash)
+        exact_result = _assign(exact_units, exact, pools, table, options, cash)
         exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
         if exact_result.objective < result.objective:
             solved, result = exact, exact_result
@@ -155,6 +164,17 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
             solved.bound = exact.bound
     used, used_by_tier = result.used, result.used_by_tier
 
+    # whole machines per pay-per-use pool, for the explanations (committed pools count GPUs)
+    machines: dict[int, int] = defaultdict(int)
+    always_on_gpus: dict[int, int] = defaultdict(int)
+    for demand, p, n in result.assigned:
+        if not pools[p].committed:
+            if is_always_on(demand.hours):
+                always_on_gpus[p] += n * demand.gpu_count
+            else:
+                machines[p] += n * -(-demand.gpu_count // pools[p].gpus_per_node)
+    for p, gpus in always_on_gpus.items():
+        machines[p] += -(-gpus // pools[p].gpus_per_node)
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
     reasons: dict[tuple[object, ...], str] = {}
@@ -164,24 +184,28 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
         key = _reason_key(demand, p)
         reason = reasons.get(key)
         if reason is None:
-            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory)
+            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
             replicas=n, gpus=n * demand.gpu_count, usd_per_month=round(n * demand.usd_per_replica(pool), 2),
-            reason=reason, demand=demand.key, gpu_type=pool.pool.gpu, gpus_per_replica=demand.gpu_count))
+            reason=reason, demand=demand.key, gpu_type=pool.pool.gpu, gpus_per_replica=demand.gpu_count,
+            hours_per_month=demand.hours))
     placements.sort(key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
 
     unplaced: list[Unplaced] = []
     for demand in all_demands:
         missing = demand.replicas - placed_replicas.get(demand.key, 0)
         if missing > 0:
-            unplaced.append(Unplaced(demand.workload.name, unplaced_reason(demand, missing, index, used, used_by_tier),
+            unplaced.append(Unplaced(demand.workload.name, unplaced_reason(demand, missing, index, used, used_by_tier,
+                                                                              machines),
                                      missing, demand.tier.value, demand.key))
     movements = data_movements(inventory, all_demands, placements)
-    usage = tuple(PoolUsage(p.site.name, p.name, p.pool.gpu, p.pool.capacity_type.value, p.capacity_gpus,
-                            used.get(p.index, 0), round(p.usd_per_gpu_hour, 4)) for p in pools)
-    objective = result.objective
-    bound = min(solved.bound, objective)
+    usage = pool_usage(pools, placements)
+    # the committed pools are a constant the model leaves out: the reported objective and bound
+    # carry it, so that they read as the total under the cost model (plus tie-break and penalties)
+    constant = sum(p.committed_usd_per_month for p in pools) if cash else 0.0
+    objective = result.objective + constant
+    bound = min(solved.bound + constant, objective)
     gap = max(0.0, (objective - bound) / abs(objective)) if objective else 0.0
     status = max(solved.statuses, key=lambda s: _STATUS_RANK.get(s, 3)) if solved.statuses else "no_demand"
     if status == "optimal" and gap > options.gap + 1e-9:
@@ -203,7 +227,9 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
         budget_usd_per_month=inventory.policies.monthly_budget_usd,
         tiers=decisions,
         workload_types={w.name: w.type.value for w in inventory.workloads},
+        teams={w.name: w.team for w in inventory.workloads if w.team is not None},
         tool_version=__version__,
+        cost_model=inventory.policies.cost_model.value,
     )
 
 
@@ -211,6 +237,24 @@ def budget_violation(plan_: Plan) -> str | None:
     """The spec's rule: a plan over monthly_budget_usd is an error that states both figures."""
     budget = plan_.budget_usd_per_month
     if budget is not None and plan_.total_usd_per_month > budget + 0.005:
-        return (f"the optimal plan costs ${plan_.total_usd_per_month:,.2f}/month, over the monthly budget of "
-                f"${budget:,.2f} (policies.monthly_budget_usd)")
+        return (f"the optimal plan costs ${plan_.total_usd_per_month:,.2f}/month ({plan_.cost_model}), over the "
+                f"monthly budget of ${budget:,.2f} (policies.monthly_budget_usd)")
     return None
+
+
+def unplaced_failure(plan_: Plan, *, allow_unplaced: bool = False, fail_on_unplaced: bool = False) -> str | None:
+    """Whether unplaced work fails the plan: fixed-tier work by default (it must always run), any
+    work with fail_on_unplaced, none with allow_unplaced."""
+    if fail_on_unplaced:
+        failing = list(plan_.unplaced)
+    elif allow_unplaced:
+        return None
+    else:
+        failing = [u for u in plan_.unplaced if u.tier == "fixed"]
+    if not failing:
+        return None
+    names = sorted({u.workload for u in failing})
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    replicas = sum(u.replicas for u in failing)
+    what = "workload(s)" if fail_on_unplaced else "fixed-tier workload(s)"
+    return f"{len(names)} {what} left with {replicas} replica(s) unplaced: {shown}"

@@ -7,9 +7,12 @@ leaves out the solver's wall time (`solver.seconds` is null there); the JSON pri
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, fields
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from hybridctl.core.plan.model import (
     FORMAT_VERSION,
@@ -20,13 +23,20 @@ from hybridctl.core.plan.model import (
     SolverReport,
     Unplaced,
 )
-from hybridctl.errors import HybridctlError
+from hybridctl.errors import HybridctlError, RefusedError
 
 JsonDict = dict[str, Any]
 
 
 class PlanFileError(HybridctlError):
     pass
+
+
+class PlanIntegrityError(RefusedError):
+    """A plan file that is well-formed but not what `plan --out` wrote, or breaks the inventory's rules."""
+
+
+_PLAN_FILE_HINT = "pass a file written by `hybridctl plan --out`, unedited"
 
 
 def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
@@ -36,9 +46,13 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
     document: JsonDict = {
         "format_version": FORMAT_VERSION,
         "inventory": plan.inventory_name,
+        "cost_model": plan.cost_model,
         "total_usd_per_month": plan.total_usd_per_month,
-        "compute_usd_per_month": plan.compute_usd_per_month,
+        "committed_usd_per_month": plan.committed_usd_per_month,
+        "pay_per_use_usd_per_month": plan.pay_per_use_usd_per_month,
         "data_usd_per_month": plan.data_usd_per_month,
+        "idle_committed_usd_per_month": plan.idle_committed_usd_per_month,
+        "compute_usd_per_month": plan.compute_usd_per_month,
         "budget_usd_per_month": plan.budget_usd_per_month,
         "placements": [asdict(p) for p in plan.placements],
         "unplaced": [asdict(u) for u in plan.unplaced],
@@ -46,12 +60,14 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
         "pools": [asdict(p) for p in plan.pools],
         "tiers": dict(sorted(plan.tiers.items())),
         "workload_types": dict(sorted(plan.workload_types.items())),
+        "teams": dict(sorted(plan.teams.items())),
         "solver": solver,
     }
     if plan_file:
         document["inventory_digest"] = plan.inventory_digest
         document["base_serial"] = plan.base_serial
         document["tool_version"] = plan.tool_version
+        document["content_digest"] = content_digest(document)
     return document
 
 
@@ -60,55 +76,144 @@ def plan_to_json(plan: Plan, *, plan_file: bool = False) -> str:
 
 
 def _build(cls: type[Any], raw: Any, where: str) -> Any:
+    """One part of a plan file, its every field type-checked (a plan file is untrusted input)."""
     if not isinstance(raw, dict):
-        raise PlanFileError(f"{where}: expected an object")
+        raise PlanFileError(f"{where}: expected an object, got {type(raw).__name__}")
     names = {f.name for f in fields(cls)}
     try:
-        return cls(**{k: v for k, v in raw.items() if k in names})
-    except TypeError as exc:
-        raise PlanFileError(f"{where}: {exc}") from None
+        # JSON mode, strict: 2.0 is no int, "3" no number, and a missing field is named.
+        return _adapter(cls).validate_json(json.dumps({k: v for k, v in raw.items() if k in names}), strict=True)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise PlanFileError(f"{where}.{field}: {first['msg'].lower()} (got {first.get('input')!r})",
+                            hint=_PLAN_FILE_HINT) from None
 
 
-def plan_from_dict(raw: JsonDict, source: str = "plan") -> Plan:
+def _parts(cls: type[Any], raw: JsonDict, name: str, source: str) -> tuple[Any, ...]:
+    return tuple(_build(cls, item, f"{source}: {name}[{index}]") for index, item in enumerate(raw[name]))
+
+
+def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def content_digest(document: JsonDict) -> str:
+    """The digest of a plan document's content, itself left out; written into every plan file."""
+    body = {k: _numbers_as_floats(v) for k, v in document.items() if k != "content_digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _numbers_as_floats(value: Any) -> Any:
+    """2117 and 2117.0 are one amount: a plan read back holds floats where it was written with ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _numbers_as_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers_as_floats(v) for v in value]
+    return value
+
+
+def verify_content_digest(raw: JsonDict, source: str) -> None:
+    """Refuse a plan file changed since `plan --out` wrote it (the reviewed plan is what runs)."""
+    recorded = raw.get("content_digest")
+    if not isinstance(recorded, str):
+        raise PlanIntegrityError(f"{source}: the plan file has no content_digest",
+                                 hint="write plan files with `hybridctl plan --out`; they are not edited by hand")
+    actual = content_digest(raw)
+    if recorded != actual:
+        raise PlanIntegrityError(
+            f"{source}: the plan file was changed after it was written (content digest {recorded[:19]}…, "
+            f"content now {actual[:19]}…)",
+            hint="plan files are not edited by hand: change the inventory and run `hybridctl plan --out` again")
+
+
+def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool = False) -> Plan:
+    """A Plan from its JSON form; with verify_digest (plan files), only if unchanged since written."""
     version = raw.get("format_version")
     if version != FORMAT_VERSION:
         raise PlanFileError(f"{source}: plan format_version {version!r} is not supported (this hybridctl reads "
                             f"{FORMAT_VERSION})", hint="re-run `hybridctl plan --out` with this version")
+    if verify_digest:
+        verify_content_digest(raw, source)
     try:
         solver = dict(raw["solver"])
         solver["seconds"] = solver.get("seconds") or 0.0
+        _expect(raw, source)
         return Plan(
             inventory_name=str(raw["inventory"]),
             inventory_digest=str(raw.get("inventory_digest", "")),
-            placements=tuple(_build(Placement, p, f"{source}: placements") for p in raw["placements"]),
-            unplaced=tuple(_build(Unplaced, u, f"{source}: unplaced") for u in raw["unplaced"]),
-            data_movements=tuple(_build(DataMovement, m, f"{source}: data_movements") for m in raw["data_movements"]),
-            pools=tuple(_build(PoolUsage, p, f"{source}: pools") for p in raw["pools"]),
+            placements=_parts(Placement, raw, "placements", source),
+            unplaced=_parts(Unplaced, raw, "unplaced", source),
+            data_movements=_parts(DataMovement, raw, "data_movements", source),
+            pools=_parts(PoolUsage, raw, "pools", source),
             solver=_build(SolverReport, solver, f"{source}: solver"),
             compute_usd_per_month=float(raw["compute_usd_per_month"]),
             data_usd_per_month=float(raw["data_usd_per_month"]),
             budget_usd_per_month=raw.get("budget_usd_per_month"),
             tiers=dict(raw.get("tiers", {})),
             workload_types=dict(raw.get("workload_types", {})),
+            teams=dict(raw.get("teams", {})),
             base_serial=raw.get("base_serial"),
             tool_version=str(raw.get("tool_version", "")),
+            cost_model=_cost_model(raw.get("cost_model")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanFileError(f"{source}: not a hybridctl plan ({type(exc).__name__}: {exc})",
-                            hint="pass a file written by `hybridctl plan --out`") from None
+                            hint=_PLAN_FILE_HINT) from None
+
+
+# The top-level fields outside the dataclasses, with the JSON types they must have.
+_TOP_LEVEL: dict[str, tuple[type, ...]] = {
+    "inventory": (str,), "compute_usd_per_month": (int, float), "data_usd_per_month": (int, float),
+    "budget_usd_per_month": (int, float, type(None)), "tiers": (dict,), "workload_types": (dict,),
+    "base_serial": (int, type(None)), "tool_version": (str,), "inventory_digest": (str,),
+    "placements": (list,), "unplaced": (list,), "data_movements": (list,), "pools": (list,),
+}
+
+
+def _expect(raw: JsonDict, source: str) -> None:
+    for name, types in _TOP_LEVEL.items():
+        if name in raw and (not isinstance(raw[name], types) or isinstance(raw[name], bool)):
+            raise PlanFileError(f"{source}: {name} has the wrong type ({type(raw[name]).__name__})",
+                                hint=_PLAN_FILE_HINT)
+    for name in ("tiers", "workload_types"):
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.get(name, {}).items()):
+            raise PlanFileError(f"{source}: {name} maps workload names to text", hint=_PLAN_FILE_HINT)
+
+
+def _cost_model(raw: object) -> str:
+    if raw not in ("cash", "amortized"):
+        raise ValueError(f"cost_model {raw!r} is not cash or amortized")
+    return str(raw)
 
 
 def json_object(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> JsonDict:
     """A JSON document that must be an object, with the line and column of a syntax error."""
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise error(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=hint) from None
+    except ValueError as exc:  # NaN or Infinity (refused below), or a number too long to read
+        raise error(f"{source}: not valid JSON: {exc}", hint=hint) from None
     if not isinstance(raw, dict):
         raise error(f"{source}: not a hybridctl {what}", hint=hint)
     return raw
 
 
-def plan_from_json(text: str, source: str = "plan") -> Plan:
-    raw = json_object(text, source, PlanFileError, "plan", "pass a file written by `hybridctl plan --out`")
-    return plan_from_dict(raw, source)
+def _no_constant(name: str) -> float:
+    # NaN and Infinity are Python's extensions to JSON; no hybridctl file holds them.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def plan_from_json(text: str, source: str = "plan", *, verify_digest: bool = False) -> Plan:
+    raw = json_object(text, source, PlanFileError, "plan", _PLAN_FILE_HINT)
+    return plan_from_dict(raw, source, verify_digest=verify_digest)

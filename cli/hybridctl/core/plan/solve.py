@@ -157,7 +157,7 @@ def _nothing_placed(model: Model, values: FloatArray, columns: BoolArray) -> Flo
     """`values` with the units owning `columns` left wholly unplaced: always feasible, since
     removing replicas only frees capacity, and a unit with an unplaced replica need not spread."""
     start = values.copy()
-    start[columns] = 0.0
+    start[columns & (model.kind != Col.MACHINES)] = 0.0  # machines stay: the kept units may need them
     keep = columns & ((model.kind == Col.UNPLACED) | (model.kind == Col.MOVED))
     start[keep] = model.upper[keep]  # all replicas unplaced; every previous replica counted as moved
     return start
@@ -252,9 +252,14 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
         return Solution(rounded, relaxed.objective, lp_bound, "optimal" if proven else "gap_limit", "lp",
                         time.perf_counter() - started)
     # a unit with any fractional column stays wholly free (its unplaced column too), which keeps
-    # the restricted MIP feasible: leaving its replicas unplaced always fits
-    free = _units_of(model, fractional) | ~model.integer  # continuous columns (moves) always follow
+    # the restricted MIP feasible: leaving its replicas unplaced always fits. Continuous columns
+    # (moves) and the few machine columns always follow the units.
+    machines = model.kind == Col.MACHINES
+    free = _units_of(model, fractional & ~machines) | ~model.integer | machines
     base = np.where(model.integer, rounded, model.lower)
+    # the LP's machines, rounded up, still hold the kept units' always-on GPUs and fit the quota
+    # (its right-hand side is whole), so the start stays feasible
+    base[machines] = np.ceil(lp_values[machines] - _INTEGRAL_TOL)
     stage_gap = max(gap, STAGE_GAP)
     start = _nothing_placed(model, base, free)
     best = _run(model, np.flatnonzero(free & candidates), base, integer=True, time_limit_s=left(), gap=stage_gap,
@@ -263,7 +268,8 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
         best = _Run(start, float(model.cost @ start), lp_bound, best.status)
     values = best.values if best.values is not None else start
     status, stages = best.status, 1
-    wider = (_neighbourhood(model, free & model.integer, lp_values, values) | ~model.integer) & candidates
+    wider = (_neighbourhood(model, free & model.integer & ~machines, lp_values, values) | ~model.integer
+             | machines) & candidates
     # continuous columns (moves) are cheap to free: only integer ones count against the cap
     if ((best.objective - lp_bound) > gap * abs(best.objective)
             and int((wider & model.integer).sum()) <= NEIGHBOURHOOD_MAX_COLUMNS

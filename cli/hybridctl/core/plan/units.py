@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, read_usd_per_gb
 from hybridctl.core.tiers import Tier
 
 TIER_WEIGHT = {Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0}
@@ -37,21 +37,25 @@ class PoolTable:
     price: FloatArray  # usd per GPU-hour
     capacity: IntArray  # GPUs
     site: IntArray  # index into site_names
-    domain: IntArray  # index into domain_names
+    domain: IntArray  # index into domain_names: the pool's own failure domain, else its site's
     site_names: tuple[str, ...]
     domain_names: tuple[str, ...]
+    per_node: IntArray  # GPUs per machine
+    committed: npt.NDArray[np.bool_]  # paid whether used or not (onprem, edge, reserved cloud)
 
     @classmethod
     def of(cls, pools: list[PoolInfo]) -> PoolTable:
         site_names = tuple(sorted({p.site.name for p in pools}))
-        domain_names = tuple(sorted({p.site.domain for p in pools}))
+        domain_names = tuple(sorted({p.domain for p in pools}))
         site_id = {name: i for i, name in enumerate(site_names)}
         domain_id = {name: i for i, name in enumerate(domain_names)}
         return cls(np.array([p.usd_per_gpu_hour for p in pools], dtype=np.float64),
                    np.array([p.capacity_gpus for p in pools], dtype=np.int64),
                    np.array([site_id[p.site.name] for p in pools], dtype=np.int64),
-                   np.array([domain_id[p.site.domain] for p in pools], dtype=np.int64),
-                   site_names, domain_names)
+                   np.array([domain_id[p.domain] for p in pools], dtype=np.int64),
+                   site_names, domain_names,
+                   np.array([p.gpus_per_node for p in pools], dtype=np.int64),
+                   np.array([p.committed for p in pools], dtype=np.bool_))
 
     @property
     def max_price(self) -> float:
@@ -72,6 +76,7 @@ class Unit:
     ceiling_group: str | None = None  # workloads with max_usd_per_month share one ceiling row
     previous: dict[int, int] = field(default_factory=dict)  # pool index -> replicas in the previous plan
     pools: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # eligible, as an array
+    penalty_gpus: int = 0  # GPUs a replica is charged for at most: its own machines in the widest pay-per-use pool
 
     @property
     def key(self) -> str:
@@ -92,7 +97,7 @@ def egress_usd_by_site(demand: Demand, pools: list[PoolInfo], eligible: tuple[in
     passes = demand.workload.data_passes_per_month
     costs: dict[str, float] = {}
     for site in sorted({pools[p].site.name for p in eligible}):
-        usd = sum(d.size_gb * passes * sites[d.site] for d in demand.remote_datasets if d.site != site)
+        usd = sum(d.size_gb * passes * read_usd_per_gb(d, site, sites) for d in demand.remote_datasets)
         if usd > 0:
             costs[site] = usd
     return costs
@@ -107,6 +112,16 @@ class _Memo:
         self.egress_rate = {p.site.name: p.site.egress_usd_per_gb for p in pools}
         self._arrays: dict[tuple[int, ...], tuple[IntArray, int]] = {}
         self._egress: dict[tuple[object, ...], FloatArray] = {}
+        self._penalty_gpus: dict[tuple[tuple[int, ...], int], int] = {}
+
+    def penalty_gpus(self, eligible: tuple[int, ...], array: IntArray, gpu_count: int) -> int:
+        key = (eligible, gpu_count)
+        found = self._penalty_gpus.get(key)
+        if found is None:
+            per_node = self.table.per_node[array]
+            rounded = np.where(self.table.committed[array], gpu_count, -(-gpu_count // per_node) * per_node)
+            found = self._penalty_gpus[key] = max(int(rounded.max(initial=0)), gpu_count)
+        return found
 
     def arrays(self, eligible: tuple[int, ...]) -> tuple[IntArray, int]:
         """The eligible pools as an array, and how many failure domains they span."""
@@ -117,7 +132,7 @@ class _Memo:
         return found
 
     def egress(self, demand: Demand, eligible: tuple[int, ...]) -> FloatArray:
-        reads = tuple(sorted((d.site, d.size_gb) for d in demand.remote_datasets))
+        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets))
         passes = demand.workload.data_passes_per_month
         key = (eligible, reads, passes)
         found = self._egress.get(key)
@@ -128,7 +143,7 @@ class _Memo:
         return found
 
 
-def build_units(demands: list[Demand], index: EligibilityIndex, spread_policy: int,
+def build_units(demands: list[Demand], index: EligibilityIndex,
                 previous: Mapping[str, Mapping[str, int]] | None = None,
                 table: PoolTable | None = None, *, merge_egress: bool = True) -> list[Unit]:
     """One unit per demand with side constraints; one merged unit per class of twins."""
@@ -143,7 +158,7 @@ def build_units(demands: list[Demand], index: EligibilityIndex, spread_policy: i
         if not eligible:
             continue
         array, domains = memo.arrays(eligible)
-        spread = min(spread_policy, demand.replicas, domains) if demand.tier is Tier.FIXED else 1
+        spread = min(demand.spread, demand.replicas, domains)
         egress = memo.egress(demand, eligible)
         paid = bool(egress.any())
         ceiling = demand.workload.name if demand.workload.max_usd_per_month is not None else None
@@ -153,13 +168,14 @@ def build_units(demands: list[Demand], index: EligibilityIndex, spread_policy: i
             if p is not None and p in eligible:
                 before[p] = n
         unit = Unit([demand], eligible, demand.gpu_count, demand.hours, demand.tier, demand.replicas,
-                    spread, demand.replicas, egress, ceiling, before, array)
+                    spread, demand.replicas, egress, ceiling, before, array,
+                    memo.penalty_gpus(eligible, array, demand.gpu_count))
         # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
         # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
         if spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress)):
             units.append(unit)
             continue
-        reads = tuple(sorted((d.site, d.size_gb) for d in demand.remote_datasets)) if paid else ()
+        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) if paid else ()
         signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
                      demand.replicas if spread > 1 or paid else 0,
                      reads, demand.workload.data_passes_per_month if paid else 0.0)

@@ -1,0 +1,66 @@
+"""synth: the cloud side of a plan, rendered offline for review (like `cdk synth`, `helm template`).
+
+Runs each Pulumi stack program under Pulumi's mocks (no credentials, no Pulumi CLI) and writes
+the Kubernetes objects as YAML, the AWS resources' inputs as JSON and an index; the layout is
+documented in README.md and is a stable contract.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from hybridctl.commands.app import app
+from hybridctl.errors import UsageError
+
+
+@app.command()
+def synth(
+    source: Path = typer.Argument(..., help="A plan file from `plan --out` (with --inventory), or an inventory "
+                                  "(planned first)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the stacks into (created; the stacks "
+                             "it already holds are replaced)."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="With a plan file: the inventory it "
+                                          "was made from."),
+) -> None:
+    """Render the plan's cloud stacks offline: Kubernetes YAML, AWS resource inputs, an index."""
+    from hybridctl.commands.common import looks_like_plan, read_plan
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.core.plan.planner import plan as make_plan
+    from hybridctl.core.stackconfig import GpuPoolsStackConfig, QueuesStackConfig, plan_digest, stack_configs
+    from hybridctl.drivers.synth import synth_stack
+    from hybridctl.drivers.synth_write import write_synth
+    from hybridctl.paths import stacks_dir
+    from hybridctl.render.console import stderr, stdout
+
+    began = time.perf_counter()
+    if looks_like_plan(source):
+        if inventory is None:
+            raise UsageError(f"synth {source} needs --inventory PATH: the inventory the plan was made from")
+        the_plan = read_plan(source)
+        loaded = load_inventory(inventory).inventory
+        if the_plan.inventory_digest != inventory_digest(loaded):
+            raise UsageError(f"{source} was made from another inventory: {inventory} has changed since",
+                             hint=f"make a new plan: hybridctl plan {inventory} --out {source}")
+    else:
+        loaded = load_inventory(source).inventory
+        the_plan = make_plan(loaded)
+    configs = stack_configs(loaded, the_plan)
+    specs: list[GpuPoolsStackConfig | QueuesStackConfig] = [*configs.gpu_pools, *configs.queues]
+    if not specs:
+        stdout().print("the plan uses no cloud pool: nothing to synthesize")
+        return
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a directory")
+    err = stderr()
+    runs = []
+    for spec in specs:
+        err.print(f"synth {spec.project}/{spec.stack_name}")
+        runs.append(synth_stack(spec.project, spec.stack_name, spec.values(), stacks_dir()))
+    index = write_synth(out, runs, plan_digest=plan_digest(the_plan), inventory=loaded.name)
+    count = sum(len(r.resources) for r in runs)
+    stdout().print(f"wrote {len(runs)} stack(s), {count} resource(s) to {out} "
+                   f"(index: {index}) in {time.perf_counter() - began:.1f}s")

@@ -1,0 +1,134 @@
+"""What can never work, caught when the inventory is written: each an error naming the binding constraint.
+
+- a workload whose eligibility leaves no pool (the constraint that emptied its list, node shape included);
+- a replica that fits no eligible pool by count (a committed pool's GPUs, a pay-per-use quota in whole machines);
+- too few failure domains among its eligible pools for its spread;
+- a cost ceiling below the whole workload's cheapest possible cost;
+- under the cash cost model, a budget below the committed pools' cost, which is paid whatever runs.
+Demand beyond the capacity of a set of GPU types is a warning: the plan lists what does not fit.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hybridctl.core.diagnostics import Diagnostics
+from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, machines_per_replica
+from hybridctl.core.inventory.loader import Locator
+from hybridctl.core.inventory.models import CostModel, Inventory
+from hybridctl.core.plan.units import egress_usd_by_site
+from hybridctl.errors import Location
+
+
+def replica_fits(demand: Demand, pool: PoolInfo) -> bool:
+    """One replica fits the pool's capacity: GPUs in a committed pool, whole machines in a pay-per-use one."""
+    if pool.committed:
+        return pool.capacity_gpus >= demand.gpu_count
+    return pool.capacity_gpus // pool.gpus_per_node >= machines_per_replica(demand.gpu_count, pool.gpus_per_node)
+
+
+def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
+    index = EligibilityIndex(inventory)
+    workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
+    demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
+    egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
+    fits_of: dict[tuple[tuple[int, ...], int], list[PoolInfo]] = {}
+    for demand in demands(inventory):
+        path = ("workloads", workload_index[demand.workload.name])
+        eligible, exclusion = index.explain(demand)
+        if exclusion is not None:
+            diagnostics.error(f"no-eligible-pool:{exclusion.constraint}",
+                              f"workload {demand.key}: no pool is eligible: {exclusion.detail}",
+                              locator.location(path), _feasibility_hint(exclusion.constraint))
+            continue
+        # thousands of near-identical workloads share an eligible list: decide it once per list and size
+        fit_key = (eligible, demand.gpu_count)
+        fitting = fits_of.get(fit_key)
+        if fitting is None:
+            fitting = fits_of[fit_key] = [index.pools[p] for p in eligible if replica_fits(demand, index.pools[p])]
+        if not fitting:
+            largest = max((index.pools[p] for p in eligible), key=lambda p: p.capacity_gpus)
+            diagnostics.error("replica-fits-no-pool", f"workload {demand.key}: a replica needs "
+                              f"{demand.gpu_count} GPUs, and no eligible pool holds one (the largest, "
+                              f"{largest.name}, holds {largest.capacity_gpus} GPUs"
+                              + ("" if largest.committed else f" in machines of {largest.gpus_per_node}") + ")",
+                              locator.location((*path, "gpu", "count")),
+                              "lower gpu.count, or raise the capacity (gpus / max_gpus) of an eligible pool")
+            continue
+        demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
+        required = min(demand.spread, demand.replicas)
+        if demand.replicas >= 2 and required >= 2:
+            domains = {index.pools[p].domain for p in eligible}
+            if len(domains) < required:
+                diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: {demand.tier.value} tier with "
+                                  f"{demand.replicas} replicas must span {required} failure domains, but its "
+                                  f"eligible pools are in {len(domains)} ({', '.join(sorted(domains))})",
+                                  locator.location(path), "allow pools in another failure domain (a pool's own "
+                                  "failure_domain counts), or lower `spread` / policies.spread_fixed_across")
+        ceiling = demand.workload.max_usd_per_month
+        if ceiling is not None:
+            cheapest = cheapest_usd(demand, fitting, index, egress_rate)
+            if cheapest > ceiling + 0.005:
+                diagnostics.error("ceiling-below-cost", f"workload {demand.key}: max_usd_per_month "
+                                  f"${ceiling:,.2f} is below its cheapest possible cost, ${cheapest:,.2f} "
+                                  f"({demand.replicas} × {demand.gpu_count} GPUs × {demand.hours:g} h at the "
+                                  "cheapest eligible price, plus the least data movement)",
+                                  locator.location((*path, "max_usd_per_month")),
+                                  "raise max_usd_per_month, or lower replicas, gpu.count or hours_per_month")
+    _check_budget(inventory, locator, diagnostics, index.pools)
+    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
+
+
+def cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
+                  egress_rate: dict[str, float]) -> float:
+    """A lower bound of the whole workload's cost as ceilings count it (amortized compute and data)."""
+    per_replica = min(demand.usd_per_replica(p) for p in pools)
+    eligible = tuple(p.index for p in pools)
+    by_site = egress_usd_by_site(demand, index.pools, eligible, egress_rate)
+    least_data = min((by_site.get(p.site.name, 0.0) for p in pools), default=0.0)
+    return demand.replicas * per_replica + least_data
+
+
+def _check_budget(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, pools: list[PoolInfo]) -> None:
+    budget = inventory.policies.monthly_budget_usd
+    if budget is None or inventory.policies.cost_model is not CostModel.CASH:
+        return
+    committed = sum(p.committed_usd_per_month for p in pools)
+    if committed > budget + 0.005:
+        diagnostics.error("budget-below-committed", f"policies.monthly_budget_usd ${budget:,.2f} is below the "
+                          f"committed pools' cost, ${committed:,.2f} a month, which is paid whatever runs",
+                          locator.location(("policies", "monthly_budget_usd")),
+                          "raise the budget (under cost_model: cash it counts owned and reserved capacity), "
+                          "or set policies.cost_model: amortized")
+
+
+def _feasibility_hint(constraint: str) -> str:
+    return {
+        "sites": "widen the workload's `sites` allow-list",
+        "gpu-type": "add a GPU type to gpu.types, or a pool with one of them",
+        "node-shape": "use a pool whose machines hold a whole replica, or set gpu.multi_node: true with a "
+                      "gpu.count that is a whole number of machines",
+        "capacity-type": "change the tier, set preemptible: true with checkpoint_minutes, or "
+                         "policies.allow_on_demand_for_opportunistic",
+        "sensitivity": "add an onprem pool (or an edge site with max_sensitivity high enough) with a matching "
+                       "GPU type",
+        "residency": "add a pool in an allowed jurisdiction, or widen the dataset's residency",
+        "latency": "relax latency.p95_ms, or add a pool closer to that region",
+    }.get(constraint, "relax the constraint")
+
+
+def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, index: EligibilityIndex,
+                   demand_by_types: dict[tuple[str, ...], int]) -> None:
+    capacity_by_gpu: dict[str, int] = defaultdict(int)
+    for pool in index.pools:
+        capacity_by_gpu[pool.pool.gpu] += pool.capacity_gpus
+    # Demand that can only use a set of types must fit in those types' pools (Hall's condition on type sets).
+    for types in sorted(demand_by_types):
+        wanted = sum(gpus for other, gpus in demand_by_types.items() if set(other) <= set(types))
+        capacity = sum(capacity_by_gpu[t] for t in types)
+        if wanted > capacity:
+            label = " or ".join(types)
+            diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
+                                f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
+                                locator.location(("workloads",)) if inventory.workloads else Location("<inventory>"),
+                                "add capacity, or accept that the plan lists them as unplaced")

@@ -1,0 +1,141 @@
+"""The aws-gpu-pools stack configuration: parsed and checked before any resource is declared.
+
+Schema (namespace ``hybridctl`` plus ``aws:region``) is documented in stacks/README.md. This
+module must not import hybridctl: a user may run the stack from its own virtualenv.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+CONFIG_NAMESPACE = "hybridctl"
+CAPACITY_TYPES = ("on_demand", "reserved", "spot")
+_RESERVATION = re.compile(r"^cr-[0-9a-f]{8,17}$")
+_ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+# gp3 root volume bounds (GiB); the AL2023 NVIDIA AMI needs more than its 20 GiB default.
+DISK_MIN_GIB, DISK_MAX_GIB = 20, 16_384
+
+
+class ConfigError(ValueError):
+    """The stack configuration does not match the schema in stacks/README.md."""
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    instance_types: tuple[str, ...]  # the first is the pool's own; spot pools list same-shape alternatives
+    capacity_type: str  # on_demand | spot | reserved
+    gpu_type: str
+    gpus_per_node: int
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_gib: int = 200
+    efa_interfaces: int = 0  # > 0: EFA network interfaces (one per network card) and a cluster placement group
+    reservation_id: str | None = None  # an EC2 capacity reservation the nodes launch into
+    availability_zone: str | None = None  # only the cluster's subnets in this zone
+
+
+@dataclass(frozen=True)
+class GpuPoolsConfig:
+    site: str
+    region: str
+    cluster_name: str
+    inventory_name: str
+    plan_digest: str
+    node_pools: tuple[NodePool, ...]
+    subnet_ids: tuple[str, ...] = ()  # empty: the cluster's own subnets
+
+
+def _field(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in obj:
+        raise ConfigError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    # bool is an int in Python; a size of `true` is a schema error, not 1.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}.{key}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+_REQUIRED = {"name", "instanceTypes", "capacityType", "gpuType", "gpusPerNode", "minSize", "desiredSize", "maxSize"}
+_OPTIONAL = {"diskGiB", "efaInterfaces", "reservationId", "availabilityZone"}
+
+
+def parse_node_pool(raw: object, where: str) -> NodePool:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: expected an object, got {raw!r}")
+    unknown = sorted(set(raw) - _REQUIRED - _OPTIONAL)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    types = _field(raw, "instanceTypes", list, where)
+    if not types or not all(isinstance(t, str) and t for t in types) or len(set(types)) != len(types):
+        raise ConfigError(f"{where}.instanceTypes: expected a non-empty list of distinct instance types")
+    reservation = raw.get("reservationId")
+    zone = raw.get("availabilityZone")
+    pool = NodePool(
+        name=_field(raw, "name", str, where),
+        instance_types=tuple(types),
+        capacity_type=_field(raw, "capacityType", str, where),
+        gpu_type=_field(raw, "gpuType", str, where),
+        gpus_per_node=_field(raw, "gpusPerNode", int, where),
+        min_size=_field(raw, "minSize", int, where),
+        desired_size=_field(raw, "desiredSize", int, where),
+        max_size=_field(raw, "maxSize", int, where),
+        disk_gib=_field(raw, "diskGiB", int, where) if "diskGiB" in raw else 200,
+        efa_interfaces=_field(raw, "efaInterfaces", int, where) if "efaInterfaces" in raw else 0,
+        reservation_id=reservation,
+        availability_zone=zone,
+    )
+    if pool.capacity_type not in CAPACITY_TYPES:
+        raise ConfigError(f"{where}.capacityType: expected one of {list(CAPACITY_TYPES)}, got {pool.capacity_type!r}")
+    if pool.gpus_per_node < 1:
+        raise ConfigError(f"{where}.gpusPerNode: must be at least 1")
+    if len(pool.instance_types) > 1 and pool.capacity_type != "spot":
+        raise ConfigError(f"{where}.instanceTypes: only spot pools list more than one instance type")
+    # EKS rejects a scaling config outside 0 <= min <= desired <= max, max >= 1.
+    if not 0 <= pool.min_size <= pool.desired_size <= pool.max_size or pool.max_size < 1:
+        raise ConfigError(
+            f"{where}: scaling must satisfy 0 <= minSize <= desiredSize <= maxSize and maxSize >= 1, "
+            f"got min={pool.min_size} desired={pool.desired_size} max={pool.max_size}"
+        )
+    if not DISK_MIN_GIB <= pool.disk_gib <= DISK_MAX_GIB:
+        raise ConfigError(f"{where}.diskGiB: expected {DISK_MIN_GIB}..{DISK_MAX_GIB}, got {pool.disk_gib}")
+    if not 0 <= pool.efa_interfaces <= 32:
+        raise ConfigError(f"{where}.efaInterfaces: expected 0..32, got {pool.efa_interfaces}")
+    if reservation is not None and (not isinstance(reservation, str) or not _RESERVATION.match(reservation)):
+        raise ConfigError(f"{where}.reservationId: expected an EC2 capacity reservation id (cr-…), got {reservation!r}")
+    if reservation is not None and pool.capacity_type != "reserved":
+        raise ConfigError(f"{where}.reservationId: only reserved pools launch into a capacity reservation")
+    if zone is not None and (not isinstance(zone, str) or not _ZONE.match(zone)):
+        raise ConfigError(f"{where}.availabilityZone: expected an availability zone such as us-east-1a, got {zone!r}")
+    return pool
+
+
+def load_config() -> GpuPoolsConfig:
+    """Read and check the stack configuration; every problem names its key."""
+    cfg = pulumi.Config(CONFIG_NAMESPACE)
+    raw_pools = cfg.require_object("nodePools")
+    if not isinstance(raw_pools, list):
+        raise ConfigError("hybridctl:nodePools: expected a list")
+    pools = tuple(parse_node_pool(p, f"hybridctl:nodePools[{i}]") for i, p in enumerate(raw_pools))
+    names = [p.name for p in pools]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"hybridctl:nodePools: pool names must be unique, repeated: {', '.join(duplicates)}")
+    raw_subnets = cfg.get_object("subnetIds") or []
+    if not isinstance(raw_subnets, list) or not all(isinstance(s, str) for s in raw_subnets):
+        raise ConfigError("hybridctl:subnetIds: expected a list of subnet ids")
+    return GpuPoolsConfig(
+        site=cfg.require("site"),
+        region=pulumi.Config("aws").require("region"),
+        cluster_name=cfg.require("clusterName"),
+        inventory_name=cfg.require("inventoryName"),
+        plan_digest=cfg.require("planDigest"),
+        node_pools=pools,
+        subnet_ids=tuple(raw_subnets),
+    )

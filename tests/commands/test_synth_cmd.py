@@ -1,0 +1,59 @@
+"""`hybridctl synth` as a subprocess: offline (no Pulumi CLI, no credentials), the documented
+layout, plan files checked against their inventory, and stale stacks replaced."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+from hybridctl.paths import inventories_dir
+from support.apply_cli import run_cli
+
+CLOUD_BURST = inventories_dir() / "cloud-burst.yaml"
+
+
+def offline_env() -> dict[str, str]:
+    """Only the venv on PATH (no pulumi, no aws) and no credential of any kind."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HYBRIDCTL_", "AWS_", "PULUMI_", "KUBE"))}
+    env.update({"PATH": str(Path(sys.executable).parent), "NO_COLOR": "1", "HOME": "/nonexistent"})
+    return env
+
+
+def test_synth_writes_every_stack_offline(tmp_path: Path) -> None:
+    out = tmp_path / "synth"
+    done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    index = json.loads((out / "index.json").read_text())
+    assert [s["stack"] for s in index["stacks"]] == ["cloud-burst-aws-us-east-1", "cloud-burst-ml-use1"]
+    (queues,) = [s for s in index["stacks"] if s["project"] == "k8s-queues"]
+    assert [p["targets"]["eksCluster"] for p in queues["providers"]] == ["ml-use1"]
+    documents = list(yaml.safe_load_all((out / "cloud-burst-ml-use1" / "kubernetes.yaml").read_text()))
+    kinds = {d["kind"] for d in documents}
+    assert {"ClusterQueue", "LocalQueue", "Namespace", "ResourceFlavor", "DaemonSet"} <= kinds
+    groups = list((out / "cloud-burst-aws-us-east-1" / "aws" / "eks.NodeGroup").glob("*.json"))
+    assert groups and all("scalingConfig" in json.loads(g.read_text()) for g in groups)
+
+
+def test_a_plan_file_needs_its_inventory_and_must_match_it(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    assert run_cli("plan", CLOUD_BURST, "--out", plan, env=offline_env(), cwd=tmp_path).returncode == 0
+    alone = run_cli("synth", plan, "--out", tmp_path / "o", env=offline_env(), cwd=tmp_path)
+    assert alone.returncode == 2 and "--inventory" in alone.stderr
+    other = run_cli("synth", plan, "--inventory", inventories_dir() / "split-inference.yaml", "--out", tmp_path / "o",
+                    env=offline_env(), cwd=tmp_path)
+    assert other.returncode == 2 and "another inventory" in " ".join(other.stderr.split())
+    ok = run_cli("synth", plan, "--inventory", CLOUD_BURST, "--out", tmp_path / "o", env=offline_env(), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_stacks_of_an_earlier_synth_do_not_linger(tmp_path: Path) -> None:
+    out = tmp_path / "synth"
+    (out / "old-stack" / "kubernetes").mkdir(parents=True)
+    (out / "index.json").write_text(json.dumps({"stacks": [{"stack": "old-stack"}]}))
+    done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (out / "old-stack").exists()
