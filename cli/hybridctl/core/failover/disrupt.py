@@ -228,7 +228,8 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
             result.append(workload)
             continue
         missing = [d for d in read if d.name in gone]
-        lost_sites_of_it = sorted(ran_at.get(workload.name, set()) & lost)
+        # the sites it depends on: where it runs, and where its data lives
+        lost_sites_of_it = sorted((ran_at.get(workload.name, set()) | {h for d in read for h in d.holders}) & lost)
         if missing:
             d = missing[0]
             down[workload.name] = (f"data unavailable: every holder of dataset {d.name} "
