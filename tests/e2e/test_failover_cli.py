@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from hybridctl.paths import inventories_dir
 from support.apply_cli import cli_env, write_inventory
@@ -57,6 +58,37 @@ def two_regions() -> dict[str, Any]:
                            "sites": ["dc"]}]}
 
 
+def enterprise_with_copies() -> dict[str, Any]:
+    """The enterprise example without hosts, with a second data centre holding copies of the EU data, copies of
+    the US data, and store cameras that are expected to go down with their store (survives_site_loss: false)."""
+    merged: dict[str, Any] = {}
+    for path in sorted((inventories_dir() / "enterprise").glob("*.yaml")):
+        for key, value in yaml.safe_load(path.read_text()).items():
+            if isinstance(value, list):
+                merged.setdefault(key, []).extend(value)
+            else:
+                merged[key] = value
+    for site in merged["sites"]:
+        site.pop("hosts", None)
+    merged["sites"].insert(1, {
+        "name": "dc-amsterdam", "kind": "onprem", "jurisdiction": "EU", "failure_domain": "ams",
+        "egress_usd_per_gb": 0.01, "latency_ms": {"eu-users": 14, "us-users": 98}, "uplink_mbps": 20000,
+        "pools": [{"name": "ams-l40s", "gpu": "L40S", "gpus": 16, "capacity_type": "reserved", "usd_per_gpu_hour": 0.8},
+                  {"name": "ams-h100", "gpu": "H100", "gpus": 16, "capacity_type": "reserved",
+                   "usd_per_gpu_hour": 2.0}]})
+    copies = {"claims-2026": ["dc-amsterdam"], "patient-imaging": ["dc-amsterdam"],
+              "customer-chats-eu": ["dc-amsterdam"], "customer-chats-us": ["edge-nyc-01"],
+              "product-catalog": ["aws-eu-central-1"], "web-corpus": ["aws-eu-central-1"],
+              "eval-benchmarks": ["aws-eu-central-1"]}
+    for dataset in merged["datasets"]:
+        if dataset["name"] in copies:
+            dataset["copies"] = copies[dataset["name"]]
+    for workload in merged["workloads"]:
+        if workload["name"].startswith("store-vision-"):
+            workload["survives_site_loss"] = False
+    return merged
+
+
 class Lab:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -92,22 +124,51 @@ def lab(tmp_path: Path) -> Lab:
 
 
 class TestDrill:
-    def test_the_enterprise_example_passes_the_standard_drill(self, tmp_path: Path) -> None:
+    def test_the_enterprise_example_with_copies_passes_the_standard_drill(self, tmp_path: Path) -> None:
         report_file = tmp_path / "drill.json"
-        done = cli("drill", inventories_dir() / "enterprise", "--standard", "--json-out", report_file)
+        done = cli("drill", write_inventory(tmp_path / "enterprise.json", enterprise_with_copies()), "--standard",
+                   "--json-out", report_file)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "drill passed" in flat(done.stdout)
         report = json.loads(report_file.read_text())
         assert report["format_version"] == 1 and report["passed"] is True and report["failed"] == []
-        names = [s["name"] for s in report["scenarios"]]
-        assert "site-lost-dc-frankfurt" in names and "spot-price-x3" in names
-        assert any(n.startswith("link-down-edge-") for n in names)
+        scenarios = {s["name"]: s for s in report["scenarios"]}
+        assert "site-lost-dc-frankfurt" in scenarios and "spot-price-x3" in scenarios
+        assert any(n.startswith("link-down-edge-") for n in scenarios)
+        # every scenario built its runbook and its rollback
+        assert all(s["runbook_problem"] is None for s in report["scenarios"])
+        assert scenarios["site-lost-dc-frankfurt"]["runbook_steps"] > 0
+        assert scenarios["site-lost-dc-frankfurt"]["rollback_steps"] > 0
+        # a store's camera model goes down with its store: expected, reported, not a gate failure
+        berlin = scenarios["site-lost-edge-berlin-01"]
+        assert berlin["expected_losses"] == ["store-vision-berlin"]
+        assert {
+            k: v for k, v in berlin["lost"][0].items() if k != "reason"} == {"workload": "store-vision-berlin", "tier": "fixed", "expected_loss": True}
+        assert "expected (fixed" in flat(done.stdout) or "fixed, expected" in flat(done.stdout)
+        # data lost with its only holder: the workloads reading it are down for want of data
+        paris = scenarios["site-lost-edge-paris-01"]
+        finetune = next(x for x in paris["lost"] if x["workload"] == "vision-finetune-edge")
+        assert finetune["reason"].startswith("data unavailable: every holder of dataset store-video-paris")
+
+    def test_without_copies_a_lost_data_site_takes_its_readers_down(self, tmp_path: Path) -> None:
+        document = enterprise_with_copies()
+        for dataset in document["datasets"]:
+            dataset.pop("copies", None)
+        done = cli("drill", write_inventory(tmp_path / "enterprise.json", document), "--format", "json")
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        frankfurt = next(s for s in report["scenarios"] if s["name"] == "site-lost-dc-frankfurt")
+        assert not frankfurt["passed"]
+        assert "fraud-scoring (fixed) loses service: data unavailable: every holder of dataset claims-2026 " \
+               "(dc-frankfurt) is lost" in frankfurt["gate_failures"]
 
     def test_the_example_scenario_file_runs_on_the_enterprise_example(self) -> None:
         done = cli("drill", inventories_dir() / "enterprise", "--scenario",
                    inventories_dir() / "scenarios" / "enterprise-drills.yaml", "--format", "json")
-        assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
+        # the example keeps its EU data at dc-frankfurt alone: losing it takes down what reads that data
+        assert done.returncode == 1 and report["failed"] == ["frankfurt-dark"], done.stderr
+        assert all("data unavailable" in f for f in report["scenarios"][0]["gate_failures"])
         assert [s["name"] for s in report["scenarios"]] == ["frankfurt-dark", "eu-central-brownout",
                                                             "us-east-spot-storm", "h100-failures", "edge-region-cut"]
         dark = report["scenarios"][0]
@@ -245,7 +306,7 @@ class TestApplyDoesNotUndoAFailover:
         assert lab.applied() == after_failover
         assert json.loads(lab.run("runbook", "show", "--format", "json").stdout)["events"] == ["site-lost aws-a"]
 
-        ended = lab.run("apply", lab.inventory, "--auto-approve", "--end-failover")
+        ended = lab.run("apply", lab.inventory, "--auto-approve", "--end-failover", "--allow-machine-removal")
         assert ended.returncode == 0, ended.stdout + ended.stderr
         assert lab.applied() == {("api", "dc-l4"): 1, ("api", "aws-a-g6"): 3, ("ocr", "dc-l4"): 1}
         assert "no failover is in effect" in lab.run("runbook", "show").stdout
@@ -307,3 +368,53 @@ def test_the_cli_default_move_threshold_is_the_core_default() -> None:
     from hybridctl.core.failover.replan import DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
 
     assert MOVE_THRESHOLD_USD == DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
+
+
+class TestRehearsal:
+    """`failover --plan` and `drill --plan`: from a plan file, no state; the runbook an applied state gives."""
+
+    def test_the_rehearsed_runbook_is_the_applied_states_runbook(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        plan_file = tmp_path / "plan.json"
+        assert cli("plan", inventory, "--out", plan_file).returncode in (0, 2)
+        rehearsed = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", inventory, "--format", "json",
+                        cwd=tmp_path)
+        assert rehearsed.returncode == 0, rehearsed.stderr
+        assert not (tmp_path / ".hybridctl").exists()  # no state was made or read
+        state = tmp_path / "state"
+        applied = cli("apply", plan_file, "--inventory", inventory, "--state", state, "--auto-approve")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        real = cli("failover", "site-lost", "aws-a", "--state", state, "--format", "json")
+        assert real.returncode == 0, real.stderr
+        mine, theirs = json.loads(rehearsed.stdout), json.loads(real.stdout)
+        assert mine.pop("base_serial") is None and theirs.pop("base_serial") == 1
+        assert mine == theirs and mine["steps"]  # same id, steps, digests, plans, impacts
+
+    def test_execute_is_refused_and_the_inventory_must_be_the_plans(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        plan_file = tmp_path / "plan.json"
+        cli("plan", inventory, "--out", plan_file)
+        done = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", inventory, "--execute",
+                   "--auto-approve")
+        assert done.returncode == 2 and "cannot be executed" in flat(done.stderr)
+        other = two_regions()
+        other["workloads"][1]["replicas"] = 2
+        changed = write_inventory(tmp_path / "other.yaml", other)
+        done = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", changed)
+        assert done.returncode == 4 and "made from another inventory" in flat(done.stderr)
+        done = cli("failover", "site-lost", "aws-a", "--plan", plan_file)
+        assert done.returncode == 2 and "--plan needs --inventory" in flat(done.stderr)
+
+    def test_drill_from_a_plan_file(self, tmp_path: Path) -> None:
+        inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
+        plan_file = tmp_path / "plan.json"
+        cli("plan", inventory, "--out", plan_file)
+        from_plan = cli("drill", inventory, "--plan", plan_file, "--format", "json")
+        report = json.loads(from_plan.stdout)
+        assert from_plan.returncode == 1 and report["failed"] == ["site-lost-dc"], from_plan.stderr  # ocr: dc only
+        assert report["usd_per_month_base"] == json.loads(plan_file.read_text())["total_usd_per_month"]
+        assert {s["name"] for s in report["scenarios"]} >= {"site-lost-aws-a", "site-lost-dc"}
+        other = two_regions()
+        other["workloads"][1]["replicas"] = 2
+        done = cli("drill", write_inventory(tmp_path / "other.yaml", other), "--plan", plan_file)
+        assert done.returncode == 4 and "made from another inventory" in flat(done.stderr)

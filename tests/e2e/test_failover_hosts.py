@@ -175,17 +175,7 @@ class TestLinkDownFailover:
         shop.edge[0].link_down()
         runbook = shop.start("failover", "link-down", "edge-shop", "--execute", "--auto-approve", *shop.with_bundles)
         journal = shop.store().journal
-
-        def model_sync_running() -> bool:
-            started = any(r.event == JournalEvent.STEP_STARTED and r.step == "model-sync/dc-lab/recs"
-                          for r in journal.records())
-            try:
-                children = psutil.Process(runbook.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                return False
-            return started and any("model-sync.yml" in " ".join(_cmdline(p)) for p in children)
-
-        wait_for(model_sync_running, "the runbook to reach its model sync")
+        wait_for(lambda: _model_sync_running(shop, runbook), "the runbook to reach its model sync")
         runbook.send_signal(signal.SIGKILL)
         runbook.communicate(timeout=60)
         first = journal.records()
@@ -206,6 +196,56 @@ class TestLinkDownFailover:
         shown = subprocess.run(argv("runbook", "show", "--format", "json", "--state", shop.state), env=cli_env(),
                                capture_output=True, text=True, timeout=60, check=False)
         assert json.loads(shown.stdout)["events"] == ["link-down edge-shop"], shown.stderr
+
+
+class TestSiteLostDuringModelSync:
+    def test_the_receiving_site_is_lost_while_its_model_sync_runs_then_resume_then_rollback(self, shop: Shop) -> None:
+        original = shop.applied()
+        shop.edge[0].link_down()
+        runbook = shop.start("failover", "link-down", "edge-shop", "--execute", "--auto-approve", *shop.with_bundles)
+        journal = shop.store().journal
+        wait_for(lambda: _model_sync_running(shop, runbook), "the runbook to reach its model sync")
+        for host in shop.onprem:  # dc-lab, the site receiving recs, goes dark in the middle of the sync
+            host.link_down()
+        runbook.send_signal(signal.SIGTERM)  # the operator stops the runbook: its running step is asked to stop
+        runbook.communicate(timeout=300)
+        assert runbook.returncode in (1, 130), runbook.returncode
+        first = journal.records()
+        done_before = {r.step for r in first if r.event == JournalEvent.STEP_DONE}
+        assert "model-sync/dc-lab/recs" not in done_before and "node-baseline/dc-lab" in done_before
+        pending = shop.store().read().pending
+        assert pending is not None and pending.operation == "runbook"
+        assert shop.applied() == original  # an unfinished runbook changes nothing the state calls applied
+
+        for host in shop.onprem:
+            host.link_up()
+        resumed = shop.cli("runbook", "resume", "--auto-approve")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        second = journal.records()[len(first):]
+        started_again = {r.step for r in second if r.event == JournalEvent.STEP_STARTED}
+        assert "model-sync/dc-lab/recs" in started_again
+        assert not {s for s in done_before if s and s.startswith(("preflight/", "node-baseline/"))} & started_again
+        assert shop.applied() == {("chat", "lab-l4"): 2, ("recs", "lab-l4"): 1, ("shelf", "shop-l4"): 1}
+        for host in shop.onprem:
+            assert (model(host, "recs") / "weights.bin").read_bytes() == b"recs" * 1000
+
+        shop.edge[0].link_up()
+        back = shop.cli("runbook", "rollback", "--auto-approve", *shop.with_bundles)
+        assert back.returncode == 0, back.stdout + back.stderr
+        assert shop.applied() == original
+        assert shop.store().read().pending is None
+        assert journal_problems(journal.records()) == []
+
+
+def _model_sync_running(shop: Shop, runbook: subprocess.Popen[str]) -> bool:
+    """The runbook has started model-sync/dc-lab/recs and its ansible-playbook is running."""
+    started = any(r.event == JournalEvent.STEP_STARTED and r.step == "model-sync/dc-lab/recs"
+                  for r in shop.store().journal.records())
+    try:
+        children = psutil.Process(runbook.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    return started and any("model-sync.yml" in " ".join(_cmdline(p)) for p in children)
 
 
 def _cmdline(process: psutil.Process) -> list[str]:

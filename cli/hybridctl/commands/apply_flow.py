@@ -15,7 +15,13 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from hybridctl.commands.common import looks_like_plan, read_plan, require_state_dir
+from hybridctl.commands.common import (
+    PROBLEMS_SHOWN,
+    check_rules,
+    looks_like_plan,
+    read_plan,
+    require_state_dir,
+)
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.steps import CLOUD_KINDS, BundleRef, DeployedStep, StepGraph
@@ -195,8 +201,8 @@ def guard_failovers(store: StateStore, state: State, plan: Plan, end_failover: b
     if state.applied_plan is not None:
         changes = diff_plans(plan_from_dict(dict(state.applied_plan), "the applied plan"), plan).workloads
         moves = [f"{c.workload}: {c.describe()}" for c in changes if c.change in ("moved", "resized", "added")]
-    shown = "".join(f"\n  {m}" for m in moves[:_PROBLEMS_SHOWN])
-    more = f"\n  … and {len(moves) - _PROBLEMS_SHOWN} more" if len(moves) > _PROBLEMS_SHOWN else ""
+    shown = "".join(f"\n  {m}" for m in moves[:PROBLEMS_SHOWN])
+    more = f"\n  … and {len(moves) - PROBLEMS_SHOWN} more" if len(moves) > PROBLEMS_SHOWN else ""
     what = (f"runbook {unfinished} is unfinished" if unfinished
             else f"failover {', '.join(active)} is in effect" if len(active) == 1
             else f"failovers {', '.join(active)} are in effect")
@@ -206,22 +212,6 @@ def guard_failovers(store: StateStore, state: State, plan: Plan, end_failover: b
         hint=("finish it with `hybridctl runbook resume`, or undo it with `hybridctl runbook rollback`"
               if unfinished else "undo it with `hybridctl runbook rollback` once the sites are back")
         + "; or pass --end-failover to apply anyway and end it")
-
-
-def check_rules(plan: Plan, inventory: Inventory, plan_path: Path) -> None:
-    """Refuse a plan file that breaks the inventory's rules, before anything acts on it."""
-    from hybridctl.core.plan.verify import plan_violations
-
-    problems = plan_violations(inventory, plan)
-    if problems:
-        shown = "\n  ".join(problems[:_PROBLEMS_SHOWN])
-        more = f"\n  … and {len(problems) - _PROBLEMS_SHOWN} more" if len(problems) > _PROBLEMS_SHOWN else ""
-        raise RefusedError(f"{plan_path} breaks the inventory's rules; nothing was changed:\n  {shown}{more}",
-                           hint="plan files are not edited by hand: change the inventory and run "
-                                "`hybridctl plan --out` again")
-
-
-_PROBLEMS_SHOWN = 20
 
 
 def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], err: Console) -> dict[str, BundleRef]:

@@ -6,9 +6,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hybridctl.errors import UsageError
+from hybridctl.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
+    from hybridctl.core.inventory.models import Inventory
     from hybridctl.core.plan.model import Plan
 
 
@@ -75,3 +76,19 @@ def write_atomically(path: Path, text: str, option: str = "--out") -> None:
         if exc.filename is None:  # a failed write() names no file; the message should
             exc.filename = str(path)
         raise
+
+
+def check_rules(plan: Plan, inventory: Inventory, plan_path: Path) -> None:
+    """Refuse a plan file that breaks the inventory's rules, before anything acts on it."""
+    from hybridctl.core.plan.verify import plan_violations
+
+    problems = plan_violations(inventory, plan)
+    if problems:
+        shown = "\n  ".join(problems[:PROBLEMS_SHOWN])
+        more = f"\n  … and {len(problems) - PROBLEMS_SHOWN} more" if len(problems) > PROBLEMS_SHOWN else ""
+        raise RefusedError(f"{plan_path} breaks the inventory's rules; nothing was changed:\n  {shown}{more}",
+                           hint="plan files are not edited by hand: change the inventory and run "
+                                "`hybridctl plan --out` again")
+
+
+PROBLEMS_SHOWN = 20

@@ -1,8 +1,9 @@
 """failover, drill, runbook resume|rollback|show: incidents and the rehearsals for them.
 
 `failover` replans the applied plan (from the state) with the events applied and prints the
-runbook; with --execute it runs it through apply's executor, journal and drivers. `drill`
-changes nothing: it replans scenarios from a fresh plan and acts as a CI gate.
+runbook; with --execute it runs it through apply's executor, journal and drivers. With --plan
+it rehearses from a plan file instead, reading no state and never executing. `drill` changes
+nothing: it replans scenarios from a fresh plan (or --plan) and acts as a CI gate.
 
 Exit codes: 0 done; 1 a drill gate failed, a step failed, or an input file is invalid;
 2 bad arguments or event syntax; 3 state locked; 4 refused (nothing applied, no approval);
@@ -53,6 +54,9 @@ def failover(
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock (30s, 5m)."),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    plan_file: Path | None = typer.Option(None, "--plan", help="Rehearse: fail over this plan file (with "
+                                          "--inventory, the inventory it was made from) instead of the applied "
+                                          "state. The same runbook, never executed; no state is read."),
 ) -> None:
     """Replan from the applied plan with the events applied, and print (or --execute) the runbook."""
     from hybridctl.commands.apply_cmds import parse_duration
@@ -62,7 +66,7 @@ def failover(
         events, state=state, inventory=inventory, output_format=output_format.value, out=out, execute=execute,
         move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
-                            parse_duration(lock_timeout), parallelism))
+                            parse_duration(lock_timeout), parallelism), plan_file=plan_file)
     if code:
         raise typer.Exit(code)
 
@@ -79,13 +83,16 @@ def drill(
     move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
                                              help="As for failover."),
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit per replan, seconds."),
+    plan_file: Path | None = typer.Option(None, "--plan", help="Drill from this plan file (made from INVENTORY) "
+                                          "instead of a fresh plan: e.g. the plan that is about to be applied."),
 ) -> None:
     """Tabletop exercise: what each scenario would move, degrade and lose. Exit 1 when a fixed-tier workload
     would lose service or miss its rto_minutes."""
-    from hybridctl.commands.failover_flow import run_drill
+    from hybridctl.commands.drill_flow import run_drill
 
     code = run_drill(inventory, scenario, standard=standard or not scenario, output_format=output_format.value,
-                     json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit)
+                     json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
+                     plan_file=plan_file)
     if code:
         raise typer.Exit(code)
 

@@ -1,4 +1,4 @@
-"""The flows behind failover, drill and runbook: load, replan, render, and execute through apply's executor.
+"""The flows behind failover and runbook: load, replan, render, and execute through apply's executor.
 
 Runbooks are kept with the state (store documents: files in a state directory, as below, or
 rows in a shared PostgreSQL state), so anyone sharing the state can resume or roll them back:
@@ -32,6 +32,8 @@ from hybridctl.errors import RefusedError, UsageError
 from hybridctl.render.console import stderr, stdout
 
 if TYPE_CHECKING:
+    from hybridctl.core.failover.events import Event
+    from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.executor import RunReport, StepRunner
 
 OPERATION = "runbook"
@@ -50,64 +52,31 @@ class ExecOptions:
     parallelism: int = 4
 
 
-# --- drill ---------------------------------------------------------------------------------------
-
-
-def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
-              json_out: Path | None, move_threshold_usd: float, time_limit_s: float) -> int:
-    from hybridctl.core.failover.drill import drill
-    from hybridctl.core.failover.replan import FailoverOptions
-    from hybridctl.core.failover.scenario import check_scenarios, parse_scenarios, standard_scenarios
-    from hybridctl.core.failover.serialize import drill_to_json
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions, plan
-    from hybridctl.core.plan.verify import verified
-    from hybridctl.drivers.files import atomic_write_text
-    from hybridctl.render.failover import drill_markdown, render_drill
-
-    check_output_path(json_out, "--json-out")
-    inventory = load_inventory(inventory_path).inventory
-    scenarios = []
-    for path in scenario_files:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"{path}: no such scenario file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read: {exc}") from None
-        scenarios += parse_scenarios(text, str(path))
-    if standard:
-        scenarios += standard_scenarios(inventory)
-    check_scenarios(scenarios, inventory)
-    base = verified(inventory, plan(inventory, options=PlanOptions(time_limit_s=time_limit_s)))
-    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s))
-    if output_format == "json":
-        typer.echo(drill_to_json(report), nl=False)
-    elif output_format == "markdown":
-        typer.echo(drill_markdown(report), nl=False)
-    else:
-        render_drill(stdout(), report)
-    if json_out is not None:
-        atomic_write_text(json_out, drill_to_json(report))
-    return 0 if report.passed else 1
-
-
 # --- shared pieces -------------------------------------------------------------------------------
 
 
-def steps_builder(inventory: Inventory, state: State, refs: dict[str, BundleRef] | None,
-                  public_key: Path | None) -> Callable[[Plan], StepPlan]:
-    """plan -> apply's step graph for it, built exactly as apply builds it."""
+def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
+                  public_key: Path | None, *, applied: Plan | None = None) -> Callable[[Plan], StepPlan]:
+    """plan -> apply's step graph for it, built exactly as apply builds it.
+
+    Without a state (a rehearsal from a plan file), what is deployed is what applying `applied`
+    would deploy, so the runbook is the one the applied state would give.
+    """
     from hybridctl.commands.apply_flow import assets_digest, deployed_steps
-    from hybridctl.core.steps import apply_steps
+    from hybridctl.core.steps import DeployedStep, apply_steps
 
     digests = dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
-    deployed = deployed_steps(state)
+    key = str(public_key.resolve()) if public_key else None
+    if state is not None:
+        deployed = deployed_steps(state)
+    else:
+        assert applied is not None
+        made = apply_steps(applied, inventory, bundles=refs, bundle_public_key=key, asset_digests=digests).graph
+        deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made if s.deploys}
 
     def build(plan: Plan) -> StepPlan:
-        return apply_steps(plan, inventory, bundles=refs,
-                           bundle_public_key=str(public_key.resolve()) if public_key else None,
-                           deployed=deployed, asset_digests=digests)
+        return apply_steps(plan, inventory, bundles=refs, bundle_public_key=key, deployed=deployed,
+                           asset_digests=digests)
 
     return build
 
@@ -285,7 +254,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
 
 def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | None, output_format: str,
                  out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
-                 options: ExecOptions) -> int:
+                 options: ExecOptions, plan_file: Path | None = None) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.core.failover.events import check_events, parse_events
     from hybridctl.core.failover.failover import plan_failover
@@ -297,6 +266,10 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
 
     check_output_path(out, "--out")
     events = parse_events(words)
+    if plan_file is not None:
+        return _rehearse_failover(events, plan_file, inventory, state=state, execute=execute,
+                                  output_format=output_format, out=out,
+                                  options=FailoverOptions(move_threshold_usd, time_limit_s), bundles=options)
     store = open_store(state)
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
         current = store.read()
@@ -320,6 +293,39 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         return _execute(store, runbook, options, stdout() if output_format != "json" else stderr())
 
 
+def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: str | None,
+                       execute: bool, output_format: str, out: Path | None, options: FailoverOptions,
+                       bundles: ExecOptions) -> int:
+    """The runbook the applied state would give, from a plan file: nothing is read from a state or run."""
+    from hybridctl.core.failover.events import check_events
+    from hybridctl.core.failover.failover import plan_failover
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.drivers.files import atomic_write_text
+
+    if execute:
+        raise UsageError("--execute needs an applied state: a runbook rehearsed from --plan cannot be executed",
+                         hint="drop --plan to fail over what the state records as applied")
+    if state is not None:
+        raise UsageError("--plan and --state exclude each other: a rehearsal reads no state")
+    if inventory is None:
+        raise UsageError("--plan needs --inventory PATH: the inventory the plan was made from")
+    from hybridctl.commands.drill_flow import rehearsal_base
+
+    applied, the_inventory = rehearsal_base(plan_file, inventory)
+    check_events(events, the_inventory)
+    refs = _refs(bundles, {w.name for w in the_inventory.workloads})
+    from hybridctl.core.plan.verify import verified
+
+    runbook, result = plan_failover(the_inventory, applied, events, options=options,
+                                    steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
+                                                            applied=applied))
+    verified(result.disruption.inventory, result.after, "failover plan")
+    _emit(runbook, output_format)
+    if out is not None:
+        atomic_write_text(out, runbook_to_json(runbook))
+    return 0
+
+
 def run_resume(state: str | None, options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import locked, open_store
     from hybridctl.executor import pending_for
@@ -340,23 +346,10 @@ def run_resume(state: str | None, options: ExecOptions) -> int:
         return _execute(store, runbook, options, out)
 
 
-def _returning_sites(runbooks: Sequence[Runbook]) -> list[str]:
-    from hybridctl.core.failover.events import EventKind
-
-    sites: set[str] = set()
-    for runbook in runbooks:
-        sites |= {d.site for d in runbook.deferred}
-        for event in runbook.events:
-            kind, _, target = event.partition(" ")
-            if kind in (EventKind.SITE_LOST, EventKind.LINK_DOWN):
-                sites.add(target)
-    return sorted(sites)
-
-
 def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
                  options: ExecOptions) -> int:
     from hybridctl.commands.apply_flow import open_store
-    from hybridctl.core.failover.failover import plan_rollback
+    from hybridctl.core.failover.failover import plan_rollback, returning_sites
     from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.executor import pending_for
 
@@ -377,7 +370,7 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         runbook = plan_rollback(the_inventory, original, _applied(current, store),
                                 steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
-                                returning_sites=_returning_sites(chain), base_serial=current.serial)
+                                returning_sites=returning_sites(chain), base_serial=current.serial)
         _emit(runbook, output_format)
         if dry_run:
             return 0

@@ -223,9 +223,12 @@ def _stack_identity(stack: CloudStack) -> dict[str, object]:
     return params
 
 
-def cloud_stacks(inventory: Inventory, plan: Plan) -> tuple[CloudStack, ...]:
-    """The Pulumi stacks the plan needs: GPU pools per cloud site, queues per cluster."""
-    configs = stack_configs(inventory, plan)
+def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None) -> tuple[CloudStack, ...]:
+    """The Pulumi stacks the plan needs: GPU pools per cloud site, queues per cluster.
+
+    `digest` (default: the plan file's) tags the stacks; it is no part of a step's identity.
+    """
+    configs = stack_configs(inventory, plan, digest)
     pools = tuple(CloudStack(c.project, c.stack_name, c.values(), site=c.site) for c in configs.gpu_pools)
     cluster_of = {c.site: c.cluster_name for c in configs.gpu_pools}
     queues = tuple(CloudStack(q.project, q.stack_name, q.values(), cluster=q.cluster_name,

@@ -33,6 +33,8 @@ def minutes(value: float | None) -> str:
 
 def recovery_text(i: WorkloadImpact) -> str:
     """Outage against the objective, as an operator reads it."""
+    if i.expected_loss:
+        return f"{i.status.value}, expected (survives_site_loss: false)"
     if i.status is Status.DOWN:
         return "down" + (f" (RTO {i.rto_minutes:g} min missed)" if i.rto_minutes is not None else "")
     if i.outage_minutes is None:
@@ -91,12 +93,14 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
         console.print(deferred)
     for note in runbook.notes:
         console.print(f"[cyan]note:[/] {escape(note)}")
-    down = [i.workload for i in runbook.impacts if i.loses_service]
+    down = [i.workload for i in runbook.impacts if i.loses_service and not i.expected_loss]
+    expected = [i.workload for i in runbook.impacts if i.expected_loss]
     missed = [i.workload for i in runbook.impacts if i.meets_rto is False and not i.loses_service]
     console.print(f"[bold]cost: {usd(runbook.before.total_usd_per_month)} → {usd(runbook.after.total_usd_per_month)}"
                   f"/month ({signed_usd(runbook.usd_per_month_delta)})[/]; estimated duration "
                   f"~{runbook.estimated_minutes:g} min; {len(runbook.steps)} steps"
                   + (f"; [red]down: {', '.join(down)}[/]" if down else "")
+                  + (f"; expected loss (survives_site_loss: false): {', '.join(expected)}" if expected else "")
                   + (f"; [red]RTO missed: {', '.join(missed)}[/]" if missed else ""))
 
 
@@ -112,7 +116,7 @@ def _result_cells(r: ScenarioResult) -> list[str]:
         str(len(r.moved)),
         ", ".join(f"{i.workload} ({i.fallback or f'{i.replicas_running}/{i.replicas_wanted}'})" for i in r.degraded)
         or "—",
-        ", ".join(f"{i.workload} ({i.tier})" for i in r.lost) or "—",
+        ", ".join(f"{i.workload} ({i.tier}{', expected' if i.expected_loss else ''})" for i in r.lost) or "—",
         signed_usd(r.usd_per_month_delta),
         f"{r.recovery_minutes:g} min" + (f" (outage {worst:g})" if worst is not None else ""),
         rto,

@@ -107,3 +107,27 @@ class TestStabilityMeasured:
         report = drill(inv, plan(inv), standard_scenarios(inv))
         assert report.passed
         assert {r.scenario.name for r in report.results} >= {"site-lost-dc-0", "capacity-l4-half"}
+
+
+class TestRunbooksAreBuilt:
+    def test_every_scenario_builds_its_runbook_and_rollback(self, two_sites) -> None:
+        report = drill(two_sites, plan(two_sites), [lost("dc-a"), lost("dc-b")])
+        assert all(r.runbook_problem is None for r in report.results)
+        assert all(r.steps > 0 for r in report.results)  # at least: confirm, then fence the lost site
+
+    def test_a_scenario_whose_runbook_cannot_be_built_fails(self, two_sites) -> None:
+        from hybridctl.core.failover.failover import plain_steps
+        from hybridctl.core.steps import StepGraphError
+
+        base = plan(two_sites)
+        steps = plain_steps(two_sites)
+
+        def broken(p):  # type: ignore[no-untyped-def]
+            if p is base:
+                return steps(p)
+            raise StepGraphError("the steps depend on each other in a cycle: ['a', 'b']")
+
+        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), broken)
+        assert not result.passed
+        assert result.gate_failures[0] == ("its runbook cannot be built: the steps depend on each other in a cycle: "
+                                           "['a', 'b']")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from failover_helpers import cloud, cloud_pool, inventory, onprem, pool, workload
+from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import plan_failover, plan_rollback
 from hybridctl.core.failover.impact import Status
@@ -153,3 +153,42 @@ class TestRollback:
         recs = next(i for i in back.impacts if i.workload == "recs")
         assert recs.after == {"shop-l4": 1} and recs.reason == "returns to its pre-failover placement"
         assert back.deferred == ()
+
+
+class TestGroupsNeverContradictDependencies:
+    """A cloud site that only shrinks releases capacity; the queues that wait for its pools cannot come before."""
+
+    @pytest.fixture
+    def spot_fleet(self):
+        return inventory(
+            [onprem("dc", [pool("dc-l4", "L4", 4, 1.0)]),
+             cloud("aws", [cloud_pool("g6-spot", "L4", "g6.xlarge", 8, 0.2, "spot"),
+                           cloud_pool("g6-od", "L4", "g6.xlarge", 8, 2.0, "on_demand")])],
+            [workload("sweeps", "experiment", ["L4"], replicas=2, hours_per_month=200, preemptible=True,
+                      checkpoint_minutes=10),
+             workload("api", "realtime_inference", ["L4"], sites=["aws"])])
+
+    def test_a_shrinking_cloud_site_builds_and_its_queues_follow_its_pools(self, spot_fleet) -> None:
+        base = plan(spot_fleet)
+        assert by_pool(base.placements, "sweeps") == {"g6-spot": 2}
+        runbook, result = plan_failover(spot_fleet, base, parse_events(["spot-reclaim g6-spot"]),
+                                        steps_for=steps_for(spot_fleet))
+        assert by_pool(result.after.placements, "sweeps") == {"dc-l4": 2}
+        groups = {s.id: s.group for s in runbook.steps}
+        assert groups["cloud-pools/aws"] == "release"
+        assert groups["cluster-queues/k8s-aws"] == "release"  # never before the pools it waits for
+        ids = [s.id for s in runbook.steps]
+        assert ids.index("cloud-pools/aws") < ids.index("cluster-queues/k8s-aws")
+        back = plan_rollback(spot_fleet, runbook, result.after, steps_for=steps_for(spot_fleet), returning_sites=[])
+        assert back.after == base and "cloud-pools/aws" in {s.id for s in back.steps}
+
+    def test_every_dependency_points_to_the_same_group_or_an_earlier_one(self, spot_fleet, fleet) -> None:
+        from hybridctl.core.failover.runbook import GROUPS
+
+        order = [name for name, _ in GROUPS]
+        for inv, events in ((spot_fleet, "spot-reclaim g6-spot"), (fleet, "site-lost dc-lab"),
+                            (fleet, "link-down edge-shop")):
+            runbook, _ = plan_failover(inv, plan(inv), parse_events([events]), steps_for=steps_for(inv))
+            group = {s.id: order.index(s.group) for s in runbook.steps}
+            for s in runbook.steps:
+                assert all(group[d] <= group[s.id] for d in s.step.depends_on), (events, s.id)

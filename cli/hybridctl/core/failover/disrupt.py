@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
+from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.events import Event, EventKind
-from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
+from hybridctl.core.inventory.models import Dataset, Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.plan.model import Plan
 
 NO_GPU = "no-capacity"  # the GPU type of a pool that has nothing left: no workload's request matches it
@@ -46,6 +47,22 @@ class Disruption:
     down_links: frozenset[str]
     pool_changes: tuple[PoolChange, ...]
     cut_off: Mapping[str, str]  # demand key -> why it cannot stay behind a link that is down
+    # demand key -> why it cannot run at all: its data has no holder left, or it does not survive the loss of its
+    # site (survives_site_loss: false); the disrupted inventory gives it no site to run at
+    down: Mapping[str, str] = field(default_factory=dict)
+    expected: frozenset[str] = frozenset()  # workloads whose loss is expected: survives_site_loss false, site lost
+    # nothing new starts behind a down link: only these workloads, already running there, may run there
+    staying_behind: frozenset[str] = frozenset()
+
+    def barred(self, workload: Workload) -> Workload:
+        """The workload as the planner must see it: without the sites behind a down link, unless it
+        already runs there. Applied to the demands a replan places only (copying every workload of a
+        fleet for each drill scenario would cost more than the replan)."""
+        down = self.down_links
+        if not down or workload.name in self.staying_behind or (
+                workload.sites is not None and not down & set(workload.sites)):
+            return workload
+        return _without_sites(workload, down, [s.name for s in self.inventory.sites])
 
     def change_of(self, pool: str) -> PoolChange | None:
         for change in self.pool_changes:
@@ -70,14 +87,15 @@ def link_need(demand: Demand, site: str) -> str | None:
     return None
 
 
-def _cut_off(inventory: Inventory, applied: Plan, down: Sequence[str]) -> tuple[dict[str, str], dict[str, int]]:
+def _cut_off(inventory: Inventory, applied: Plan, down: Sequence[str],
+             demand_cache: DemandCache | None) -> tuple[dict[str, str], dict[str, int]]:
     """Demands behind a down link that need it, and the GPUs per pool of those that stay."""
     placed: dict[str, set[str]] = defaultdict(set)
     for placement in applied.placements:
         if placement.site in down:
             placed[placement.demand or placement.workload].add(placement.site)
     cut: dict[str, str] = {}
-    for demand in demands(inventory):
+    for demand in demand_cache.demands(inventory) if demand_cache is not None else demands(inventory):
         for site in sorted(placed.get(demand.key, ())):
             need = link_need(demand, site)
             if need is not None:
@@ -95,7 +113,8 @@ def _without_sites(workload: Workload, excluded: frozenset[str], all_sites: Sequ
     return workload.model_copy(update={"sites": [s for s in allowed if s not in excluded]})
 
 
-def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan) -> Disruption:
+def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan,
+            demand_cache: DemandCache | None = None) -> Disruption:
     """Apply the events, in order, to the inventory on which `applied` runs."""
     info = {p.name: p for p in pool_infos(inventory)}
     capacity = {name: p.capacity_gpus for name, p in info.items()}
@@ -123,7 +142,7 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan) -> Dis
             causes[event.target].append(str(event))
 
     down_links = [s for s in down if s not in lost_sites]
-    cut, staying = _cut_off(inventory, applied, down_links) if down_links else ({}, {})
+    cut, staying = _cut_off(inventory, applied, down_links, demand_cache) if down_links else ({}, {})
     for site in inventory.sites:
         if site.name in down_links:
             # nothing can be shipped to a site without its uplink: only what stays keeps its GPUs
@@ -149,18 +168,82 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan) -> Dis
             site.model_copy(update={"pools": pools})
 
     sites = [changed_site(s) for s in inventory.sites]
-    workloads = inventory.workloads
-    if down_links:
-        # a workload that is not already running behind a down link may not start there
-        excluded = frozenset(down_links)
-        names = [s.name for s in inventory.sites]
-        at_site = {p.workload for p in applied.placements if p.site in excluded
-                   and (p.demand or p.workload) not in cut}
-        workloads = [w if w.name in at_site or (w.sites is not None and not excluded & set(w.sites))
-                     else _without_sites(w, excluded, names) for w in workloads]
-    disrupted = inventory.model_copy(update={"sites": sites, "workloads": workloads})
+    # a workload that is not already running behind a down link may not start there (Disruption.barred)
+    staying_behind = frozenset(p.workload for p in applied.placements if p.site in down_links
+                        and (p.demand or p.workload) not in cut)
+    datasets, workloads, cannot_run, expected = _after_site_loss(inventory, inventory.workloads, applied,
+                                                               frozenset(lost_sites))
+    disrupted = inventory.model_copy(update={"sites": sites, "workloads": workloads, "datasets": datasets})
     changes = tuple(
         PoolChange(p.site.name, name, p.pool.gpu, p.capacity_gpus, capacity[name], p.usd_per_gpu_hour, price[name],
                    tuple(causes[name]))
         for name, p in info.items() if name in causes)
-    return Disruption(tuple(events), disrupted, frozenset(lost_sites), frozenset(down_links), changes, cut)
+    return Disruption(tuple(events), disrupted, frozenset(lost_sites), frozenset(down_links), changes, cut,
+                      cannot_run, expected, staying_behind)
+
+
+def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applied: Plan, lost: frozenset[str]) -> tuple[
+        list[Dataset], list[Workload], dict[str, str], frozenset[str]]:
+    """The data that is left when sites are lost, and the workloads that cannot run for want of it.
+
+    A lost site's datasets are unavailable until it returns: each dataset keeps the holders that
+    are left (the first becomes its primary, so replanning reads from them and never from a lost
+    site). A workload reading a dataset with no holder left is down ("data unavailable"), and so
+    is a federated trainer whose data lived at a lost site (it never uses copies); the other
+    trainers go on. A workload that does not survive the loss of its site (survives_site_loss:
+    false) stays where it still runs and starts nowhere else.
+    """
+    if not lost:
+        return list(inventory.datasets), list(workloads), {}, frozenset()
+    datasets: list[Dataset] = []
+    gone: dict[str, Dataset] = {}
+    for dataset in inventory.datasets:
+        left = [h for h in dataset.holders if h not in lost]
+        if len(left) == len(dataset.holders):
+            datasets.append(dataset)
+            continue
+        if not left:
+            gone[dataset.name] = dataset
+        # a dataset with no holder keeps its record (its readers are down): only its copies go
+        datasets.append(dataset.model_copy(update={"site": left[0], "copies": left[1:]}) if left
+                        else dataset.model_copy(update={"copies": []}))
+    by_name = {d.name: d for d in inventory.datasets}
+    ran_at: dict[str, set[str]] = defaultdict(set)
+    for placement in applied.placements:
+        ran_at[placement.workload].add(placement.site)
+    down: dict[str, str] = {}
+    expected: set[str] = set()
+    result: list[Workload] = []
+    for workload in workloads:
+        read = [by_name[n] for n in workload.datasets if n in by_name]
+        if workload.type is WorkloadType.FEDERATED_TRAINING:
+            # one trainer per primary site, and copies are not used: a trainer whose data site is lost is down
+            lost_here = [d for d in read if d.site in lost]
+            for d in lost_here:
+                down[f"{workload.name}@{d.site}"] = (f"data unavailable: the trainer's dataset {d.name} lives at "
+                                                     f"{d.site}, which is lost (federated training uses no copies)")
+            if lost_here:
+                keep = [n for n in workload.datasets if n not in {d.name for d in lost_here}]
+                workload = workload.model_copy(update={"datasets": keep})
+            result.append(workload)
+            continue
+        missing = [d for d in read if d.name in gone]
+        # the sites it depends on: where it runs, and where its data lives
+        lost_sites_of_it = sorted((ran_at.get(workload.name, set()) | {h for d in read for h in d.holders}) & lost)
+        if missing:
+            d = missing[0]
+            down[workload.name] = (f"data unavailable: every holder of dataset {d.name} "
+                                   f"({', '.join(d.holders)}) is lost")
+            workload = workload.model_copy(update={"sites": []})
+        elif not workload.survives_site_loss and lost_sites_of_it:
+            stays = sorted(ran_at[workload.name] - lost)
+            if workload.sites is not None:
+                stays = [s for s in stays if s in workload.sites]
+            if not stays:
+                down[workload.name] = (f"expected: it does not survive the loss of {', '.join(lost_sites_of_it)} "
+                                       "(survives_site_loss: false)")
+            workload = workload.model_copy(update={"sites": stays})
+        if lost_sites_of_it and not workload.survives_site_loss:
+            expected.add(workload.name)
+        result.append(workload)
+    return datasets, result, down, frozenset(expected)

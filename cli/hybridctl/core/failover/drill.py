@@ -1,23 +1,38 @@
 """Drills: tabletop failovers. Each scenario is replanned from the base plan and nothing is executed.
 
-The gate (the exit code CI acts on) fails when a fixed-tier workload would lose service, or
-would be back later than its `rto_minutes`. Degrading to a fallback passes: that is what a
-fallback is for. Scenarios are independent of one another; each starts from the base plan.
+Every scenario builds the full runbook, as `failover` would, and its rollback, as `runbook
+rollback` would: a scenario whose runbooks cannot be built fails, since the operator would
+meet that failure during the incident. The gate (the exit code CI acts on) also fails when a
+fixed-tier workload would lose service, or would be back later than its `rto_minutes`.
+Degrading to a fallback passes: that is what a fallback is for; so does an expected loss (a
+workload with `survives_site_loss: false` whose site is lost). Scenarios are independent of
+one another; each starts from the base plan.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from hybridctl.core.failover.demand_cache import DemandCache
+from hybridctl.core.failover.failover import (
+    StepsFor,
+    failover_runbook,
+    plain_steps,
+    plan_rollback,
+    returning_sites,
+)
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
+from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
 from hybridctl.core.plan.verify import verified
+from hybridctl.core.steps import StepGraphError, StepPlan
 from hybridctl.core.tiers import Tier
 
 
@@ -30,6 +45,9 @@ class ScenarioResult:
     budget_problem: str | None
     solver_status: str
     seconds: float
+    runbook_problem: str | None = None  # the failover runbook or its rollback cannot be built
+    steps: int = 0  # in the failover runbook
+    rollback_steps: int = 0
 
     def with_status(self, *statuses: Status) -> list[WorkloadImpact]:
         return [i for i in self.impacts if i.status in statuses]
@@ -45,6 +63,10 @@ class ScenarioResult:
     @property
     def lost(self) -> list[WorkloadImpact]:
         return self.with_status(Status.DOWN)
+
+    @property
+    def expected_losses(self) -> list[WorkloadImpact]:
+        return [i for i in self.impacts if i.expected_loss]
 
     @property
     def usd_per_month_delta(self) -> float:
@@ -67,9 +89,9 @@ class ScenarioResult:
     @property
     def gate_failures(self) -> list[str]:
         """Why this scenario fails the gate: fixed-tier service lost or recovery objective missed."""
-        failures: list[str] = []
+        failures: list[str] = [self.runbook_problem] if self.runbook_problem else []
         for i in self.impacts:
-            if i.tier != Tier.FIXED.value:
+            if i.tier != Tier.FIXED.value or i.expected_loss:
                 continue
             if i.loses_service:
                 failures.append(f"{i.workload} (fixed) loses service: {i.reason}")
@@ -99,30 +121,78 @@ class DrillReport:
         return [r for r in self.results if not r.passed]
 
 
-def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions) -> ScenarioResult:
+def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
+                 steps_for: StepsFor | None = None, fingerprint: str | None = None,
+                 demand_cache: DemandCache | None = None) -> ScenarioResult:
+    """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
     started = time.perf_counter()
-    result: Replan = replan(inventory, base, scenario.events, options)
+    result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
     verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}")  # a bug if not
+    steps_for = steps_for or plain_steps(inventory)
+    problem: str | None = None
+    counts = (0, 0)
+    effects: tuple[WorkloadImpact, ...] | None = None
+    try:
+        # the base plan is made from (or checked against) this inventory: its digest is the inventory's
+        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, digest=base.inventory_digest or None,
+                                      fingerprint=fingerprint)
+        effects = runbook.impacts
+        back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
+                             returning_sites=returning_sites([runbook]))
+        counts = (len(runbook.steps), len(back.steps))
+    except StepGraphError as exc:
+        problem = f"its runbook cannot be built: {exc}"
     return ScenarioResult(
         scenario=scenario,
-        impacts=tuple(impacts(inventory, result)),
+        impacts=effects if effects is not None else tuple(impacts(inventory, result)),
         usd_per_month_before=base.total_usd_per_month,
         usd_per_month_after=result.after.total_usd_per_month,
         budget_problem=budget_violation(result.after),
         solver_status=result.after.solver.status,
         seconds=round(time.perf_counter() - started, 3),
+        runbook_problem=problem, steps=counts[0], rollback_steps=counts[1],
     )
 
 
+ScenarioMapper = Callable[[Callable[[Scenario], ScenarioResult], Sequence[Scenario]], Iterable[ScenarioResult]]
+
+
 def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], options: FailoverOptions | None = None,
-          on_result: Callable[[ScenarioResult], None] | None = None) -> DrillReport:
-    """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress)."""
+          on_result: Callable[[ScenarioResult], None] | None = None,
+          map_scenarios: ScenarioMapper | None = None) -> DrillReport:
+    """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress).
+
+    `map_scenarios` runs the scenarios (default: one after the other, here); the command layer
+    may pass one that spreads them over processes. Results come back in scenario order.
+    """
     options = options or FailoverOptions()
     started = time.perf_counter()
+    cache = DemandCache()
+    cache.demands(inventory)  # filled before the scenarios run (and before any worker forks)
+    run = functools.partial(run_scenario, inventory, base, options=options,
+                            steps_for=_base_once(base, plain_steps(inventory)),
+                            fingerprint=applied_fingerprint(base), demand_cache=cache)
     results: list[ScenarioResult] = []
-    for scenario in scenarios:
-        result = run_scenario(inventory, base, scenario, options)
+    for result in (map_scenarios or map)(run, scenarios):
         results.append(result)
         if on_result is not None:
             on_result(result)
     return DrillReport(inventory.name, base, tuple(results), round(time.perf_counter() - started, 3))
+
+
+def _base_once(base: Plan, steps_for: StepsFor) -> StepsFor:
+    """Every scenario's runbook starts from the base plan, and its rollback from the failover plan
+    its runbook ends in: build the base plan's steps once, and the last plan's once more."""
+    base_steps = steps_for(base)
+    last: list[tuple[Plan, StepPlan]] = []
+
+    def build(plan: Plan) -> StepPlan:
+        if plan is base:
+            return base_steps
+        if last and last[0][0] is plan:
+            return last[0][1]
+        built = steps_for(plan)
+        last[:] = [(plan, built)]
+        return built
+
+    return build

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from hybridctl.core.failover.disrupt import Disruption
-from hybridctl.core.failover.events import Event
+from hybridctl.core.failover.events import SITE_EVENTS, Event
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
 from hybridctl.core.failover.runbook import (
@@ -26,17 +26,28 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
-from hybridctl.core.steps import StepPlan
+from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
 
 
 def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *, steps_for: StepsFor,
                   options: FailoverOptions | None = None, base_serial: int | None = None) -> tuple[Runbook, Replan]:
-    result = replan(inventory, applied, events, options)
+    return failover_runbook(inventory, replan(inventory, applied, events, options), steps_for=steps_for,
+                            base_serial=base_serial)
+
+
+def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFor, base_serial: int | None = None,
+                     digest: str | None = None, fingerprint: str | None = None) -> tuple[Runbook, Replan]:
+    """The runbook from the applied plan (`result.before`) to the failover plan of `result`.
+
+    `digest` (the inventory's) and `fingerprint` (the applied plan's) save a drill working out
+    the same values for every scenario.
+    """
+    applied, events = result.before, result.disruption.events
     # once applied, the failover plan is the plan of this inventory under these events
-    result = dataclasses.replace(result, after=dataclasses.replace(result.after,
-                                                                   inventory_digest=inventory_digest(inventory)))
+    result = dataclasses.replace(result, after=dataclasses.replace(
+        result.after, inventory_digest=digest or inventory_digest(inventory)))
     disruption = result.disruption
     hosts = {s.name: f" (hosts: {', '.join(h.name for h in s.hosts)})" if s.hosts else "" for s in inventory.sites}
     unreachable = {site: f"site-lost {site}: it cannot be reached{hosts[site]}" for site in disruption.lost_sites}
@@ -56,12 +67,40 @@ def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], 
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]
     runbook = build_runbook(
-        inventory, kind=RunbookKind.FAILOVER, incident=incident_id(applied, events), events=[str(e) for e in events],
+        inventory, kind=RunbookKind.FAILOVER, incident=incident_id(applied, events, fingerprint),
+        events=[str(e) for e in events],
         before=applied, after=result.after, impacts=impacts(inventory, result),
         before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable=unreachable,
         manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
         base_serial=base_serial, notes=notes)
     return runbook, result
+
+
+def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
+    """The sites a rollback of these failovers brings back: lost or cut off, or holding deferred steps."""
+    sites: set[str] = set()
+    for runbook in failovers:
+        sites |= {d.site for d in runbook.deferred}
+        for event in runbook.events:
+            kind, _, target = event.partition(" ")
+            if kind in SITE_EVENTS:
+                sites.add(target)
+    return sorted(sites)
+
+
+REHEARSAL_DIGEST = "sha256:rehearsal"  # the plan digest a drill's stacks are tagged with: never applied
+
+
+def plain_steps(inventory: Inventory) -> StepsFor:
+    """apply's steps without bundles or deployed state, for a drill, which only builds them.
+
+    The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
+    identity covers (serialising a fleet's plan for it would be most of a drill's time).
+    """
+    def build(plan: Plan) -> StepPlan:
+        return apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST))
+
+    return build
 
 
 def plan_rollback(inventory: Inventory, failover: Runbook, current: Plan, *, steps_for: StepsFor,

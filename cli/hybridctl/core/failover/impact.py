@@ -12,7 +12,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hybridctl.core.eligibility import demands
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
 from hybridctl.core.plan.model import Plan
@@ -76,10 +75,12 @@ class WorkloadImpact:
     restarts_from_scratch: bool  # stateful work without checkpoints that moves
     usd_per_month_before: float
     usd_per_month_after: float
+    # survives_site_loss: false and its site was lost: losing it is expected (drills do not fail on it)
+    expected_loss: bool = False
 
     @property
     def meets_rto(self) -> bool | None:
-        if self.rto_minutes is None:
+        if self.rto_minutes is None or self.expected_loss:
             return None
         if self.status is Status.DOWN:
             return False
@@ -154,15 +155,26 @@ def _spread_note(tier: str, before: dict[str, int], after: dict[str, int], pool_
     return ""
 
 
+def _wanted(inventory: Inventory) -> dict[str, int]:
+    """Replicas each workload wants: a federated one wants its replicas at each site holding its data
+    (as eligibility.demands() splits it, without classifying every workload again)."""
+    site_of = {d.name: d.site for d in inventory.datasets}
+    wanted: dict[str, int] = {}
+    for w in inventory.workloads:
+        if w.type is WorkloadType.FEDERATED_TRAINING:
+            wanted[w.name] = w.replicas * len({site_of[n] for n in w.datasets if n in site_of})
+        else:
+            wanted[w.name] = w.replicas
+    return wanted
+
+
 def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
     """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
     pool_site = {p.name: s for s in inventory.sites for p in s.pools}
     before_all, usd_before, _ = _by_workload(replan.before)
     after_all, usd_after, gpu_after = _by_workload(replan.after)
     degraded_workloads = {p.workload: p for p in replan.after.placements if p.degraded}
-    wanted: dict[str, int] = defaultdict(int)  # a federated workload wants its replicas at each data site
-    for demand in demands(inventory):
-        wanted[demand.workload.name] += demand.replicas
+    wanted = _wanted(inventory)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
     for w in inventory.workloads:
@@ -205,5 +217,6 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
             work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,
             restarts_from_scratch=moved and stateful and w.checkpoint_minutes is None,
             usd_per_month_before=round(usd_before.get(w.name, 0.0), 2),
-            usd_per_month_after=round(usd_after.get(w.name, 0.0), 2)))
+            usd_per_month_after=round(usd_after.get(w.name, 0.0), 2),
+            expected_loss=not returning and w.name in replan.disruption.expected and status is not Status.STARTED))
     return result

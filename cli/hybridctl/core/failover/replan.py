@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
+from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope
@@ -92,7 +93,9 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
     for u in result.unplaced:
         key = u.demand or u.workload
         reason = u.reason
-        if key in disruption.cut_off:
+        if key in disruption.down:
+            reason = "; ".join(filter(None, (disruption.cut_off.get(key), disruption.down[key])))
+        elif key in disruption.cut_off:
             reason = f"{disruption.cut_off[key]}; {reason}"
         elif lost_from.get(key):
             ran = ", ".join(sorted(set(lost_from[key])))
@@ -101,9 +104,17 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
                 reason = f"no eligible pool left: every pool it may use has lost its capacity; it ran in {ran}"
             else:
                 reason = f"{reason}; it ran in {ran}"
-        if key in degraded:
+        if key in degraded and key not in disruption.down:
             reason = f"even in its fallback shape ({degraded[key]}): {reason}"
         unplaced.append(dataclasses.replace(u, reason=reason))
+    # federated trainers whose data site is lost have no demand left to be unplaced: list them here
+    listed = {u.demand or u.workload for u in unplaced}
+    replicas = {w.name: w.replicas for w in disruption.inventory.workloads}
+    for key, why in sorted(disruption.down.items()):
+        workload, _, site = key.partition("@")
+        if site and key not in listed:
+            unplaced.append(Unplaced(workload, why, replicas.get(workload, 1), result.tiers.get(workload, ""), key))
+    unplaced.sort(key=lambda x: (x.workload, x.demand))
     real_gpu = disruption.gpu_types
     pools = tuple(dataclasses.replace(p, gpu=real_gpu.get(p.pool, p.gpu)) if p.pool in real_gpu else p
                   for p in result.pools)
@@ -129,7 +140,7 @@ def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, De
 
 
 def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
-           options: FailoverOptions | None = None) -> Replan:
+           options: FailoverOptions | None = None, demand_cache: DemandCache | None = None) -> Replan:
     """The failover plan for `events` hitting the inventory while `applied` runs.
 
     Work left short first tries its fallback where that is all it can get (placed below the
@@ -137,10 +148,10 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     tried too, since shrinking them frees capacity. The best outcome by _score wins.
     """
     options = options or FailoverOptions()
-    disruption = disrupt(inventory, events, applied)
+    disruption = disrupt(inventory, events, applied, demand_cache)
     disrupted = disruption.inventory
     plan_options = options.plan_options()
-    all_demands = demands(disrupted)
+    all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
     wanted = {d.key: d for d in all_demands}
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied)
     first = scope.plan(plan_options)
@@ -160,6 +171,7 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
         placed_full = _placed(first)
         # a fallback that is the full shape again degrades nothing: such work is simply replanned
         fallbacks = {d.key: d for d in all_demands if d.key in short and d.key in scope.free
+                     and d.key not in disruption.down
                      and d.workload.fallback is not None
                      and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)}
         needy = {k: d for k, d in fallbacks.items() if placed_full.get(k, 0) < fallback_shape(d.workload)[2]}

@@ -119,9 +119,15 @@ class Runbook:
         return [(name, title, by_group[name]) for name, title in GROUPS if by_group.get(name)]
 
 
-def incident_id(applied: Plan, events: Iterable[Event]) -> str:
-    text = canonical_json([applied.inventory_digest, [p.__dict__ for p in applied.placements],
-                           [str(e) for e in events]])
+def applied_fingerprint(applied: Plan) -> str:
+    """What identifies the applied side of an incident: its inventory digest and placements."""
+    text = canonical_json([applied.inventory_digest, [p.__dict__ for p in applied.placements]])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def incident_id(applied: Plan, events: Iterable[Event], fingerprint: str | None = None) -> str:
+    """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known)."""
+    text = canonical_json([fingerprint or applied_fingerprint(applied), [str(e) for e in events]])
     return "inc-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -202,11 +208,11 @@ def build_runbook(inventory: Inventory, *, kind: RunbookKind, incident: str, eve
         else:
             chosen.append(step)
     chosen_ids = {s.id for s in chosen}
-    for site in verify_sites:
-        preflight = f"preflight/{site}"
-        if preflight not in chosen_ids and preflight in after_steps.ids:
-            chosen.append(after_steps.get(preflight))
-            chosen_ids.add(preflight)
+    verify = [after_steps.get(f"preflight/{site}") for site in verify_sites
+              if f"preflight/{site}" not in chosen_ids and f"preflight/{site}" in after_steps.ids]
+    # a preflight waits for nothing: first, so that `chosen` stays in dependency order
+    chosen = verify + chosen
+    chosen_ids |= {s.id for s in verify}
     described: list[tuple[ExecStep, str, System, float, tuple[str, ...], str]] = []
     for i, (step_id, site, instruction) in enumerate(manual):
         params = {"instruction": instruction, "incident": incident, "site": site}
@@ -218,9 +224,33 @@ def build_runbook(inventory: Inventory, *, kind: RunbookKind, incident: str, eve
         if step.kind == StepKind.PREFLIGHT and step.site in verify_sites:
             group, detail = "verify", f"check that the hosts of {step.site} answer and hold their GPUs again"
         described.append((step, group, _SYSTEM.get(step.kind, System.MANUAL), round(minutes, 1), workloads, detail))
+    result = _gated(described, chosen_ids, incident, kind)
+    graph = StepGraph.of(s.step for s in result)
+    by_id = {s.id: s for s in result}
+    return Runbook(kind, incident, inventory.name, tuple(events), base_serial, before, after, tuple(impacts),
+                   tuple(by_id[s.id] for s in graph), tuple(deferred), tuple(notes))
+
+
+def _gated(described: Sequence[tuple[ExecStep, str, System, float, tuple[str, ...], str]], chosen_ids: set[str],
+           incident: str, kind: RunbookKind) -> list[RunbookStep]:
+    """Steps in groups, each group behind a confirmation that waits for the whole group before it.
+
+    Correct by construction: a step goes in its own group or in the latest group of the steps it
+    waits for, whichever comes later (`described` is in dependency order), so every dependency
+    points to the same group or an earlier one, and the gates chain the groups in their order.
+    The graph is then acyclic whatever groups _describe picks (a shrinking cloud site's pools
+    in "release" take the queues that wait for them to "release" too).
+    """
     order = [name for name, _ in GROUPS]
+    rank: dict[str, int] = {}
+    placed: list[tuple[ExecStep, str, System, float, tuple[str, ...], str]] = []
+    for step, group, system, minutes, workloads, detail in described:
+        kept = tuple(sorted({d for d in step.depends_on if d in chosen_ids}))
+        level = max([order.index(group), *(rank[d] for d in kept)])
+        rank[step.id] = level
+        placed.append((dataclasses.replace(step, depends_on=kept), order[level], system, minutes, workloads, detail))
     members: dict[str, list[str]] = defaultdict(list)
-    for step, group, *_ in described:
+    for step, group, *_ in placed:
         members[group].append(step.id)
     gates: dict[str, str] = {}
     previous_group: list[str] = []
@@ -234,16 +264,12 @@ def build_runbook(inventory: Inventory, *, kind: RunbookKind, incident: str, eve
         gates[group] = gate.id
         result.append(RunbookStep(gate, group, System.MANUAL, 0.0, (), f"{len(members[group])} step(s): {title}"))
         previous_group = [gate.id, *members[group]]
-    for step, group, system, minutes, workloads, detail in described:
-        kept = [d for d in step.depends_on if d in chosen_ids]
+    for step, group, system, minutes, workloads, detail in placed:
         # the digest stays apply's: a step done by a runbook is done for apply too, and vice versa
-        wrapped = dataclasses.replace(step, depends_on=tuple(sorted({*kept, gates[group]})),
+        wrapped = dataclasses.replace(step, depends_on=tuple(sorted({*step.depends_on, gates[group]})),
                                       phase=order.index(group) * 10 + 1 + step.phase)
         result.append(RunbookStep(wrapped, group, system, minutes, workloads, detail))
-    graph = StepGraph.of(s.step for s in result)
-    by_id = {s.id: s for s in result}
-    return Runbook(kind, incident, inventory.name, tuple(events), base_serial, before, after, tuple(impacts),
-                   tuple(by_id[s.id] for s in graph), tuple(deferred), tuple(notes))
+    return result
 
 
 def failover_manual_steps(lost_sites: Iterable[str], down_links: Iterable[str], inventory: Inventory) -> list[

@@ -36,6 +36,7 @@ class Scope:
     pools: tuple[PoolInfo, ...]  # the disrupted inventory's pools, full capacity
     applied: Plan
     free: frozenset[str]  # demand keys the planner places; the others are pinned
+    disruption: Disruption
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
@@ -43,10 +44,10 @@ class Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in applied.placements if p.pool in touched}
-        free |= set(disruption.cut_off)
+        free |= set(disruption.cut_off) | set(disruption.down)
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
-                     frozenset(_whole_workloads(free, demands)))
+                     frozenset(_whole_workloads(free, demands)), disruption)
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -79,8 +80,10 @@ class Scope:
     def plan(self, options: PlanOptions, shaped: Mapping[str, Demand] | None = None) -> Plan:
         """Place the free demands (in the shapes given) around the pinned ones; a whole plan comes back."""
         shaped = shaped or {}
-        free = [shaped.get(d.key, d) for d in self.demands if d.key in self.free]
-        pinned = [p for p in self.applied.placements if key_of(p.demand, p.workload) not in self.free]
+        free = [self._barred(shaped.get(d.key, d)) for d in self.demands if d.key in self.free]
+        # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
+        free_workloads = {key.split("@", 1)[0] for key in self.free}
+        pinned = [p for p in self.applied.placements if p.workload not in free_workloads]
         taken: dict[str, int] = defaultdict(int)
         for p in pinned:
             taken[p.pool] += p.gpus
@@ -91,11 +94,15 @@ class Scope:
             return partial
         return self._assemble(partial, pinned, [shaped.get(d.key, d) for d in self.demands])
 
+    def _barred(self, demand: Demand) -> Demand:
+        workload = self.disruption.barred(demand.workload)
+        return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
+
     def _assemble(self, partial: Plan, pinned: list[Placement], demands: list[Demand]) -> Plan:
         placements = sorted([*pinned, *partial.placements],
                             key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
-        unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
-                                                if key_of(u.demand, u.workload) not in self.free)],
+        free_workloads = {key.split("@", 1)[0] for key in self.free}
+        unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
         pools = pool_usage(self.pools, placements)
         movements = data_movements(self.inventory, demands, placements)

@@ -45,7 +45,7 @@ def impact_to_dict(i: WorkloadImpact) -> JsonDict:
         "rto_minutes": i.rto_minutes, "meets_rto": i.meets_rto, "loses_service": i.loses_service,
         "work_lost_minutes_max": i.work_lost_minutes_max, "restarts_from_scratch": i.restarts_from_scratch,
         "usd_per_month_before": i.usd_per_month_before, "usd_per_month_after": i.usd_per_month_after,
-        "usd_per_month_delta": i.usd_per_month_delta,
+        "usd_per_month_delta": i.usd_per_month_delta, "expected_loss": i.expected_loss,
     }
 
 
@@ -141,7 +141,8 @@ def _impact(raw: Mapping[str, object]) -> WorkloadImpact:
         rto_minutes=_number(raw.get("rto_minutes")), work_lost_minutes_max=_number(raw.get("work_lost_minutes_max")),
         restarts_from_scratch=bool(raw.get("restarts_from_scratch")),
         usd_per_month_before=_number(raw.get("usd_per_month_before")) or 0.0,
-        usd_per_month_after=_number(raw.get("usd_per_month_after")) or 0.0)
+        usd_per_month_after=_number(raw.get("usd_per_month_after")) or 0.0,
+        expected_loss=bool(raw.get("expected_loss")))
 
 
 def _step(raw: Mapping[str, object], source: str) -> RunbookStep:
@@ -211,7 +212,12 @@ def _scenario_to_dict(r: ScenarioResult) -> JsonDict:
         "degraded": [{"workload": i.workload, "tier": i.tier, "fallback": i.fallback,
                       "replicas_running": i.replicas_running, "replicas_wanted": i.replicas_wanted}
                      for i in r.degraded],
-        "lost": [{"workload": i.workload, "tier": i.tier, "reason": i.reason} for i in r.lost],
+        "lost": [{"workload": i.workload, "tier": i.tier, "reason": i.reason, "expected_loss": i.expected_loss}
+                 for i in r.lost],
+        "expected_losses": [i.workload for i in r.expected_losses],
+        "runbook_problem": r.runbook_problem,
+        "runbook_steps": r.steps,
+        "rollback_steps": r.rollback_steps,
         "usd_per_month_before": r.usd_per_month_before,
         "usd_per_month_after": r.usd_per_month_after,
         "usd_per_month_delta": r.usd_per_month_delta,

@@ -1,0 +1,55 @@
+"""DemandCache: the demands of disrupted inventories, reused across a drill's scenarios, are exactly
+what eligibility.demands() gives; a drill that uses it replans every scenario as replan() alone does."""
+
+from __future__ import annotations
+
+import pytest
+from hybridctl.core.eligibility import demands
+from hybridctl.core.failover.demand_cache import DemandCache
+from hybridctl.core.failover.disrupt import disrupt
+from hybridctl.core.failover.drill import drill
+from hybridctl.core.failover.impact import impacts
+from hybridctl.core.failover.replan import replan
+from hybridctl.core.failover.scenario import standard_scenarios
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.plan.planner import plan
+from hybridctl.paths import inventories_dir
+
+
+@pytest.fixture(scope="module")
+def enterprise():
+    inventory = load_inventory(inventories_dir() / "enterprise").inventory
+    return inventory, plan(inventory)
+
+
+def test_the_cache_gives_what_demands_gives_for_every_disrupted_inventory(enterprise) -> None:
+    inventory, base = enterprise
+    cache = DemandCache()
+    assert cache.demands(inventory) == demands(inventory)
+    for scenario in standard_scenarios(inventory):
+        disrupted = disrupt(inventory, scenario.events, base).inventory
+        assert cache.demands(disrupted) == demands(disrupted), scenario.name
+
+
+def test_a_changed_workload_or_dataset_is_worked_out_again(enterprise) -> None:
+    inventory, _ = enterprise
+    cache = DemandCache()
+    cache.demands(inventory)
+    changed = inventory.model_copy(update={
+        "workloads": [w.model_copy(update={"replicas": 9}) if w.name == "fraud-scoring" else w
+                      for w in inventory.workloads],
+        "datasets": [d.model_copy(update={"site": "edge-nyc-01"}) if d.name == "store-video-paris" else d
+                     for d in inventory.datasets]})
+    got = {d.key: d for d in cache.demands(changed)}
+    assert got["fraud-scoring"].replicas == 9
+    assert "federated-retail@edge-nyc-01" in got and "federated-retail@edge-paris-01" not in got
+
+
+def test_a_drill_replans_each_scenario_as_replan_does(enterprise) -> None:
+    inventory, base = enterprise
+    scenarios = standard_scenarios(inventory)
+    report = drill(inventory, base, scenarios)
+    for scenario, result in zip(scenarios, report.results, strict=True):
+        alone = replan(inventory, base, scenario.events)
+        assert [i.workload for i in result.impacts] == [i.workload for i in impacts(inventory, alone)], scenario.name
+        assert result.usd_per_month_after == alone.after.total_usd_per_month, scenario.name
