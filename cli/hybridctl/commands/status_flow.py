@@ -90,7 +90,7 @@ def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions) -> li
         hosts: dict[str, str] = {}
         unknown = False
         for host in result.hosts:
-            if host.state.value in ("failed", "unreachable"):
+            if host.state.value in ("failed", "timed_out", "canceled", "unreachable"):
                 unknown = True
                 hosts[host.host] = f"{host.state.value}: {(host.message or '').splitlines()[0][:200] if host.message else ''}"
             elif host.changed:
