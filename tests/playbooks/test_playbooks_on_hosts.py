@@ -72,10 +72,11 @@ class TestNodeOnHosts:
         for host in hosts:
             config = yaml.safe_load((host.root / "etc/hybridctl/node.yaml").read_text())
             assert config["node"] == host.name and config["labels"]["hybridctl.io/pool"] == "h100-reserved"
-            dropin = tomllib.loads((host.root / "etc/containerd/conf.d/nvidia.toml").read_text())
-            assert dropin["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] == "nvidia"
-            # No systemd in the test hosts: the restart handler is skipped, not failed.
-            assert second.host(host.name).data["containerd_restartable"] is False
+            # No nvidia-container-runtime on these hosts: containerd keeps runc as its default.
+            loaded = tomllib.loads(host.exec("containerd config dump").stdout)
+            assert loaded["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] == "runc"
+            assert "nvidia" not in loaded["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+            assert any("nvidia-container-runtime is missing" in w for w in second.host(host.name).data["warnings"])
 
 
 class TestModelSyncOnHosts:
