@@ -4,10 +4,15 @@ and the rolling restart."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hosts import fake_gpu
+from hosts.fake_gpu import FakeGpus
 from hosts.lab import HostLab, TestHost
 from hybridctl.drivers.ansible import HostState
 
@@ -29,7 +34,6 @@ SITE_CONFIG = f"""version = 2
 [plugins."{CRI}".registry.mirrors."docker.io"]
   endpoint = ["https://mirror.site.example"]
 """
-RUNTIME = "usr/bin/nvidia-container-runtime"
 # systemd cannot run in the test hosts: a stand-in answers node.yml's systemctl calls and logs restarts.
 FAKE_SYSTEMCTL = """#!/bin/sh
 case "$1" in
@@ -46,9 +50,7 @@ def loaded_config(host: TestHost) -> dict[str, Any]:
 
 
 def give_runtime(host: TestHost) -> None:
-    """A placeholder for the NVIDIA runtime binary (config dump only checks the config, never runs it)."""
-    (host.root / RUNTIME).write_text("#!/bin/sh\nexec runc \"$@\"\n")
-    (host.root / RUNTIME).chmod(0o755)
+    fake_gpu.install_runtime(host.root)
 
 
 class TestContainerdMerge:
@@ -57,8 +59,13 @@ class TestContainerdMerge:
         for host in (gpu, bare):
             (host.root / "etc/containerd/config.toml").write_text(SITE_CONFIG)
         give_runtime(gpu)
-        first = run(host_lab, "node.yml", [gpu, bare], {h.name: NODE_VARS for h in (gpu, bare)})
+        first = run(host_lab, "node.yml", [gpu, bare], {h.name: NODE_VARS for h in (gpu, bare)},
+                    hybridctl_ntp_servers=["ntp1.site.example", "10.0.0.5"])
         assert first.succeeded, describe(first)
+        # chrony loads the site's time servers (chronyd -p: the configuration as chronyd reads it).
+        chrony = gpu.exec("chronyd -p").stdout.splitlines()
+        assert {"server ntp1.site.example iburst", "server 10.0.0.5 iburst"} <= set(chrony)
+        assert first.host(gpu.name).data["time_sync"] == {"chrony": True, "servers": ["ntp1.site.example", "10.0.0.5"]}
 
         loaded = loaded_config(gpu)
         cri = loaded["plugins"][CRI]
@@ -85,7 +92,8 @@ class TestContainerdMerge:
             " (its default runtime unchanged); install nvidia-container-toolkit"]
         assert first.host(bare.name).state is HostState.CHANGED  # the node files, not containerd
 
-        again = run(host_lab, "node.yml", [gpu], {gpu.name: NODE_VARS})
+        again = run(host_lab, "node.yml", [gpu], {gpu.name: NODE_VARS},
+                    hybridctl_ntp_servers=["ntp1.site.example", "10.0.0.5"])
         assert again.succeeded and again.host(gpu.name).changed == 0, describe(again)
 
 
@@ -116,3 +124,50 @@ class TestRollingRestart:
         assert (n2.root / "etc/hybridctl/containerd-restart-pending").exists()
         assert (n3.root / "etc/hybridctl/containerd-restart-pending").exists()
         assert "containerd_restarted" not in result.host(n3.name).data
+
+
+def toolkit_repository(host: TestHost, tmp: Path) -> str:
+    """A flat apt repository inside the host with a stand-in nvidia-container-toolkit package."""
+    package = tmp / "pkg"
+    (package / "DEBIAN").mkdir(parents=True)
+    (package / "DEBIAN/control").write_text(
+        "Package: nvidia-container-toolkit\nVersion: 1.17.0-1\nArchitecture: all\n"
+        "Maintainer: hybridctl tests <tests@example.invalid>\nDescription: stand-in for the NVIDIA toolkit\n")
+    (package / "usr/bin").mkdir(parents=True)
+    (package / fake_gpu.RUNTIME_PATH).write_text('#!/bin/sh\nexec runc "$@"\n')
+    (package / fake_gpu.RUNTIME_PATH).chmod(0o755)
+    repository = host.root / "srv/nvidia-repo"
+    repository.mkdir(parents=True)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(package), str(repository / "toolkit.deb")],
+                   check=True, capture_output=True)  # fmt: skip
+    index = subprocess.run(["dpkg-scanpackages", "."], cwd=repository, check=True, capture_output=True, text=True)
+    (repository / "Packages").write_text(index.stdout)
+    return "deb [trusted=yes] file:/srv/nvidia-repo ./"
+
+
+@pytest.mark.skipif(shutil.which("dpkg-scanpackages") is None, reason="needs dpkg-dev to build the test repository")
+class TestNvidiaPackages:
+    def test_the_toolkit_comes_from_the_sites_repository_where_allowed(
+        self, host_lab: HostLab, tmp_path: Path
+    ) -> None:
+        (host,) = host_lab.start(1, names=["gpu-apt"], gpus={"gpu-apt": FakeGpus(2, container_toolkit=False)})
+        settings = {"hybridctl_nvidia_apt_install": True, "hybridctl_nvidia_apt_repository":
+                    toolkit_repository(host, tmp_path)}  # fmt: skip
+        host_vars = {host.name: {**NODE_VARS, "hybridctl_expected_gpus": 2}}
+        # Refused where the site does not allow installing, and named.
+        refused = run(host_lab, "preflight.yml", [host], host_vars)
+        assert refused.host(host.name).data["problems"] == [
+            "NVIDIA container toolkit missing: /usr/bin/nvidia-container-runtime not found; install"
+            " nvidia-container-toolkit"]
+        # Allowed: preflight passes and says what node.yml will install; node.yml installs it.
+        checked = run(host_lab, "preflight.yml", [host], host_vars, **settings)
+        assert checked.succeeded, describe(checked)
+        assert checked.host(host.name).data["to_install"] == ["nvidia-container-toolkit"]
+        node = run(host_lab, "node.yml", [host], host_vars, **settings)
+        assert node.succeeded, describe(node)
+        assert "install ok installed" in host.exec("dpkg-query -W -f='${Status}' nvidia-container-toolkit").stdout
+        # ...and containerd then gets the runtime the package brought.
+        loaded = loaded_config(host)["plugins"][CRI]["containerd"]
+        assert loaded["default_runtime_name"] == "nvidia"
+        again = run(host_lab, "node.yml", [host], host_vars, **settings)
+        assert again.succeeded and again.host(host.name).changed == 0, describe(again)

@@ -25,6 +25,7 @@ NODE_VARS: dict[str, dict[str, object]] = {
     "legacy": {"hybridctl_site": "dc-frankfurt", "hybridctl_site_kind": "onprem", "hybridctl_pool": "a100",
                "hybridctl_gpu": "A100-80GB", "hybridctl_tiers": ["burst"], **NO_CONTAINERD},
 }
+KUBELET_ENV = "# site settings\nKUBELET_EXTRA_ARGS=--cgroup-driver=systemd --node-labels=stale=yes\n"
 LEGACY_CONFIG = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "pause:3.9"\n'
 
 
@@ -40,6 +41,11 @@ class NodeRuns:
 def node_runs(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook, bundles: Bundles) -> NodeRuns:
     base = tmp_path_factory.mktemp("nodes")
     roots = {name: base / name for name in NODE_VARS}
+    # fra1 runs kubelet, with flags of its own in kubelet's environment file.
+    (roots["fra1"] / "usr/bin").mkdir(parents=True)
+    (roots["fra1"] / "usr/bin/kubelet").write_text("#!/bin/sh\n")
+    (roots["fra1"] / "etc/default").mkdir(parents=True)
+    (roots["fra1"] / "etc/default/kubelet").write_text(KUBELET_ENV)
     (roots["legacy"] / "etc/containerd").mkdir(parents=True)
     (roots["legacy"] / "etc/containerd/config.toml").write_text(LEGACY_CONFIG)
     first = run_local("node.yml", roots, host_vars=NODE_VARS,
@@ -64,7 +70,7 @@ class TestNodeBaseline:
         config = yaml.safe_load((node_runs.roots["fra1"] / "etc/hybridctl/node.yaml").read_text())
         assert config["labels"] == {
             "hybridctl.io/site": "dc-frankfurt", "hybridctl.io/site-kind": "onprem",
-            "hybridctl.io/pool": "h100-reserved", "hybridctl.io/gpu": "H100",
+            "hybridctl.io/pool": "h100-reserved", "hybridctl.io/gpu": "H100", "hybridctl.io/capacity-type": "owned",
             "hybridctl.io/failure-domain": "fra", "hybridctl.io/jurisdiction": "EU",
             "hybridctl.io/tier-burst": "true", "hybridctl.io/tier-fixed": "true",
         }
@@ -74,6 +80,26 @@ class TestNodeBaseline:
         assert labels == config["labels"]
         edge = yaml.safe_load((node_runs.roots["edge1"] / "etc/hybridctl/node.yaml").read_text())
         assert edge["tiers"] == ["opportunistic"] and edge["site"] == {"name": "edge-store-17", "kind": "edge"}
+
+    def test_kubelet_registers_with_the_cloud_nodes_labels_and_taint_keeping_its_other_flags(
+        self, node_runs: NodeRuns
+    ) -> None:
+        lines = (node_runs.roots["fra1"] / "etc/default/kubelet").read_text().splitlines()
+        assert lines[0] == "# site settings" and len(lines) == 2
+        flags = lines[1].removeprefix("KUBELET_EXTRA_ARGS=").split()
+        assert flags[0] == "--cgroup-driver=systemd" and len(flags) == 3
+        labels = dict(pair.split("=") for pair in flags[1].removeprefix("--node-labels=").split(","))
+        config = yaml.safe_load((node_runs.roots["fra1"] / "etc/hybridctl/node.yaml").read_text())
+        assert labels == config["labels"] and "stale" not in labels
+        # The keys the cloud node groups carry (stacks/aws-gpu-pools), and their taint.
+        assert {"hybridctl.io/site", "hybridctl.io/pool", "hybridctl.io/capacity-type", "hybridctl.io/gpu"} <= set(labels)
+        assert flags[2] == "--register-with-taints=nvidia.com/gpu=true:NoSchedule"
+        fra1 = node_runs.first.host("fra1").data["kubelet"]
+        assert fra1 == {"env_file": "/etc/default/kubelet", "labels": labels,
+                        "taints": ["nvidia.com/gpu=true:NoSchedule"]}
+        # No kubelet: nothing written, and the result says so.
+        assert node_runs.first.host("edge1").data["kubelet"] is None
+        assert not (node_runs.roots["edge1"] / "etc/default/kubelet").exists()
 
     def test_directories_and_trusted_key_exist(self, node_runs: NodeRuns, bundles: Bundles) -> None:
         root = node_runs.roots["edge1"]
@@ -86,7 +112,10 @@ class TestNodeBaseline:
         assert (node_runs.roots["legacy"] / "etc/containerd/config.toml").read_text() == LEGACY_CONFIG
         for host in node_runs.first.hosts:
             assert host.data["containerd"] is None
-            assert host.data["warnings"] == ["containerd is not installed: no container runtime configured"]
+            assert host.data["warnings"] == [
+                "chrony is not installed: the clock is not kept in sync (signature checks and journals need it);"
+                " install chrony", "containerd is not installed: no container runtime configured"]
+            assert host.data["time_sync"] == {"chrony": False, "servers": []}
             # Nothing written, so nothing to restart (and no service manager to do it).
             assert (host.data["containerd_restarted"], host.data["containerd_restart_pending"]) == (False, False)
 

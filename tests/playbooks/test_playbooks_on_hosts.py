@@ -47,8 +47,10 @@ class TestPreflightOnHosts:
         assert (found["nvidia_smi"], found["gpu_count"], found["driver_version"]) == ("ok", 8, "550.54.15")
         assert found["gpus"][7]["name"] == "NVIDIA H100 80GB HBM3" and found["os"]["distribution"] == "Debian"
         assert found["disk"]["path"] == "/var/lib/hybridctl/models" and found["disk"]["available_bytes"] > 0
+        assert found["container_toolkit"] == {"runtime": "present", "nvidia_ctk": None}
         none = result.host(plain.name).data
         assert (none["nvidia_smi"], none["gpu_count"], none["gpus"]) == ("absent", 0, [])
+        assert none["container_toolkit"]["runtime"] == "absent"
 
     def test_a_host_with_fewer_gpus_than_planned_fails_with_the_count(self, host_lab: HostLab) -> None:
         (host,) = host_lab.start(1, names=["short-01"], gpus={"short-01": 4})
