@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hybridctl.drivers import ansible_cleanup as cleanup
 from hybridctl.drivers.ansible import SshOptions, run_playbook
 from support.waiting import wait_for
 
@@ -30,6 +31,7 @@ SENTINELS = {
 _RUN = """
 import sys
 from pathlib import Path
+from hybridctl.drivers import ansible_cleanup as cleanup
 from hybridctl.drivers.ansible import SshOptions, run_playbook
 state = Path(sys.argv[1])
 inventory = {"all": {"hosts": {"local1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
@@ -95,3 +97,15 @@ def test_a_run_killed_mid_step_leaves_no_secret_under_the_state_dir_and_the_next
                          extravars={"sleep_s": 0}, work_dir=state / "ansible")  # fmt: skip
     assert again.succeeded
     assert list((state / "ansible").iterdir()) == []  # the killed run's private dir went with the next run
+
+
+def test_a_live_runs_private_dir_is_left_alone_and_a_dead_ones_removed(tmp_path: Path) -> None:
+    live, dead, young = (tmp_path / f"{cleanup.PRIVATE_PREFIX}{name}" for name in ("live", "dead", "young"))
+    for directory in (live, dead, young):
+        directory.mkdir()
+    (dead / ".in-use").touch()  # its run held the lock, and died
+    with cleanup.held_dir(live):
+        # young: no lock file yet (a run creating it right now)
+        assert cleanup.remove_stale(tmp_path, cleanup.PRIVATE_PREFIX) == [dead]
+        assert live.is_dir() and young.is_dir()
+    assert cleanup.remove_stale(tmp_path, cleanup.PRIVATE_PREFIX) == [live]

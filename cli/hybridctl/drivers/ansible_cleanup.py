@@ -27,7 +27,9 @@ RUN_ENV_VAR = "hybridctl_run_env"  # the extra var the playbooks put in their `e
 PRIVATE_PREFIX = "hybridctl-ansible-"
 CONTROL_PREFIX = "hctl-cp-"
 _LOCK_NAME = ".in-use"
-_UNLOCKED_GRACE_S = 60.0  # a dir without its lock file yet may be one being created right now
+# A dir without a lock file is being created right now, or comes from a hybridctl that did not
+# lock them (and may still be running): left alone for a day.
+_UNLOCKED_GRACE_S = 86400.0
 _MARKER_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 
 
