@@ -112,7 +112,7 @@ def write_inventory_file(hosts: AnsibleInventory, directory: Path, name: str = "
 
 def describe_playbook_result(result: PlaybookResult) -> str:
     parts = []
-    for state in ("ok", "changed", "failed", "unreachable"):
+    for state in ("ok", "changed", "failed", "timed_out", "canceled", "unreachable"):
         hosts = [h.host for h in result.hosts if h.state.value == state]
         if hosts:
             parts.append(f"{len(hosts)} {state}")
@@ -130,7 +130,7 @@ def playbook_detail(result: PlaybookResult) -> dict[str, object]:
 def playbook_error(result: PlaybookResult, known_hosts: Path) -> str:
     lines = []
     for host in result.hosts:
-        if host.state.value in ("failed", "unreachable"):
+        if host.state.value in ("failed", "timed_out", "canceled", "unreachable"):
             message = (host.message or "").strip().splitlines()
             line = f"{host.host}: {host.state.value}" + (f" at task '{host.failed_task}'" if host.failed_task else "")
             if message:

@@ -206,6 +206,35 @@ class TestDeadLink:
         assert sorted(finished[1:]) == [(EventKind.HOST_OK, h1.name), (EventKind.HOST_OK, h3.name)]
 
 
+def remote_processes(host: TestHost, *needles: str) -> list[str]:
+    """The processes on the host whose command line holds one of the needles."""
+    lines = host.exec("ps -eo args=", check=False).stdout.splitlines()
+    return [line for line in lines if any(n in line for n in needles)]
+
+
+@pytest.mark.hosts
+class TestTaskTimeout:
+    def test_a_hung_host_times_out_while_the_others_finish_and_its_work_is_ended(
+        self, host_lab: HostLab
+    ) -> None:
+        h1, h2, h3 = host_lab.start(3)
+        events: list[AnsibleEvent] = []
+        result = run_playbook(PLAYBOOKS / "hang.yml", host_lab.inventory(), ssh=ssh_options(host_lab),
+                              extravars={"hang_on": [h2.name]}, task_timeout_s=6, on_event=events.append)  # fmt: skip
+        assert result.status is RunStatus.FAILED and not result.succeeded
+        assert result.hosts_in(HostState.OK) == (h1.name, h3.name)
+        assert result.host(h1.name).data == {"done": True}
+        hung = result.host(h2.name)
+        assert (hung.state, hung.failed_task, hung.data) == (HostState.TIMED_OUT, "Work", {})
+        assert hung.message == "timed out after 6 s (the task timeout)"
+        # The healthy hosts did not wait for the hung one: they were done before it timed out.
+        ends = [(e.kind, e.host, e.task) for e in events if e.kind in (EventKind.HOST_OK, EventKind.HOST_FAILED)]
+        assert ends.index((EventKind.HOST_FAILED, h2.name, "Work")) > max(
+            ends.index((EventKind.HOST_OK, h.name, "Report")) for h in (h1, h3))
+        # The timed-out command does not go on running on the host.
+        assert remote_processes(h2, "sleep 300", "ansible") == []
+
+
 @pytest.mark.hosts
 class TestCancellation:
     def test_cancel_event_ends_the_run_and_every_process_it_started(self, host_lab: HostLab) -> None:
@@ -228,6 +257,11 @@ class TestCancellation:
         assert sum("ansible-playbook" in p for p in during) >= 1 + len(hosts)
         assert sum(p.startswith("ssh ") for p in during) >= len(hosts)
         assert live_run_processes(host_lab) == []
+        # Hosts cut off mid-task are not reported ok, and their work does not go on running.
+        assert result.hosts_in(HostState.CANCELED) == tuple(h.name for h in hosts)
+        assert {result.host(h.name).failed_task for h in hosts} == {"Sleep"}
+        for host in hosts:
+            assert remote_processes(host, "sleep 300", "ansible") == []
 
     def test_ctrl_c_ends_every_process_and_propagates(self, host_lab: HostLab) -> None:
         hosts = host_lab.start(2)
@@ -237,6 +271,8 @@ class TestCancellation:
                          extravars={"sleep_s": 300})  # fmt: skip
         watcher.join()
         assert live_run_processes(host_lab) == []
+        for host in hosts:
+            assert remote_processes(host, "sleep 300", "ansible") == []
 
 
 @pytest.mark.hosts

@@ -13,6 +13,8 @@ from pathlib import Path
 
 CONFIG_PATH = "etc/hybridctl-fake-gpus.json"
 SCRIPT_PATH = "usr/bin/nvidia-smi"
+# The container toolkit's runtime, a runc wrapper: preflight looks for it, containerd's config names it.
+RUNTIME_PATH = "usr/bin/nvidia-container-runtime"
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class FakeGpus:
     memory_mib: int = 81559
     driver_version: str = "550.54.15"
     cuda_version: str = "12.4"
+    container_toolkit: bool = True  # install the nvidia-container-runtime stand-in too
 
 
 _SCRIPT = r'''#!/usr/bin/python3
@@ -106,3 +109,12 @@ def install(root: Path, gpus: FakeGpus) -> None:
     script.write_text(_SCRIPT)
     script.chmod(0o755)
     (root / CONFIG_PATH).write_text(json.dumps(asdict(gpus)))
+    if gpus.container_toolkit:
+        install_runtime(root)
+
+
+def install_runtime(root: Path) -> None:
+    """A stand-in for nvidia-container-runtime: no GPU to hook here, so it is plain runc."""
+    runtime = root / RUNTIME_PATH
+    runtime.write_text('#!/bin/sh\nexec runc "$@"\n')
+    runtime.chmod(0o755)

@@ -139,6 +139,7 @@ class TestHost:
         if gpus is None:
             (self.root / fake_gpu.SCRIPT_PATH).unlink(missing_ok=True)
             (self.root / fake_gpu.CONFIG_PATH).unlink(missing_ok=True)
+            (self.root / fake_gpu.RUNTIME_PATH).unlink(missing_ok=True)
         else:
             fake_gpu.install(self.root, gpus)
 

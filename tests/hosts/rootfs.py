@@ -19,7 +19,9 @@ from pathlib import Path
 
 SUITE = "bookworm"
 # openssl: model-sync verifies Ed25519 signatures on the host with `openssl pkeyutl`.
-PACKAGES = ("python3", "openssh-server", "iproute2", "openssl")
+# containerd: node.yml merges the NVIDIA runtime into its config, checked with `containerd config dump`
+# (which needs no running daemon). chrony: node.yml configures time sync, checked with `chronyd -p`.
+PACKAGES = ("python3", "openssh-server", "iproute2", "openssl", "containerd", "chrony")
 DEFAULT_CACHE_DIR = Path("/var/cache/hybridctl-test-rootfs")
 _RECIPE_VERSION = "1"  # bump when the post-processing below changes
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,16 +13,19 @@ from .support import Bundles, RunPlaybook, describe
 
 pytestmark = pytest.mark.slow
 
+# Local hosts must not find a containerd the machine running the tests may have.
+NO_CONTAINERD = {"hybridctl_containerd_binary": "containerd-not-installed-here"}
 NODE_VARS: dict[str, dict[str, object]] = {
     "fra1": {"hybridctl_site": "dc-frankfurt", "hybridctl_site_kind": "onprem", "hybridctl_pool": "h100-reserved",
              "hybridctl_gpu": "H100", "hybridctl_tiers": ["fixed", "burst"], "hybridctl_expected_gpus": 8,
-             "hybridctl_failure_domain": "fra", "hybridctl_jurisdiction": "EU"},
+             "hybridctl_failure_domain": "fra", "hybridctl_jurisdiction": "EU", **NO_CONTAINERD},
     "edge1": {"hybridctl_site": "edge-store-17", "hybridctl_site_kind": "edge", "hybridctl_pool": "l4-edge",
-              "hybridctl_gpu": "L4", "hybridctl_tier": "opportunistic", "hybridctl_containerd_config_version": 3},
-    # containerd is configured already, without imports: node.yml must add the import line.
+              "hybridctl_gpu": "L4", "hybridctl_tier": "opportunistic", **NO_CONTAINERD},
+    # containerd configured already (but not installed): node.yml leaves its config alone.
     "legacy": {"hybridctl_site": "dc-frankfurt", "hybridctl_site_kind": "onprem", "hybridctl_pool": "a100",
-               "hybridctl_gpu": "A100-80GB", "hybridctl_tiers": ["burst"]},
+               "hybridctl_gpu": "A100-80GB", "hybridctl_tiers": ["burst"], **NO_CONTAINERD},
 }
+KUBELET_ENV = "# site settings\nKUBELET_EXTRA_ARGS=--cgroup-driver=systemd --node-labels=stale=yes\n"
 LEGACY_CONFIG = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "pause:3.9"\n'
 
 
@@ -39,6 +41,11 @@ class NodeRuns:
 def node_runs(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook, bundles: Bundles) -> NodeRuns:
     base = tmp_path_factory.mktemp("nodes")
     roots = {name: base / name for name in NODE_VARS}
+    # fra1 runs kubelet, with flags of its own in kubelet's environment file.
+    (roots["fra1"] / "usr/bin").mkdir(parents=True)
+    (roots["fra1"] / "usr/bin/kubelet").write_text("#!/bin/sh\n")
+    (roots["fra1"] / "etc/default").mkdir(parents=True)
+    (roots["fra1"] / "etc/default/kubelet").write_text(KUBELET_ENV)
     (roots["legacy"] / "etc/containerd").mkdir(parents=True)
     (roots["legacy"] / "etc/containerd/config.toml").write_text(LEGACY_CONFIG)
     first = run_local("node.yml", roots, host_vars=NODE_VARS,
@@ -63,7 +70,7 @@ class TestNodeBaseline:
         config = yaml.safe_load((node_runs.roots["fra1"] / "etc/hybridctl/node.yaml").read_text())
         assert config["labels"] == {
             "hybridctl.io/site": "dc-frankfurt", "hybridctl.io/site-kind": "onprem",
-            "hybridctl.io/pool": "h100-reserved", "hybridctl.io/gpu": "H100",
+            "hybridctl.io/pool": "h100-reserved", "hybridctl.io/gpu": "H100", "hybridctl.io/capacity-type": "owned",
             "hybridctl.io/failure-domain": "fra", "hybridctl.io/jurisdiction": "EU",
             "hybridctl.io/tier-burst": "true", "hybridctl.io/tier-fixed": "true",
         }
@@ -74,36 +81,43 @@ class TestNodeBaseline:
         edge = yaml.safe_load((node_runs.roots["edge1"] / "etc/hybridctl/node.yaml").read_text())
         assert edge["tiers"] == ["opportunistic"] and edge["site"] == {"name": "edge-store-17", "kind": "edge"}
 
+    def test_kubelet_registers_with_the_cloud_nodes_labels_and_taint_keeping_its_other_flags(
+        self, node_runs: NodeRuns
+    ) -> None:
+        lines = (node_runs.roots["fra1"] / "etc/default/kubelet").read_text().splitlines()
+        assert lines[0] == "# site settings" and len(lines) == 2
+        flags = lines[1].removeprefix("KUBELET_EXTRA_ARGS=").split()
+        assert flags[0] == "--cgroup-driver=systemd" and len(flags) == 3
+        labels = dict(pair.split("=") for pair in flags[1].removeprefix("--node-labels=").split(","))
+        config = yaml.safe_load((node_runs.roots["fra1"] / "etc/hybridctl/node.yaml").read_text())
+        assert labels == config["labels"] and "stale" not in labels
+        # The keys the cloud node groups carry (stacks/aws-gpu-pools), and their taint.
+        assert {"hybridctl.io/site", "hybridctl.io/pool", "hybridctl.io/capacity-type", "hybridctl.io/gpu"} <= set(labels)
+        assert flags[2] == "--register-with-taints=nvidia.com/gpu=true:NoSchedule"
+        fra1 = node_runs.first.host("fra1").data["kubelet"]
+        assert fra1 == {"env_file": "/etc/default/kubelet", "labels": labels,
+                        "taints": ["nvidia.com/gpu=true:NoSchedule"]}
+        # No kubelet: nothing written, and the result says so.
+        assert node_runs.first.host("edge1").data["kubelet"] is None
+        assert not (node_runs.roots["edge1"] / "etc/default/kubelet").exists()
+
     def test_directories_and_trusted_key_exist(self, node_runs: NodeRuns, bundles: Bundles) -> None:
         root = node_runs.roots["edge1"]
         assert (root / "var/lib/hybridctl/models").is_dir()
         trusted = root / "etc/hybridctl/trust/model-signing.pub.pem"
         assert trusted.read_bytes() == bundles.public_key.read_bytes()
 
-    def test_nvidia_runtime_drop_in_for_containerd_1_and_2(self, node_runs: NodeRuns) -> None:
-        v2 = tomllib.loads((node_runs.roots["fra1"] / "etc/containerd/conf.d/nvidia.toml").read_text())
-        runtime = v2["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
-        assert runtime["default_runtime_name"] == "nvidia"
-        assert runtime["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
-        v3 = tomllib.loads((node_runs.roots["edge1"] / "etc/containerd/conf.d/nvidia.toml").read_text())
-        assert v3["version"] == 3
-        assert v3["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["nvidia"]["runtime_type"] \
-            == "io.containerd.runc.v2"
-        main = tomllib.loads((node_runs.roots["fra1"] / "etc/containerd/config.toml").read_text())
-        assert main["imports"] == ["/etc/containerd/conf.d/*.toml"]
-
-    def test_existing_containerd_config_gets_the_import_and_keeps_its_settings(self, node_runs: NodeRuns) -> None:
-        text = (node_runs.roots["legacy"] / "etc/containerd/config.toml").read_text()
-        config = tomllib.loads(text)
-        assert config["imports"] == ["/etc/containerd/conf.d/*.toml"]
-        assert config["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == "pause:3.9"
-        assert text.endswith(LEGACY_CONFIG)
-
-    def test_restart_is_skipped_without_a_service_manager(self, node_runs: NodeRuns) -> None:
+    def test_without_containerd_nothing_is_configured_and_a_warning_says_so(self, node_runs: NodeRuns) -> None:
+        # The merge itself needs a real containerd: tests/playbooks/test_playbooks_on_hosts.py.
+        assert (node_runs.roots["legacy"] / "etc/containerd/config.toml").read_text() == LEGACY_CONFIG
         for host in node_runs.first.hosts:
-            assert host.data["containerd_restartable"] is False
-            assert str(host.data["runtime_config"]).endswith("/etc/containerd/conf.d/nvidia.toml")
-
+            assert host.data["containerd"] is None
+            assert host.data["warnings"] == [
+                "chrony is not installed: the clock is not kept in sync (signature checks and journals need it);"
+                " install chrony", "containerd is not installed: no container runtime configured"]
+            assert host.data["time_sync"] == {"chrony": False, "servers": []}
+            # Nothing written, so nothing to restart (and no service manager to do it).
+            assert (host.data["containerd_restarted"], host.data["containerd_restart_pending"]) == (False, False)
 
     def test_check_mode_reports_drift_only_where_it_is_and_fixes_nothing(self, node_runs: NodeRuns) -> None:
         checked = node_runs.checked

@@ -47,8 +47,10 @@ class TestPreflightOnHosts:
         assert (found["nvidia_smi"], found["gpu_count"], found["driver_version"]) == ("ok", 8, "550.54.15")
         assert found["gpus"][7]["name"] == "NVIDIA H100 80GB HBM3" and found["os"]["distribution"] == "Debian"
         assert found["disk"]["path"] == "/var/lib/hybridctl/models" and found["disk"]["available_bytes"] > 0
+        assert found["container_toolkit"] == {"runtime": "present", "nvidia_ctk": None}
         none = result.host(plain.name).data
         assert (none["nvidia_smi"], none["gpu_count"], none["gpus"]) == ("absent", 0, [])
+        assert none["container_toolkit"]["runtime"] == "absent"
 
     def test_a_host_with_fewer_gpus_than_planned_fails_with_the_count(self, host_lab: HostLab) -> None:
         (host,) = host_lab.start(1, names=["short-01"], gpus={"short-01": 4})
@@ -72,10 +74,11 @@ class TestNodeOnHosts:
         for host in hosts:
             config = yaml.safe_load((host.root / "etc/hybridctl/node.yaml").read_text())
             assert config["node"] == host.name and config["labels"]["hybridctl.io/pool"] == "h100-reserved"
-            dropin = tomllib.loads((host.root / "etc/containerd/conf.d/nvidia.toml").read_text())
-            assert dropin["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] == "nvidia"
-            # No systemd in the test hosts: the restart handler is skipped, not failed.
-            assert second.host(host.name).data["containerd_restartable"] is False
+            # No nvidia-container-runtime on these hosts: containerd keeps runc as its default.
+            loaded = tomllib.loads(host.exec("containerd config dump").stdout)
+            assert loaded["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] == "runc"
+            assert "nvidia" not in loaded["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+            assert any("nvidia-container-runtime is missing" in w for w in second.host(host.name).data["warnings"])
 
 
 class TestModelSyncOnHosts:

@@ -37,6 +37,10 @@ def preflight(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook) 
     h100 = str(fake_nvidia_smi(base / "bin-h100", H100_ROWS))
     broken = str(fake_nvidia_smi(base / "bin-broken", "NVIDIA-SMI has failed because it couldn't communicate "
                                  "with the NVIDIA driver.\n", rc=9))
+    hung = base / "bin-hung/nvidia-smi"
+    hung.parent.mkdir(parents=True)
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung.chmod(0o755)
     host_vars: dict[str, dict[str, object]] = {
         "gpu": {"hybridctl_nvidia_smi": h100, "hybridctl_gpu": "H100", "hybridctl_expected_gpus": 2,
                 "hybridctl_min_driver_version": "535.104", "hybridctl_model_cache_required_gb": 0.001},
@@ -45,9 +49,19 @@ def preflight(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook) 
                   "hybridctl_min_driver_version": "560"},
         "full": {"hybridctl_nvidia_smi": h100, "hybridctl_model_cache_required_gb": 10**9},
         "broken": {"hybridctl_nvidia_smi": broken, "hybridctl_gpu": "H100"},
+        # GPUs planned, but neither driver nor toolkit; its pool's lowest driver comes from the per-pool setting.
+        "bare": {"hybridctl_nvidia_smi": str(base / "nowhere/nvidia-smi"), "hybridctl_expected_gpus": 2,
+                 "hybridctl_pool": "a100"},
+        "hung": {"hybridctl_nvidia_smi": str(hung), "hybridctl_nvidia_smi_timeout_s": 1},
     }
     roots = {name: base / name for name in host_vars}
-    return PreflightRun(roots, run_local("preflight.yml", roots, host_vars=host_vars))
+    for name in ("gpu", "wrong"):  # the container toolkit's runtime (a placeholder: nothing runs it)
+        runtime = roots[name] / "usr/bin/nvidia-container-runtime"
+        runtime.parent.mkdir(parents=True)
+        runtime.write_text("#!/bin/sh\n")
+        runtime.chmod(0o755)
+    return PreflightRun(roots, run_local("preflight.yml", roots, host_vars=host_vars,
+                                         hybridctl_min_driver_versions={"a100": "535.104"}))
 
 
 class TestPreflight:
@@ -65,6 +79,7 @@ class TestPreflight:
         assert Path(disk["measured_path"]).is_dir() and disk["path"].startswith(disk["measured_path"])
         assert disk["available_bytes"] > 0 and disk["required_bytes"] == 1_000_000
         assert data["os"]["distribution"] and data["reachable"] is True
+        assert data["container_toolkit"] == {"runtime": "present", "nvidia_ctk": None}
 
     def test_a_host_without_nvidia_smi_has_no_gpus_and_passes(self, preflight: PreflightRun) -> None:
         host = preflight.result.host("cpu")
@@ -96,3 +111,20 @@ class TestPreflight:
         assert host.data["nvidia_smi"] == "failed"
         assert host.data["problems"] == ["nvidia-smi failed: NVIDIA-SMI has failed because it couldn't "
                                          "communicate with the NVIDIA driver."]
+
+    def test_a_gpu_host_without_driver_or_toolkit_fails_naming_both(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("bare")
+        assert host.state is HostState.FAILED
+        assert host.data["problems"] == [
+            f"NVIDIA driver missing: {preflight.roots['bare'].parent}/nowhere/nvidia-smi not found; install the"
+            " NVIDIA driver 535.104 or later",
+            "NVIDIA container toolkit missing: /usr/bin/nvidia-container-runtime not found; install"
+            " nvidia-container-toolkit",
+            "found 0 GPUs, expected 2",
+        ]
+        assert host.data["min_driver_version"] == "535.104"
+
+    def test_a_hung_nvidia_smi_is_reported_as_a_hung_driver(self, preflight: PreflightRun) -> None:
+        host = preflight.result.host("hung")
+        assert host.state is HostState.FAILED
+        assert host.data["problems"] == ["nvidia-smi did not answer within 1 s: the NVIDIA driver is hung"]

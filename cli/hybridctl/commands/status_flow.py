@@ -79,7 +79,7 @@ def _cloud_drift(store: StateStore, cloud: list[Deployed], notes: list[str]) -> 
     return items
 
 
-def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions) -> list[DriftItem]:
+def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions, notes: list[str]) -> list[DriftItem]:
     from hybridctl.paths import playbooks_dir
     from hybridctl.runners import run_ansible_step
 
@@ -90,12 +90,16 @@ def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions) -> li
         hosts: dict[str, str] = {}
         unknown = False
         for host in result.hosts:
-            if host.state.value in ("failed", "unreachable"):
+            if host.state.value in ("failed", "timed_out", "canceled", "unreachable"):
                 unknown = True
                 hosts[host.host] = f"{host.state.value}: {(host.message or '').splitlines()[0][:200] if host.message else ''}"
             elif host.changed:
                 hosts[host.host] = f"{host.changed} task(s) would change"
         drifted = any("would change" in v for v in hosts.values())
+        no_kubelet = [h.host for h in result.hosts if "kubelet" in h.data and h.data["kubelet"] is None]
+        if no_kubelet:
+            notes.append(f"{deployed.site}: no kubelet on {', '.join(no_kubelet)}: not Kubernetes nodes "
+                         "(their labels are only in /etc/hybridctl/node.yaml)")
         if not result.hosts and result.error:
             unknown = True
             hosts["-"] = result.error.splitlines()[-1][:200]
@@ -111,7 +115,7 @@ def check_drift(store: StateStore, state: State, ssh: SshOptions) -> DriftReport
     cloud = [d for d in state.deployed.values() if d.kind in _CLOUD]
     nodes = [d for d in state.deployed.values() if d.kind == StepKind.NODE_BASELINE]
     items = _cloud_drift(store, sorted(cloud, key=lambda d: d.step_id), notes)
-    items += _node_drift(store, sorted(nodes, key=lambda d: d.step_id), ssh)
+    items += _node_drift(store, sorted(nodes, key=lambda d: d.step_id), ssh, notes)
     return DriftReport(tuple(items), tuple(notes))
 
 

@@ -11,10 +11,15 @@ Defaults that ansible-runner gets wrong for us, and why they are overridden here
 - without ConnectTimeout and ssh keepalives a host whose link drops mid-run hangs the run for
   ever; with them it is reported unreachable within seconds;
 - runner's cancel kills ansible-playbook's process group, but ssh ControlPersist masters
-  daemonize out of it; every process of a run carries a marker in its environment (masters:
-  their control socket path in their title), and the run ends by killing whatever carries it;
-- the private data dir (inventory, extravars, and an ``artifacts/*/command`` file holding the
-  whole process environment) is a fresh directory removed after the run.
+  daemonize out of it, and the tasks' processes on the hosts go on; every process of a run,
+  here and on the hosts, carries a marker in its environment, and the run ends by killing
+  whatever carries it (see ansible_cleanup);
+- no task timeout, and the linear strategy: one hung host stalls every host; here every task
+  is bounded and hosts run freely;
+- runner gives ansible-playbook this process's whole environment, cloud credentials and
+  passphrases included, and writes it to ``artifacts/*/command``; here it gets only a few
+  harmless variables, and the private data dir is locked while the run lives and removed
+  after it (by the next run, when this one was killed).
 """
 
 from __future__ import annotations
@@ -24,18 +29,20 @@ import os
 import queue
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from hybridctl.core.ansible_inventory import ansible_value
+from hybridctl.drivers import ansible_cleanup as cleanup
 from hybridctl.drivers.ansible_events import (
+    FAILURE_STATES,
     RESULT_FACT,
     AnsibleEvent,
     Collector,
@@ -48,9 +55,10 @@ from hybridctl.drivers.ansible_events import (
     dispatch,
 )
 from hybridctl.drivers.lockholder import control_dir_prefix
-from hybridctl.errors import HybridctlError, PrerequisiteError
+from hybridctl.errors import HybridctlError, PrerequisiteError, UsageError
 
 __all__ = [
+    "FAILURE_STATES",
     "RESULT_FACT",
     "AnsibleEvent",
     "EventCallback",
@@ -63,7 +71,9 @@ __all__ = [
     "run_playbook",
 ]
 
-_RUN_MARKER = "HYBRIDCTL_ANSIBLE_RUN"
+DEFAULT_TASK_TIMEOUT_S = 600  # bounded, and long enough for a large model copy over a slow link
+TASK_TIMEOUT_ENV = "HYBRIDCTL_TASK_TIMEOUT"
+_REAP_TIMEOUT_S = 30
 _MAX_FORKS = 50
 _POLL_S = 0.1
 
@@ -116,63 +126,148 @@ def run_playbook(
     on_event: EventCallback | None = None,
     cancel: threading.Event | None = None,
     timeout_s: int | None = None,
+    task_timeout_s: int | None = None,
     work_dir: Path | None = None,
 ) -> PlaybookResult:
     """Run one playbook and wait for it; events stream to on_event in the calling thread.
 
-    Setting `cancel` (from another thread) or Ctrl-C ends the run and every process it
-    started; Ctrl-C then re-raises KeyboardInterrupt.
+    Every task is bounded by task_timeout_s (default: $HYBRIDCTL_TASK_TIMEOUT, else
+    DEFAULT_TASK_TIMEOUT_S); hosts run freely, so a hung host holds up no other, and ends
+    timed_out. Setting `cancel` (from another thread) or Ctrl-C ends the run, every process it
+    started here and, on the hosts, the work of the tasks under way (those hosts end canceled);
+    Ctrl-C then re-raises KeyboardInterrupt.
     """
-    import ansible_runner  # heavy: only when a playbook actually runs
-
     if not Path(playbook).is_file():
         raise HybridctlError(
             f"playbook {playbook} does not exist", hint="reinstall hybridctl or check the path"
         )
-    binary = _ansible_playbook()
-    private_dir = Path(tempfile.mkdtemp(prefix="hybridctl-ansible-", dir=work_dir))
-    # Unix socket paths are capped near 108 bytes, so control sockets get a short dir of their own,
-    # named after the state lock's token so that the next run can clean up after a killed one.
-    control_dir = Path(tempfile.mkdtemp(prefix=control_dir_prefix()))
-    marker = uuid.uuid4().hex
-    stop = threading.Event()
-    events: queue.Queue[dict[str, object]] = queue.Queue()
-    collector = Collector()
-    started = time.monotonic()
-
-    def enqueue(event: dict[str, object]) -> bool:
-        events.put(event)
-        return False  # keep events out of the artifacts directory
-
-    cmdline = [*(["--check"] if check else []), *(["--diff"] if diff else [])]
+    run = _Run(inventory, ssh=ssh, limit=limit, forks=forks, work_dir=work_dir,
+               task_timeout_s=task_timeout_s if task_timeout_s is not None else default_task_timeout())
     try:
-        # Extravars go in a file runner passes as `-e @file`: given to runner as a dict, they
-        # would also land on the command line, readable by anyone through `ps`.
-        # Every string is tagged !unsafe (see ansible_value): a value from an inventory, a plan or
-        # a bundle manifest is data, never a template Ansible would evaluate.
-        _write_private(private_dir / "env" / "extravars", ansible_value(dict(extravars or {})))
-        runner = ansible_runner.interface.init_runner(
-            private_data_dir=str(private_dir),
-            playbook=str(Path(playbook).resolve()),
-            inventory=str(Path(inventory).resolve()) if isinstance(inventory, Path) else dict(inventory),
-            envvars=_environment(binary.parent, ssh, private_dir, control_dir, marker),
-            limit=limit,
-            forks=forks or _default_forks(inventory),
-            cmdline=" ".join(cmdline) or None,
-            ident="run",
-            quiet=True,
-            timeout=timeout_s,
-            settings={"pexpect_timeout": _POLL_S},
-            event_handler=enqueue,
-            cancel_callback=stop.is_set,
-        )
-        outcome: dict[str, BaseException] = {}
+        outcome = run.execute(str(Path(playbook).resolve()), extravars=dict(extravars or {}), check=check,
+                              diff=diff, on_event=on_event, cancel=cancel, timeout_s=timeout_s)
+    except KeyboardInterrupt:
+        run.reap(run.collector.cancel_running())
+        raise
+    if outcome.status in (RunStatus.CANCELED, RunStatus.TIMEOUT):
+        run.reap(run.collector.cancel_running())
+    run.reap(tuple(sorted(run.collector.timed_out)))
+    hosts = run.collector.results()
+    explained = any(h.state in FAILURE_STATES for h in hosts)
+    return PlaybookResult(
+        playbook=str(playbook),
+        status=outcome.status,
+        rc=outcome.rc,
+        hosts=hosts,
+        elapsed_s=time.monotonic() - run.started,
+        # An Ansible error before any host ran (syntax, missing file) is only in its output.
+        error=None if outcome.status is RunStatus.SUCCESSFUL or explained else _tail(outcome.output),
+    )
+
+
+def default_task_timeout() -> int:
+    """$HYBRIDCTL_TASK_TIMEOUT (whole seconds, 1 to 86400), else DEFAULT_TASK_TIMEOUT_S."""
+    raw = os.environ.get(TASK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TASK_TIMEOUT_S
+    if not raw.isdigit() or not 1 <= int(raw) <= 86400:
+        raise UsageError(f"{TASK_TIMEOUT_ENV}={raw!r} is not a number of seconds from 1 to 86400",
+                         hint=f"e.g. {TASK_TIMEOUT_ENV}=900, or unset it for {DEFAULT_TASK_TIMEOUT_S} s")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    status: RunStatus
+    rc: int
+    output: str
+
+
+class _Run:
+    """One ansible-playbook run, and the reaping run that may follow it against the same hosts."""
+
+    def __init__(self, inventory: InventorySource, *, ssh: SshOptions, limit: str | None, forks: int | None,
+                 work_dir: Path | None, task_timeout_s: int) -> None:
+        self.inventory, self.ssh, self.limit, self.work_dir = inventory, ssh, limit, work_dir
+        self.forks = forks or _default_forks(inventory)
+        self.task_timeout_s = task_timeout_s
+        self.marker = uuid.uuid4().hex
+        self.collector = Collector()
+        self.started = time.monotonic()
+
+    def execute(self, playbook: str | list[dict[str, object]], *, extravars: dict[str, object], check: bool,
+                diff: bool, on_event: EventCallback | None, cancel: threading.Event | None,
+                timeout_s: int | None, ssh: SshOptions | None = None, limit: str | None = None,
+                task_timeout_s: int | None = None) -> _Outcome:
+        import ansible_runner  # heavy: only when a playbook actually runs
+
+        ssh = ssh or self.ssh
+        parent = self.work_dir if self.work_dir is not None else Path(tempfile.gettempdir())
+        cleanup.remove_stale(parent, cleanup.PRIVATE_PREFIX)  # what a SIGKILLed run left behind
+        cleanup.remove_stale(Path(tempfile.gettempdir()), cleanup.CONTROL_PREFIX)
+        binary = _ansible_playbook()
+        private_dir = Path(tempfile.mkdtemp(prefix=cleanup.PRIVATE_PREFIX, dir=self.work_dir))
+        # Unix socket paths are capped near 108 bytes, so control sockets get a short dir of their own,
+        # named after the state lock's token so that the next run can clean up after a killed one.
+        control_dir = Path(tempfile.mkdtemp(prefix=control_dir_prefix()))
+        marker = self.marker if isinstance(playbook, str) else uuid.uuid4().hex
+        stop = threading.Event()
+        events: queue.Queue[dict[str, object]] = queue.Queue()
+        collector = self.collector if isinstance(playbook, str) else Collector()
+
+        def enqueue(event: dict[str, object]) -> bool:
+            events.put(event)
+            return False  # keep events out of the artifacts directory
+
+        cmdline = [*(["--check"] if check else []), *(["--diff"] if diff else [])]
+        try:
+            with cleanup.held_dir(private_dir), cleanup.held_dir(control_dir):
+                # Extravars go in a file runner passes as `-e @file`: given to runner as a dict, they
+                # would also land on the command line, readable by anyone through `ps`.
+                # Every string is tagged !unsafe (see ansible_value): a value from an inventory, a plan
+                # or a bundle manifest is data, never a template Ansible would evaluate.
+                variables = {**extravars, cleanup.RUN_ENV_VAR: {cleanup.RUN_MARKER: marker}}
+                _write_private(private_dir / "env" / "extravars", ansible_value(variables))
+                envvars = _environment(binary.parent, ssh, private_dir, control_dir, marker,
+                                       task_timeout_s or self.task_timeout_s)
+                runner = ansible_runner.interface.init_runner(
+                    private_data_dir=str(private_dir),
+                    playbook=playbook,
+                    inventory=(str(Path(self.inventory).resolve()) if isinstance(self.inventory, Path)
+                               else dict(self.inventory)),
+                    envvars=envvars,
+                    limit=limit or self.limit,
+                    forks=self.forks,
+                    cmdline=" ".join(cmdline) or None,
+                    ident="run",
+                    quiet=True,
+                    timeout=timeout_s,
+                    settings={"pexpect_timeout": _POLL_S},
+                    suppress_env_files=True,
+                    fact_cache_type="memory",
+                    event_handler=enqueue,
+                    cancel_callback=stop.is_set,
+                )
+                # Runner hands ansible-playbook (and writes to artifacts/run/command) the whole
+                # environment of this process, cloud credentials and passphrases included.
+                runner.config.env = _process_environment(runner.config.env, envvars)
+                self._wait(runner, events, collector, stop, on_event, cancel)
+                output = (private_dir / "artifacts" / "run" / "stdout").read_text(errors="replace")
+        finally:
+            cleanup.kill_local(marker, control_dir)
+            shutil.rmtree(private_dir, ignore_errors=True)
+            shutil.rmtree(control_dir, ignore_errors=True)
+        return _Outcome(RunStatus(runner.status), int(runner.rc if runner.rc is not None else -1), output)
+
+    def _wait(self, runner: Any, events: queue.Queue[dict[str, object]], collector: Collector,
+              stop: threading.Event, on_event: EventCallback | None, cancel: threading.Event | None) -> None:
+        failure: dict[str, BaseException] = {}
 
         def work() -> None:
             try:
                 runner.run()
             except BaseException as exc:  # surfaced in the calling thread
-                outcome["error"] = exc
+                failure["error"] = exc
 
         thread = threading.Thread(target=work, name="ansible-runner", daemon=True)
         thread.start()
@@ -186,25 +281,17 @@ def run_playbook(
             stop.set()
             thread.join()
             raise
-        if "error" in outcome:
-            raise HybridctlError(f"ansible-runner failed to run {playbook}: {outcome['error']}")
-        output = (private_dir / "artifacts" / "run" / "stdout").read_text(errors="replace")
-    finally:
-        _kill_leftovers(marker, control_dir)
-        shutil.rmtree(private_dir, ignore_errors=True)
-        shutil.rmtree(control_dir, ignore_errors=True)
-    status = RunStatus(runner.status)
-    hosts = collector.results()
-    explained = any(h.state in (HostState.FAILED, HostState.UNREACHABLE) for h in hosts)
-    return PlaybookResult(
-        playbook=str(playbook),
-        status=status,
-        rc=int(runner.rc if runner.rc is not None else -1),
-        hosts=hosts,
-        elapsed_s=time.monotonic() - started,
-        # An Ansible error before any host ran (syntax, missing file) is only in its output.
-        error=None if status is RunStatus.SUCCESSFUL or explained else _tail(output),
-    )
+        if "error" in failure:
+            raise HybridctlError(f"ansible-runner failed to run: {failure['error']}")
+
+    def reap(self, hosts: tuple[str, ...]) -> None:
+        """End, on these hosts, every process of the run (a cancel or a task timeout left them running)."""
+        if not hosts:
+            return
+        with contextlib.suppress(HybridctlError):  # best effort: the host may be down for good
+            self.execute(cleanup.reap_play(self.marker), extravars={}, check=False, diff=False, on_event=None,
+                         cancel=None, timeout_s=_REAP_TIMEOUT_S * 2, ssh=replace(self.ssh, control_persist_s=0),
+                         limit=",".join(hosts), task_timeout_s=_REAP_TIMEOUT_S)
 
 
 def _tail(output: str, lines: int = 30) -> str | None:
@@ -233,7 +320,7 @@ def _ansible_playbook() -> Path:
 
 
 def _environment(
-    bindir: Path, ssh: SshOptions, private_dir: Path, control_dir: Path, marker: str
+    bindir: Path, ssh: SshOptions, private_dir: Path, control_dir: Path, marker: str, task_timeout_s: int
 ) -> dict[str, str]:
     env = {
         "PATH": os.pathsep.join([str(bindir), os.environ.get("PATH", os.defpath)]),
@@ -247,11 +334,27 @@ def _environment(
         "ANSIBLE_INTERPRETER_PYTHON": "auto_silent",
         "ANSIBLE_DEPRECATION_WARNINGS": "False",
         "ANSIBLE_NOCOLOR": "True",
-        _RUN_MARKER: marker,
+        "ANSIBLE_TASK_TIMEOUT": str(task_timeout_s),
+        # Each host goes through the play at its own pace: one hung host holds up no other.
+        "ANSIBLE_STRATEGY": "free",
+        cleanup.RUN_MARKER: marker,
     }
     if ssh.private_key is not None:
         env["ANSIBLE_PRIVATE_KEY_FILE"] = str(ssh.private_key)
     return env
+
+
+# What ansible-playbook keeps of this process's environment: nothing that could hold a secret.
+_KEPT_ENVIRONMENT = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+                               "SSH_AUTH_SOCK"})
+
+
+def _process_environment(prepared: Mapping[str, str], ours: Mapping[str, str]) -> dict[str, str]:
+    """Runner's prepared environment without what it copied from ours, but for the harmless keys."""
+    return {
+        key: value for key, value in prepared.items()
+        if key in ours or key in _KEPT_ENVIRONMENT or key.startswith("LC_") or os.environ.get(key) != value
+    }
 
 
 def _default_forks(inventory: InventorySource) -> int:
@@ -282,32 +385,3 @@ def _host_names(group: Mapping[str, object]) -> set[str]:
         elif key not in ("vars", "hosts", "children") and isinstance(value, Mapping):
             names |= _host_names(value)  # a top-level group such as `all`
     return names
-
-
-def _kill_leftovers(marker: str, control_dir: Path) -> None:
-    """SIGKILL every process of this run still alive.
-
-    Found by the marker in its environment, or, for ssh ControlPersist masters (whose
-    process title overwrites the environment), by their control socket path.
-    """
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return  # no procfs (macOS): runner's process-group kill is all we have
-    in_environ = f"{_RUN_MARKER}={marker}".encode()
-    in_cmdline = str(control_dir).encode()
-    for _ in range(3):  # a dying worker may still fork an ssh
-        found = False
-        for entry in proc.iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                mine = in_cmdline in (entry / "cmdline").read_bytes()
-                mine = mine or in_environ in (entry / "environ").read_bytes().split(b"\0")
-                if mine:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    found = True
-            except OSError:
-                continue
-        if not found:
-            return
-        time.sleep(0.05)

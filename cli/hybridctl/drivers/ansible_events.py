@@ -16,12 +16,22 @@ RESULT_FACT = "hybridctl_result"
 
 
 class HostState(StrEnum):
-    """How a host ended the run, worst first: unreachable > failed > changed > ok."""
+    """How a host ended the run, worst first: unreachable > canceled > timed_out > failed > changed > ok.
+
+    timed_out: a task ran longer than the task timeout (its remote processes are ended);
+    canceled: the run was canceled while a task ran on the host (its remote processes are ended).
+    """
 
     OK = "ok"
     CHANGED = "changed"
     FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELED = "canceled"
     UNREACHABLE = "unreachable"
+
+
+# The states of a host on which the run did not complete.
+FAILURE_STATES = frozenset({HostState.FAILED, HostState.TIMED_OUT, HostState.CANCELED, HostState.UNREACHABLE})
 
 
 class RunStatus(StrEnum):
@@ -75,9 +85,7 @@ class PlaybookResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.status is RunStatus.SUCCESSFUL and not self.hosts_in(
-            HostState.FAILED, HostState.UNREACHABLE
-        )
+        return self.status is RunStatus.SUCCESSFUL and not self.hosts_in(*FAILURE_STATES)
 
     def host(self, name: str) -> HostResult:
         for result in self.hosts:
@@ -108,6 +116,20 @@ class Collector:
         self.failure: dict[str, tuple[str | None, str | None]] = {}
         self.data: dict[str, dict[str, object]] = {}
         self.stats: dict[str, dict[str, int]] | None = None
+        self.timed_out: set[str] = set()
+        self.running: dict[str, str | None] = {}  # host: the task started there and not yet ended
+
+    def end_task(self, host: str) -> None:
+        self.running.pop(host, None)
+
+    def cancel_running(self) -> tuple[str, ...]:
+        """The run was canceled: hosts with a task under way end canceled, at that task. Returns them."""
+        hosts = tuple(sorted(self.running))
+        for host, task in self.running.items():
+            self.count(host, "canceled")
+            self.failure[host] = (task, "canceled while this task ran")
+        self.running.clear()
+        return hosts
 
     def count(self, host: str, key: str) -> None:
         per_host = self.counts.setdefault(host, {})
@@ -122,12 +144,16 @@ class Collector:
             state = HostState.OK
             if c.get("unreachable"):
                 state = HostState.UNREACHABLE
+            elif self.counts.get(host, {}).get("canceled"):  # never in Ansible's own stats
+                state = HostState.CANCELED
+            elif c.get("failed") and host in self.timed_out:
+                state = HostState.TIMED_OUT
             elif c.get("failed"):
                 state = HostState.FAILED
             elif c.get("changed"):
                 state = HostState.CHANGED
             # A failure later rescued (block/rescue) leaves the host ok: no failure to report.
-            ended_badly = state in (HostState.FAILED, HostState.UNREACHABLE)
+            ended_badly = state in FAILURE_STATES
             task, message = self.failure.get(host, (None, None)) if ended_badly else (None, None)
             results.append(
                 HostResult(
@@ -166,12 +192,15 @@ def dispatch(event: Mapping[str, object], collector: Collector, on_event: EventC
     res = data.get("res")
     result = res if isinstance(res, Mapping) else {}
     emitted: AnsibleEvent | None = None
+    if host and name in ("runner_on_ok", "runner_on_skipped", "runner_on_failed", "runner_on_unreachable"):
+        collector.end_task(host)
 
     if name == "playbook_on_play_start":
         emitted = AnsibleEvent(EventKind.PLAY_STARTED, play=play)
     elif name in ("playbook_on_task_start", "playbook_on_handler_task_start"):
         emitted = AnsibleEvent(EventKind.TASK_STARTED, play=play, task=task)
     elif name == "runner_on_start" and host:
+        collector.running[host] = task
         emitted = AnsibleEvent(EventKind.TASK_STARTED, play=play, task=task, host=host)
     elif name == "runner_on_ok" and host:
         changed = bool(result.get("changed"))
@@ -188,13 +217,20 @@ def dispatch(event: Mapping[str, object], collector: Collector, on_event: EventC
         collector.count(host, "skipped")
         emitted = AnsibleEvent(EventKind.HOST_SKIPPED, play, task, host)
     elif name == "runner_on_failed" and host:
+        message = _message(result)
+        timed_out = result.get("timedout")
+        if isinstance(timed_out, Mapping):
+            # Ansible's own message does not say how long; ours does, and says it timed out.
+            message = f"timed out after {timed_out.get('period', '?')} s (the task timeout)"
         if data.get("ignore_errors"):
             collector.count(host, "ok")
-            emitted = AnsibleEvent(EventKind.HOST_OK, play, task, host, _message(result))
+            emitted = AnsibleEvent(EventKind.HOST_OK, play, task, host, message)
         else:
             collector.count(host, "failed")
-            collector.failure[host] = (task, _message(result))
-            emitted = AnsibleEvent(EventKind.HOST_FAILED, play, task, host, _message(result))
+            collector.failure[host] = (task, message)
+            if timed_out:
+                collector.timed_out.add(host)
+            emitted = AnsibleEvent(EventKind.HOST_FAILED, play, task, host, message)
     elif name == "runner_on_unreachable" and host:
         collector.count(host, "unreachable")
         collector.failure[host] = (task, _message(result))
