@@ -109,3 +109,25 @@ class TestExpectedLoss:
         result = run_scenario(inv, plan(inv), Scenario("lost-store", tuple(lost("store"))), FailoverOptions())
         camera = next(i for i in result.impacts if i.workload == "camera")
         assert camera.status is Status.MOVED and not camera.expected_loss and result.passed
+
+
+class TestWholeMachines:
+    def test_pinned_work_takes_whole_machines_of_a_pay_per_use_quota(self) -> None:
+        """`pinned` runs 2 replicas of 1 GPU on machines of 8 (2 machines of the 3 the quota allows):
+        only one machine is left for the displaced `sweep`, however few GPUs the pinned replicas use."""
+        from failover_helpers import cloud, cloud_pool
+        from hybridctl.core.plan.verify import verified
+
+        inv = inventory(
+            [onprem("dc", [pool("dc-a100", "A100-40GB", 2, 0.5)]),
+             cloud("aws", [cloud_pool("p4d-spot", "A100-40GB", "p4d.24xlarge", 24, 1.0, "spot")])],
+            [workload("pinned", "experiment", ["A100-40GB"], replicas=2, hours_per_month=100, preemptible=True,
+                      checkpoint_minutes=10, sites=["aws"]),
+             workload("sweep", "experiment", ["A100-40GB"], replicas=2, hours_per_month=100, preemptible=True,
+                      checkpoint_minutes=10)])
+        base = plan(inv)
+        assert by_pool(base.placements, "sweep") == {"dc-a100": 2}
+        result = replan(inv, base, lost("dc"))
+        verified(result.disruption.inventory, result.after, "failover plan")
+        assert by_pool(result.after.placements, "pinned") == {"p4d-spot": 2}
+        assert by_pool(result.after.placements, "sweep") == {"p4d-spot": 1}

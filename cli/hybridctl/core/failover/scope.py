@@ -13,7 +13,6 @@ where moved work would save more than the move threshold (a cheaper survival).
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -84,9 +83,10 @@ class Scope:
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = {key.split("@", 1)[0] for key in self.free}
         pinned = [p for p in self.applied.placements if p.workload not in free_workloads]
-        taken: dict[str, int] = defaultdict(int)
-        for p in pinned:
-            taken[p.pool] += p.gpus
+        # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
+        # replicas run (free always-on work is rounded up on machines of its own: never over quota)
+        taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node
+                 for u in pool_usage(self.pools, pinned)}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
         partial = plan(self.inventory, previous=self.applied, options=options, pools=residual, planned_demands=free)
