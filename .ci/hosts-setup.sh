@@ -6,9 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # debootstrap builds the root filesystem; openssh-client gives ssh and ssh-keygen; iproute2 the
-# namespaces, veths and bridge; util-linux unshare, nsenter and mount. The hosts' own sshd and
-# python come from the root filesystem, not from this machine.
-needed=(debootstrap openssh-client iproute2 util-linux)
+# namespaces, veths and bridge; util-linux unshare, nsenter and mount; dpkg-dev's
+# dpkg-scanpackages the local apt repository of node.yml's package test. The hosts' own sshd,
+# python and containerd come from the root filesystem, not from this machine.
+needed=(debootstrap openssh-client iproute2 util-linux dpkg-dev)
 missing=()
 for pkg in "${needed[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -107,7 +107,8 @@ class TestRollingRestart:
             (host.root / "run/systemd/system").mkdir(parents=True)
         n1, n2, n3 = hosts
         (n2.root / "etc/containerd-unhealthy").touch()
-        result = run(host_lab, "node.yml", hosts, {h.name: NODE_VARS for h in hosts}, hybridctl_restart_batch=1,
+        # Batches [n1, n2] and [n3]: a batch where only some hosts fail must stop the run too.
+        result = run(host_lab, "node.yml", hosts, {h.name: NODE_VARS for h in hosts}, hybridctl_restart_batch=2,
                      hybridctl_manage_services=True, hybridctl_containerd_health_argv=["systemctl", "is-active",
                      "containerd"], hybridctl_containerd_health_retries=1, hybridctl_containerd_health_delay_s=0)  # fmt: skip
 
@@ -117,9 +118,12 @@ class TestRollingRestart:
         assert not result.succeeded
         assert (restarted(n1), restarted(n2), restarted(n3)) == (True, True, False)
         assert result.host(n1.name).data["containerd_restarted"] is True
+        assert result.host(n1.name).data["containerd_healthy"] is True
         assert not (n1.root / "etc/hybridctl/containerd-restart-pending").exists()
         failed = result.host(n2.name)
-        assert (failed.state, failed.failed_task) == (HostState.FAILED, "Check containerd's health after the restart")
+        assert (failed.state, failed.failed_task) == (HostState.FAILED,
+                                                        "Stop the rollout where containerd is unhealthy after its restart")
+        assert failed.data["containerd_healthy"] is False
         # n2 stays pending (the next run restarts it again); n3's batch never started.
         assert (n2.root / "etc/hybridctl/containerd-restart-pending").exists()
         assert (n3.root / "etc/hybridctl/containerd-restart-pending").exists()
