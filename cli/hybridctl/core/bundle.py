@@ -214,6 +214,17 @@ def key_id(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()[:32]
 
 
+def version_order(version: str) -> tuple[tuple[int, int, str], ...]:
+    """Sort key of version names: digit runs compare as numbers, other runs as text, and a name
+    that is a prefix of another comes first (v9 < v10, 2026.05.1 < 2026.05.2 < 2026.05.2a).
+
+    The hosts apply the same order (playbooks' hybridctl_models.version_key): a sync never
+    activates a version that orders at or below the active one; going back is a rollback.
+    """
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.findall(r"\d+|[^\d]+", version))
+
+
 def key_fingerprint(public_key: Ed25519PublicKey) -> str:
     """A short, stable name for a public key, safe to log: ``SHA256:`` and its key ID."""
     return "SHA256:" + key_id(public_key)

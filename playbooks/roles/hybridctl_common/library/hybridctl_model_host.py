@@ -152,7 +152,9 @@ class Host:
             except OSError:
                 now, present, listed = None, None, set()
             if now == record["files"] and present == listed:
+                self.checked_by = "metadata"
                 return record, None
+        self.checked_by = "sha256"
         try:
             record = self.verify(directory, version, keys)
         except Refused as damaged:
@@ -217,7 +219,7 @@ class Host:
                     raise Refused(f"{p['model']} {p['version']} is already on {p['host']} with a different "
                                   "manifest; versions are immutable: publish the new content under a new version")
                 record, damaged = self.installed_ok(p["version"], keys, p["manifest_sha256"])
-                result["version_ok"] = record is not None
+                result.update(version_ok=record is not None, installed_check=self.checked_by)
                 if damaged:
                     result["repaired"] = damaged
             if not result["version_ok"]:
@@ -278,6 +280,7 @@ class Host:
         self.module_result_disk = {"filesystem": _mount_point(upload), "free_bytes": free, "needed_bytes": needed}
         if free < needed + p["reserve_bytes"]:
             remove(upload)
+            self.drop_empty_incoming()
             raise Refused(f"not enough space on {p['host']} for {p['model']} {p['version']}: "
                           f"{_mount_point(upload)} has {free:,} bytes free, the bundle needs {needed:,} more"
                           + (f" plus a reserve of {p['reserve_bytes']:,}" if p["reserve_bytes"] else ""),
@@ -324,8 +327,11 @@ class Host:
             result["pruned"] = self.prune(p["version"], previous, result)
             if not check:
                 lock.release(p["token"])
-                if os.path.isdir(self.incoming) and not os.listdir(self.incoming):
-                    os.rmdir(self.incoming)
+                self.drop_empty_incoming()
+
+    def drop_empty_incoming(self):
+        if os.path.isdir(self.incoming) and not os.listdir(self.incoming):
+            os.rmdir(self.incoming)
 
     def installed_versions(self):
         if not os.path.isdir(self.versions):
@@ -356,6 +362,7 @@ class Host:
             if owner and owner.get("token") == self.p["token"]:
                 if self.p["remove_upload"]:
                     remove(self.upload_dir())
+                    self.drop_empty_incoming()
                 lock.release(self.p["token"])
                 result["released"] = True
 

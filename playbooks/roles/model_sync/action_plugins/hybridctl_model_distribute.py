@@ -94,7 +94,7 @@ class ActionModule(ActionBase):
             common["upload_owner"] = self._play_context.remote_user
         probe = self._execute_module(MODULE, module_args=dict(common, phase="probe"), task_vars=task_vars)
         result["probe"] = {k: probe.get(k) for k in ("current_before", "previous_version", "version_ok", "repaired",
-                                                     "key_pinned", "disk")}
+                                                     "key_pinned", "disk", "installed_check")}
         if probe.get("failed"):
             result.update(probe)
             self._abort(common, task_vars, remove_upload=False)
