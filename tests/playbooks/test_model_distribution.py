@@ -4,7 +4,9 @@ other runs, and checking an installed version by its recorded file metadata."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,13 @@ def upload_dir(root: Path, bundle: Path, version: str) -> Path:
 @pytest.fixture(scope="module")
 def runs(base: Path, tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook,
          bundles: Bundles) -> tuple[dict[str, Path], PlaybookResult]:
-    roots = copy_roots(base, ["resumed", "same", "full", "touched"], tmp_path_factory.mktemp("hosts"))
+    roots = copy_roots(base, ["resumed", "same", "full", "touched", "live_lock", "dead_lock"],
+                       tmp_path_factory.mktemp("hosts"))
+    # A sync of v3 that is running (its record is fresh), and one that died two minutes ago.
+    for name, age_s in (("live_lock", 0), ("dead_lock", 120)):
+        owner = model_dir(roots[name]) / ".sync-owner"
+        owner.write_text(json.dumps({"token": "other-run", "upload": None, "version": "v3", "since": "earlier"}))
+        os.utime(owner, (time.time() - age_s, time.time() - age_s))
     # An upload of v3 cut off mid-way: the weights arrived whole, config.json only in part;
     # and an upload of another bundle that a killed run left behind.
     partial = upload_dir(roots["resumed"], bundles.good["v3"], "v3")
@@ -50,6 +58,8 @@ def runs(base: Path, tmp_path_factory: pytest.TempPathFactory, run_local: RunPla
         "same": {"hybridctl_bundle_dir": str(bundles.good["v2"])},
         "full": {"hybridctl_bundle_dir": str(bundles.good["v2"]), "hybridctl_verify_full": True},
         "touched": {"hybridctl_bundle_dir": str(bundles.good["v2"])},
+        "live_lock": {"hybridctl_bundle_dir": str(bundles.good["v3"])},
+        "dead_lock": {"hybridctl_bundle_dir": str(bundles.good["v3"])},
     }
     return roots, run_local("model-sync.yml", roots, host_vars=host_vars)
 
@@ -99,3 +109,20 @@ class TestInstalledCheck:
         host = result.host("touched")
         assert host.data["installed_check"] == "sha256" and host.data["status"] == "unchanged", describe(result)
         assert current_version(roots["touched"]) == "v2"
+
+
+class TestLock:
+    def test_a_running_sync_of_the_model_turns_another_away(self, runs: tuple[dict[str, Path], PlaybookResult]) -> None:
+        roots, result = runs
+        host = result.host("live_lock")
+        assert host.state is HostState.FAILED and host.data["status"] == "busy", describe(result)
+        assert "another sync of fraud-scorer is running on live_lock (version v3" in (host.message or "")
+        assert current_version(roots["live_lock"]) == "v2"
+        assert json.loads((model_dir(roots["live_lock"]) / ".sync-owner").read_text())["token"] == "other-run"
+
+    def test_the_lock_of_a_dead_sync_is_taken_over(self, runs: tuple[dict[str, Path], PlaybookResult]) -> None:
+        roots, result = runs
+        host = result.host("dead_lock")
+        assert host.data["status"] == "activated", describe(result)
+        assert current_version(roots["dead_lock"]) == "v3"
+        assert not (model_dir(roots["dead_lock"]) / ".sync-owner").exists()

@@ -298,12 +298,14 @@ class Host:
                 result.update(changed=True, status="installed")
                 if not check:
                     upload = self.upload_dir()
+                    # Root-owned first (the upload may belong to the connection user), then verified:
+                    # nobody else can change the files between the check and the rename.
+                    _own_by_root(upload)
                     try:
                         record = self.verify(upload, p["version"], keys)
                     except Refused:
                         remove(upload)
                         raise
-                    _own_by_root(upload)
                     trash = os.path.join(self.versions, ".trash-" + p["version"])
                     remove(trash)
                     if os.path.lexists(version_dir):
@@ -495,7 +497,7 @@ def main():
             "artifact_path_pattern": {"type": "str", "default": "^$"},
             "files": {"type": "dict", "default": {}},
             "token": {"type": "str", "default": ""},
-            "stale_s": {"type": "int", "default": 120},
+            "stale_s": {"type": "int", "default": 60},
             "verify_full": {"type": "bool", "default": False},
             "version_ok": {"type": "bool", "default": False},
             "keep_previous": {"type": "int", "default": 2},
