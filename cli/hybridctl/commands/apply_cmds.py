@@ -53,6 +53,8 @@ def apply(
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    verify_full: bool = typer.Option(False, "--verify-full", help="Model sync re-hashes every installed model "
+                                     "version (by default only those whose file metadata changed since verified)."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.commands.apply_flow import run_apply
@@ -60,7 +62,7 @@ def apply(
     code = run_apply(source=source, inventory=inventory, state=state, lock_timeout_s=parse_duration(lock_timeout),
                      auto_approve=auto_approve, skip_cloud=skip_cloud, bundles=bundles,
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
-                     parallelism=parallelism)
+                     parallelism=parallelism, verify_full=verify_full)
     if code:
         raise typer.Exit(code)
 

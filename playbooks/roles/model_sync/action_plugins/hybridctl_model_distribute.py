@@ -76,7 +76,9 @@ def check_bundle_dir(source):
 
 
 class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
+    # Files go straight to the upload dir, never to a remote temporary dir: not asking Ansible
+    # for one saves a round trip per host (modules are piped when pipelining is on).
+    TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
