@@ -40,3 +40,25 @@ class TestSmallModelsFilesystem:
         assert host.exec(f"readlink {models}/current").stdout.strip() == "versions/v1"
         assert host.exec(f"ls -A {models}").stdout.split() == [".lock", ".verified", "current", "versions"]
         assert host.exec(f"ls -A {models}/versions").stdout.split() == ["v1"]
+
+    def test_a_filesystem_that_fills_up_during_the_copy_is_reported_as_no_space(
+            self, host_lab: HostLab, bundles: Bundles) -> None:
+        (host,) = host_lab.start(1, names=["small-02"])
+        models = "/var/lib/hybridctl/models"
+        host.exec(f"mkdir -p {models} && mount -t tmpfs -o size=20m tmpfs {models}")
+        first = run(host_lab, "model-sync.yml", [host], hybridctl_bundle_dir=str(bundles.good["v1"]),
+                    hybridctl_bundle_public_key_file=str(bundles.public_key))
+        assert first.succeeded, describe(first)
+        # Bytes to spare but only 7 inodes: the probe's own 5 (lock record, upload dirs), then the
+        # copy of the third of v3's 5 files fails; sftp says only "Failure".
+        used = int(host.exec(f"python3 -c 'import os; s = os.statvfs(\"{models}\"); print(s.f_files - s.f_ffree)'").stdout)
+        host.exec(f"mount -o remount,nr_inodes={used + 7} {models}")
+        result = run(host_lab, "model-sync.yml", [host], hybridctl_bundle_dir=str(bundles.good["v3"]))
+        outcome = result.host(host.name)
+        assert outcome.state is HostState.FAILED, describe(result)
+        assert outcome.data["status"] == "no_space", outcome.data
+        # sftp-server passes ENOSPC on; when it says only "Failure", the host's statvfs decides.
+        assert "no space left on small-02" in (outcome.message or "") and "stays on v1" in (outcome.message or "")
+        assert outcome.data["disk"]["free_inodes"] == 0
+        assert host.exec(f"readlink {models}/{MODEL}/current").stdout.strip() == "versions/v1"
+        assert host.exec(f"ls -A {models}/{MODEL}").stdout.split() == [".lock", ".verified", "current", "versions"]

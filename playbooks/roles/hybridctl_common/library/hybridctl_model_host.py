@@ -362,7 +362,15 @@ class Host:
         with self.lock() as lock:
             owner = lock.owner()
             if owner and owner.get("token") == self.p["token"]:
-                if self.p["remove_upload"]:
+                # A copy that failed on a full filesystem (sftp reports only "Failure") is told
+                # apart here: too few bytes or no inodes left for what was still to come.
+                if self.p["needed_bytes"]:
+                    fs = os.statvfs(self.model_dir)
+                    free = fs.f_bavail * fs.f_frsize
+                    result.update(no_space=free < self.p["needed_bytes"] or fs.f_favail == 0, disk={
+                        "filesystem": _mount_point(self.model_dir), "free_bytes": free,
+                        "needed_bytes": self.p["needed_bytes"], "free_inodes": fs.f_favail})
+                if self.p["remove_upload"] or result.get("no_space"):
                     remove(self.upload_dir())
                     self.drop_empty_incoming()
                 lock.release(self.p["token"])
@@ -504,6 +512,7 @@ def main():
             "reserve_bytes": {"type": "int", "default": 0},
             "upload_owner": {"type": "str"},
             "remove_upload": {"type": "bool", "default": False},
+            "needed_bytes": {"type": "int", "default": 0},
             "target": {"type": "str"},
             "action": {"type": "str", "choices": ["add", "remove", "list"], "default": "list"},
             "key_id": {"type": "str"},

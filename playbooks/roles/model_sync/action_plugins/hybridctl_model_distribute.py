@@ -106,7 +106,13 @@ class ActionModule(ActionBase):
             if failure is not None:
                 result.update(failed=True, **failure)
                 # A cut link keeps the upload for the next run to resume; anything else removes it.
-                self._abort(common, task_vars, remove_upload=failure["status"] != "failed")
+                aborted = self._abort(common, task_vars, remove_upload=failure["status"] != "failed",
+                                      needed_bytes=failure.get("needed_bytes", 0))
+                if failure["status"] == "failed" and aborted.get("no_space"):
+                    result.update(status="no_space", msg=f"no space left on {host}: {failure['msg']}")
+                if aborted.get("disk"):
+                    result["disk"] = aborted["disk"]
+                result.pop("needed_bytes", None)
                 return result
             result["sent"] = len(probe.get("send", []))
         install = self._execute_module(
@@ -133,16 +139,20 @@ class ActionModule(ActionBase):
                 self._transfer_file(f"/proc/{os.getpid()}/fd/{fd}", remote)
             except AnsibleError as exc:
                 if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
-                    return {"status": "no_space", "msg": f"no space left on {host} while copying {relative}"}
-                return {"status": "failed", "msg": f"copying {relative} to {host} failed: {exc}"}
+                    return {"status": "no_space", "msg": f"no space left on {host} while copying {relative}",
+                            "needed_bytes": files[relative]}
+                return {"status": "failed", "msg": f"copying {relative} to {host} failed: {exc}",
+                        "needed_bytes": files[relative]}
             finally:
                 os.close(fd)
         return None
 
-    def _abort(self, common, task_vars, *, remove_upload):
+    def _abort(self, common, task_vars, *, remove_upload, needed_bytes=0):
+        """Releases the host's lock; returns the module's answer ({} when the host is gone)."""
         if self._task.check_mode:
-            return
+            return {}
         # When the host is gone, its lock goes stale and is taken over by the next run.
         with contextlib.suppress(AnsibleError):
-            self._execute_module(MODULE, task_vars=task_vars,
-                                 module_args=dict(common, phase="abort", remove_upload=remove_upload))
+            return self._execute_module(MODULE, task_vars=task_vars, module_args=dict(
+                common, phase="abort", remove_upload=remove_upload, needed_bytes=needed_bytes))
+        return {}
