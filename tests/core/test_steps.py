@@ -108,6 +108,16 @@ class TestModelSync:
         assert extravars["hybridctl_bundle_public_key_file"] == "/keys/pub.pem"
         # train runs in the cloud: it is not synced by Ansible, only on-prem/edge hosts are.
         assert not any(sid.startswith("model-sync/aws") for sid in step_plan.graph.ids)
+        assert "hybridctl_verify_full" not in extravars
+
+    def test_verify_full_reaches_model_sync_and_changes_its_identity(self) -> None:
+        inventory = lab_inventory()
+        plan = make_plan(inventory)
+        refs = {"train": bundle("train")}
+        plain = apply_steps(plan, inventory, bundles=refs).graph.get("model-sync/dc-fra/train")
+        full = apply_steps(plan, inventory, bundles=refs, verify_full=True).graph.get("model-sync/dc-fra/train")
+        assert full.params["extravars"]["hybridctl_verify_full"] is True  # type: ignore[index]
+        assert full.key != plain.key  # so a resumed apply runs the re-hash too
 
 
 class TestIdentity:

@@ -86,6 +86,11 @@ def current_version(root: Path) -> str | None:
     return Path(link.readlink()).name if link.is_symlink() else None
 
 
+def previous_version(root: Path) -> str | None:
+    link = model_dir(root) / "previous"
+    return Path(link.readlink()).name if link.is_symlink() else None
+
+
 def versions(root: Path) -> list[str]:
     directory = model_dir(root) / "versions"
     return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hybridctl.core.bundle import key_id
 from hybridctl.drivers.ansible import (
     AnsibleEvent,
     EventKind,
@@ -22,6 +23,7 @@ from hybridctl.drivers.ansible import (
     SshOptions,
     run_playbook,
 )
+from hybridctl.drivers.bundle import load_public_key
 from hybridctl.paths import playbooks_dir
 
 from .support import (
@@ -78,8 +80,11 @@ class TestActivation:
         for relative, data in payload("v2").items():
             assert (current / relative).read_bytes() == data
         assert (current / "manifest.sig").read_bytes() == (bundles.good["v2"] / "manifest.sig").read_bytes()
-        trusted = installed.roots["b"] / "etc/hybridctl/trust/model-signing.pub.pem"
+        # The first sync pinned the key it was given, under its key ID, and says so.
+        key = key_id(load_public_key(bundles.public_key))
+        trusted = installed.roots["b"] / f"etc/hybridctl/trust/keys/{key}.pem"
         assert trusted.read_bytes() == bundles.public_key.read_bytes()
+        assert [p.name for p in trusted.parent.iterdir()] == [f"{key}.pem"]
 
 
 @pytest.fixture(scope="module")
@@ -102,15 +107,17 @@ class TestRefusal:
     @pytest.mark.parametrize("kind,reason", [
         ("tampered", "sha256 mismatch in weights/model.safetensors"),
         ("unsigned", "bundle is not signed: manifest.sig is missing"),
-        ("wrong_key", "manifest.sig does not verify manifest.json with the trusted key"),
-        ("manifest", "manifest.sig does not verify manifest.json with the trusted key"),
+        ("wrong_key", "manifest.sig does not verify manifest.json with any key trusted on wrong_key"),
+        ("manifest", "manifest.sig does not verify manifest.json with any key trusted on manifest"),
         ("extra", "tokenizer/loader.py: present but not listed in the manifest"),
     ])
     def test_bad_bundle_is_refused_and_the_host_stays_on_its_version(self, refusals: Scenario, kind: str,
                                                                      reason: str) -> None:
         host = refusals.result.host(kind)
         assert host.state is HostState.FAILED, describe(refusals.result)
-        assert host.message is not None and reason in host.message and "stays on v2" in host.message
+        # An unlisted file is refused on the controller, before the host is contacted.
+        stays = "stays on the version it had" if kind == "extra" else "stays on v2"
+        assert host.message is not None and reason in host.message and stays in host.message
         assert host.data["status"] == "refused" and reason in str(host.data["reason"])
         root = refusals.roots[kind]
         assert current_version(root) == "v2"
@@ -183,7 +190,9 @@ class TestResync:
         assert host.state is HostState.CHANGED, describe(resyncs.result)
         directory = model_dir(resyncs.roots["interrupted"])
         assert current_version(resyncs.roots["interrupted"]) == "v3"
-        assert sorted(p.name for p in directory.iterdir()) == ["current", "previous", "versions"]
+        assert sorted(p.name for p in directory.iterdir() if p.name not in (".lock", ".verified")) == [
+            "current", "previous", "versions"]
+        assert [p.name for p in (directory / "versions").iterdir() if p.name.startswith(".")] == []
         assert not (directory / "versions/v3/partial.bin").exists()
 
     def test_older_versions_are_pruned_but_previous_is_kept(self, resyncs: Scenario) -> None:
@@ -201,7 +210,7 @@ class TestInterruption:
         cancel = threading.Event()
 
         def on_event(event: AnsibleEvent) -> None:
-            if event.kind is EventKind.TASK_STARTED and event.task == "Copy the bundle to the staging directory":
+            if event.kind is EventKind.TASK_STARTED and event.task == "Distribute, verify and activate the bundle":
                 cancel.set()
 
         def sync(**kwargs: object) -> PlaybookResult:
@@ -240,15 +249,26 @@ class TestRollback:
         host = scenario.result.host("back")
         assert host.state is HostState.CHANGED, describe(scenario.result)
         assert host.data == {"playbook": "rollback", "model": MODEL, "status": "rolled_back", "current": "v1",
-                             "rolled_back_from": "v2"}
+                             "rolled_back_from": "v2", "previous": None}
         assert current_version(scenario.roots["back"]) == "v1"
 
-    def test_rolling_back_twice_changes_nothing_more(self, rollbacks: tuple[Scenario, PlaybookResult]) -> None:
+    def test_previous_moves_back_so_a_second_rollback_has_nothing_older(
+            self, rollbacks: tuple[Scenario, PlaybookResult]) -> None:
         scenario, again = rollbacks
+        assert not (model_dir(scenario.roots["back"]) / "previous").exists()  # never `previous` == `current`
+        host = again.host("back")
+        assert host.state is HostState.FAILED, describe(again)
+        assert "has no older version to return to" in (host.message or "")
+        assert current_version(scenario.roots["back"]) == "v1"
+
+    def test_rolling_back_to_the_current_version_changes_nothing(
+            self, rollbacks: tuple[Scenario, PlaybookResult], run_local: RunPlaybook) -> None:
+        scenario, _ = rollbacks
+        again = run_local("rollback.yml", {"back": scenario.roots["back"]}, hybridctl_model=MODEL,
+                          hybridctl_rollback_version="v1")
         host = again.host("back")
         assert host.state is HostState.OK and host.changed == 0, describe(again)
-        assert host.data["status"] == "unchanged"
-        assert current_version(scenario.roots["back"]) == "v1"
+        assert host.data["status"] == "unchanged" and current_version(scenario.roots["back"]) == "v1"
 
     def test_without_a_previous_link_the_manifest_rollback_target_is_used(
             self, rollbacks: tuple[Scenario, PlaybookResult]) -> None:

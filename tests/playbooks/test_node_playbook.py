@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hybridctl.core.bundle import key_id
 from hybridctl.drivers.ansible import HostState, PlaybookResult
+from hybridctl.drivers.bundle import load_public_key
 
 from .support import Bundles, RunPlaybook, describe
 
@@ -104,7 +106,8 @@ class TestNodeBaseline:
     def test_directories_and_trusted_key_exist(self, node_runs: NodeRuns, bundles: Bundles) -> None:
         root = node_runs.roots["edge1"]
         assert (root / "var/lib/hybridctl/models").is_dir()
-        trusted = root / "etc/hybridctl/trust/model-signing.pub.pem"
+        # Pinned under its key ID (the host's first key; later ones only with `bundle trust`).
+        trusted = root / f"etc/hybridctl/trust/keys/{key_id(load_public_key(bundles.public_key))}.pem"
         assert trusted.read_bytes() == bundles.public_key.read_bytes()
 
     def test_without_containerd_nothing_is_configured_and_a_warning_says_so(self, node_runs: NodeRuns) -> None:

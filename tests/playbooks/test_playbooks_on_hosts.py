@@ -111,6 +111,9 @@ class TestModelSyncOnHosts:
         back = run(host_lab, "rollback.yml", [good], hybridctl_model=MODEL)
         assert back.host(good.name).data["status"] == "rolled_back", describe(back)
         assert current_version(good.root) == "v2"
+        # `previous` moved back with the rollback: a second one goes on to v1 (issue 10: it used to do nothing).
         again = run(host_lab, "rollback.yml", [good], hybridctl_model=MODEL)
-        assert again.host(good.name).changed == 0 and again.host(good.name).data["status"] == "unchanged"
-        assert Path(good.root / "var/lib/hybridctl/models" / MODEL / "current").readlink() == Path("versions/v2")
+        assert again.host(good.name).data["status"] == "rolled_back", describe(again)
+        assert Path(good.root / "var/lib/hybridctl/models" / MODEL / "current").readlink() == Path("versions/v1")
+        same = run(host_lab, "rollback.yml", [good], hybridctl_model=MODEL, hybridctl_rollback_version="v1")
+        assert same.host(good.name).changed == 0 and same.host(good.name).data["status"] == "unchanged"

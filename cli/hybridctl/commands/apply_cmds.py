@@ -59,6 +59,8 @@ def apply(
     end_failover: bool = typer.Option(False, "--end-failover", help="Apply even though a failover is in effect "
                                       "or unfinished: ends it, and may move workloads back to the sites it "
                                       "fenced (`runbook rollback` is the usual way back)."),
+    verify_full: bool = typer.Option(False, "--verify-full", help="Model sync re-hashes every installed model "
+                                     "version (by default only those whose file metadata changed since verified)."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.commands.apply_flow import run_apply
@@ -67,7 +69,7 @@ def apply(
                      auto_approve=auto_approve, skip_cloud=skip_cloud, bundles=bundles,
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
                      parallelism=parallelism, end_failover=end_failover,
-                     allow_machine_removal=allow_machine_removal)
+                     allow_machine_removal=allow_machine_removal, verify_full=verify_full)
     if code:
         raise typer.Exit(code)
 

@@ -239,7 +239,7 @@ def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], 
 def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_timeout_s: float, auto_approve: bool,
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
               ssh_key: Path | None, parallelism: int, end_failover: bool = False,
-              allow_machine_removal: bool = False) -> int:
+              allow_machine_removal: bool = False, verify_full: bool = False) -> int:
     from hybridctl.commands.failover_flow import end_failovers
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
@@ -285,7 +285,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             refs = load_bundles(bundles, bundle_public_key, {p.workload for p in the_plan.placements}, err)
         step_plan = apply_steps(the_plan, loaded.inventory, bundles=refs,
                                 bundle_public_key=str(bundle_public_key.resolve()) if bundle_public_key else None,
-                                deployed=deployed_steps(current),
+                                deployed=deployed_steps(current), verify_full=verify_full,
                                 asset_digests=dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"),
                                                             assets_digest()))
         driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, err)

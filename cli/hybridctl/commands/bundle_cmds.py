@@ -117,3 +117,7 @@ def verify(
             typer.echo(f"hint: {error.hint}", err=True)
     if error is not None:
         raise typer.Exit(ExitCode.FAILED)
+
+
+# `bundle trust ...` lives in its own module; importing it registers it under `bundle`.
+from hybridctl.commands import bundle_trust_cmds  # noqa: E402, F401

@@ -242,21 +242,30 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
                            hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
     state = store.read()
     report = None
+    models: list[dict[str, object]] | None = None  # per host: active model version against the plan's
     if drift and state.deployed:
         from hybridctl.commands.apply_flow import locked
+        from hybridctl.commands.model_versions import check_model_versions, model_versions_document
 
         ssh = ssh_factory(store)
         with locked(store, "status --drift", lock_timeout_s, stderr()):
             state = store.read()
             report = check_drift(store, state, ssh)
+            models = model_versions_document(check_model_versions(store, state, ssh))
     doc = status_document(store, state, report)
+    if models is not None:
+        doc["models"] = models
     if as_json:
         typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
     else:
+        from hybridctl.commands.model_versions import render_model_versions
+
         render_status(stdout(), doc)
-    if report is not None and report.found and detailed_exitcode:
+        render_model_versions(stdout(), models or [])
+    models_differ = any(m["state"] not in ("as planned", "unknown") for m in models or [])
+    if ((report is not None and report.found) or models_differ) and detailed_exitcode:
         return int(CHANGES)
-    if report is not None and report.errors:
+    if (report is not None and report.errors) or any(m["state"] == "unknown" for m in models or []):
         return int(ExitCode.FAILED)
     return 0
 

@@ -204,10 +204,30 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def key_fingerprint(public_key: Ed25519PublicKey) -> str:
-    """A short, stable name for a public key, safe to log: SHA256 of its raw bytes."""
+def key_id(public_key: Ed25519PublicKey) -> str:
+    """The name a public key is pinned under on the hosts: 32 hex digits of SHA-256 of its raw bytes.
+
+    The hosts compute the same from the PEM file (hybridctl_models.py), so a pinned key file
+    whose name does not match its content is noticed.
+    """
     raw = public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
-    return "SHA256:" + hashlib.sha256(raw).hexdigest()[:32]
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+def version_order(version: str) -> tuple[tuple[int, int, str], ...]:
+    """Sort key of version names: digit runs compare as numbers, other runs as text, and a name
+    that is a prefix of another comes first (v9 < v10, 2026.05.1 < 2026.05.2 < 2026.05.2a).
+
+    The hosts apply the same order (playbooks' hybridctl_models.version_key): a sync never
+    activates a version that orders at or below the active one; going back is a rollback.
+    """
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.findall(r"\d+|[^\d]+", version))
+
+
+def key_fingerprint(public_key: Ed25519PublicKey) -> str:
+    """A short, stable name for a public key, safe to log: ``SHA256:`` and its key ID."""
+    return "SHA256:" + key_id(public_key)
 
 
 def sign_manifest(private_key: Ed25519PrivateKey, manifest_bytes: bytes) -> bytes:

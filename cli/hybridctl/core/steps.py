@@ -247,8 +247,10 @@ def _ansible_params(kind: StepKind, hosts: AnsibleInventory, extravars: Mapping[
 def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack] | None = None,
                 bundles: Mapping[str, BundleRef] | None = None, bundle_public_key: str | None = None,
                 deployed: Mapping[str, DeployedStep] | None = None,
-                asset_digests: Mapping[str, str] | None = None) -> StepPlan:
+                asset_digests: Mapping[str, str] | None = None, verify_full: bool = False) -> StepPlan:
     """The steps that make `plan` real. `bundles` None means no bundles were given at all.
+
+    `verify_full` makes model sync re-hash installed versions (and so re-runs its steps).
 
     `deployed` (from the state) adds the teardown of cloud stacks the new plan no longer has.
     `asset_digests` (playbook file -> digest) makes an edited playbook re-run its steps.
@@ -311,6 +313,8 @@ def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack
             }
             if bundle_public_key is not None:
                 extravars["hybridctl_bundle_public_key_file"] = bundle_public_key
+            if verify_full:
+                extravars["hybridctl_verify_full"] = True
             steps.append(make_step(f"model-sync/{site.name}/{workload}", StepKind.MODEL_SYNC,
                                    f"model {bundle.model} {bundle.version} to {_hosts(len(targets.hostvars))} at {site.name}",
                                    _ansible_params(StepKind.MODEL_SYNC, targets, extravars, assets),

@@ -1,0 +1,89 @@
+"""Wall time of model-sync.yml distributing a signed bundle to the real SSH test hosts.
+
+Run as root:  .venv/bin/python bench/model_sync_bench.py [--hosts 8 32] [--repeat 3] [--mb 64]
+              [--compare OLD_PLAYBOOKS_DIR]
+
+Each run starts fresh hosts and syncs a new version (so every run copies, verifies and
+activates), through the Ansible driver with its defaults. With --compare, every run is made
+once with the playbooks of this checkout and once with OLD_PLAYBOOKS_DIR (e.g. extracted with
+`git archive <commit> playbooks | tar -x -C /tmp/old`), alternating, so that both see the same
+machine load. Prints medians per host count. ansible_bench.py measures the other playbooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hosts.lab import HostLab, missing_prerequisites  # noqa: E402
+from hybridctl.drivers.ansible import SshOptions, run_playbook  # noqa: E402
+from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundle  # noqa: E402
+from hybridctl.paths import playbooks_dir  # noqa: E402
+
+
+def _bundle(directory: Path, version: str, private_key: Path, size_mb: int) -> Path:
+    bundle = directory / version
+    (bundle / "weights").mkdir(parents=True)
+    (bundle / "weights" / "model.safetensors").write_bytes(os.urandom(size_mb * 1024 * 1024))
+    (bundle / "config.json").write_text(f'{{"version": "{version}"}}')
+    create_bundle(bundle, model="bench-model", version=version, source_commit="bench")
+    sign_bundle(bundle, private_key)
+    return bundle
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, nargs="+", default=[8])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--mb", type=int, default=64)
+    parser.add_argument("--compare", type=Path, help="another playbooks dir to time the same way")
+    args = parser.parse_args()
+    missing = missing_prerequisites()
+    if missing:
+        print("cannot run: " + "; ".join(missing), file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="hybridctl-sync-bench-"))
+    private_key, public_key = work / "signing.pem", work / "signing.pub.pem"
+    generate_keypair(private_key, public_key)
+    variants = {"this checkout": playbooks_dir()}
+    if args.compare:
+        variants["compare"] = args.compare.resolve()
+    lab = HostLab()
+    lab.open()
+    try:
+        for count in args.hosts:
+            times: dict[str, list[float]] = {name: [] for name in variants}
+            for attempt in range(args.repeat):
+                for name, playbooks in variants.items():
+                    hosts = lab.start(count)
+                    bundle = _bundle(work, f"v{count}-{attempt}-{len(times[name])}{name[0]}", private_key, args.mb)
+                    with lab.controller():
+                        result = run_playbook(playbooks / "model-sync.yml", lab.inventory(hosts),
+                                              ssh=SshOptions(lab.known_hosts_path, lab.client_key_path),
+                                              extravars={"hybridctl_bundle_dir": str(bundle),
+                                                         "hybridctl_bundle_public_key_file": str(public_key)})
+                    lab.stop(hosts)
+                    if not result.succeeded:
+                        print(f"{name}: model-sync failed: {result}", file=sys.stderr)
+                        return 1
+                    times[name].append(result.elapsed_s)
+                    print(f"  {count} hosts, {name}: {result.elapsed_s:.2f} s", flush=True)
+            load = os.getloadavg()[0]
+            print(f"{count} hosts, {args.mb} MB bundle: " + "; ".join(
+                f"{name} {statistics.median(values):.2f} s" for name, values in times.items())
+                + f"  [median of {args.repeat}; load average {load:.1f} on {os.cpu_count()} CPUs at {time.strftime('%H:%M')}]")
+    finally:
+        lab.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""model-sync.yml on a real SSH test host whose models directory is a small filesystem of its
+own (a 1 MiB tmpfs mounted inside the host): the free-space check refuses cleanly, reports
+no_space (not "refused"), copies nothing, and the host keeps its version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hosts.lab import HostLab
+from hybridctl.drivers.ansible import HostState
+
+from .support import MODEL, Bundles, describe, make_bundle
+from .test_playbooks_on_hosts import run
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+
+class TestSmallModelsFilesystem:
+    def test_a_bundle_larger_than_the_free_space_is_refused_before_copying(
+            self, host_lab: HostLab, bundles: Bundles, tmp_path: Path) -> None:
+        (host,) = host_lab.start(1, names=["small-01"])
+        host.exec("mkdir -p /var/lib/hybridctl/models && mount -t tmpfs -o size=1m tmpfs /var/lib/hybridctl/models")
+        first = run(host_lab, "model-sync.yml", [host], hybridctl_bundle_dir=str(bundles.good["v1"]),
+                    hybridctl_bundle_public_key_file=str(bundles.public_key))
+        assert first.succeeded, describe(first)  # a small bundle fits
+        private = bundles.public_key.parent / "signing.pem"
+        big = make_bundle(tmp_path / "v5", "v5", private, rollback_to=None,
+                          files={"weights/model.safetensors": b"w" * (2 * 1024 * 1024), "config.json": b"{}"})
+        result = run(host_lab, "model-sync.yml", [host], hybridctl_bundle_dir=str(big))
+        outcome = result.host(host.name)
+        assert outcome.state is HostState.FAILED, describe(result)
+        assert outcome.data["status"] == "no_space", outcome.data
+        message = outcome.message or ""
+        assert "not enough space on small-01 for fraud-scorer v5: /var/lib/hybridctl/models has" in message, message
+        assert "the bundle needs 2,097," in message and "stays on v1" in message
+        assert outcome.data["disk"]["needed_bytes"] > outcome.data["disk"]["free_bytes"]
+        # The tmpfs is mounted inside the host's mount namespace: look from there.
+        models = f"/var/lib/hybridctl/models/{MODEL}"
+        assert host.exec(f"readlink {models}/current").stdout.strip() == "versions/v1"
+        assert host.exec(f"ls -A {models}").stdout.split() == [".lock", ".verified", "current", "versions"]
+        assert host.exec(f"ls -A {models}/versions").stdout.split() == ["v1"]
+
+    def test_a_filesystem_that_fills_up_during_the_copy_is_reported_as_no_space(
+            self, host_lab: HostLab, bundles: Bundles) -> None:
+        (host,) = host_lab.start(1, names=["small-02"])
+        models = "/var/lib/hybridctl/models"
+        host.exec(f"mkdir -p {models} && mount -t tmpfs -o size=20m tmpfs {models}")
+        first = run(host_lab, "model-sync.yml", [host], hybridctl_bundle_dir=str(bundles.good["v1"]),
+                    hybridctl_bundle_public_key_file=str(bundles.public_key))
+        assert first.succeeded, describe(first)
+        # Bytes to spare but only 7 inodes: the probe's own 5 (lock record, upload dirs), then the
+        # copy of the third of v3's 5 files fails; sftp says only "Failure".
+        used = int(host.exec(f"python3 -c 'import os; s = os.statvfs(\"{models}\"); print(s.f_files - s.f_ffree)'").stdout)
+        host.exec(f"mount -o remount,nr_inodes={used + 7} {models}")
+        result = run(host_lab, "model-sync.yml", [host], hybridctl_bundle_dir=str(bundles.good["v3"]))
+        outcome = result.host(host.name)
+        assert outcome.state is HostState.FAILED, describe(result)
+        assert outcome.data["status"] == "no_space", outcome.data
+        # sftp-server passes ENOSPC on; when it says only "Failure", the host's statvfs decides.
+        assert "no space left on small-02" in (outcome.message or "") and "stays on v1" in (outcome.message or "")
+        assert outcome.data["disk"]["free_inodes"] == 0
+        assert host.exec(f"readlink {models}/{MODEL}/current").stdout.strip() == "versions/v1"
+        assert host.exec(f"ls -A {models}/{MODEL}").stdout.split() == [".lock", ".verified", "current", "versions"]
