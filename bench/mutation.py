@@ -5,10 +5,11 @@ Run it by hand, one scope at a time (not in CI: a whole scope takes hours on 2 c
     .venv/bin/pip install -e '.[mutation]'
     .venv/bin/python bench/mutation.py core/plan --sample 60      # 60 mutants drawn at random
     .venv/bin/python bench/mutation.py drivers/state               # every mutant of the scope
+    .venv/bin/python bench/mutation.py core/plan --sample 20 --rev 2c90c6d   # the code and tests of a commit
 
 mutmut only understands ./, src/ or source/ layouts, so the script builds one in a scratch
 directory (default .mutation/, git-ignored): src/hybridctl, tests/, bench/ and the asset
-directories, with a pyproject.toml holding the scope's mutmut and pytest settings; it then
+directories of this checkout, or of a commit with --rev (before/after comparisons), with a pyproject.toml holding the scope's mutmut and pytest settings; it then
 runs `mutmut run` there on the scope's mutants (or a seeded sample of them) with the scope's
 tests only, and prints killed / total. A sampled score is an estimate: say so when quoting it.
 Surviving mutants are listed; `cd .mutation && ../.venv/bin/mutmut show NAME` shows the diff.
@@ -38,17 +39,28 @@ SCOPES: dict[str, tuple[list[str], list[str]]] = {
 ASSETS = ("templates", "stacks", "playbooks", "inventories")
 
 
-def build(work: Path, scope: str) -> None:
-    """The scratch tree mutmut runs in: a src/ layout of this checkout, and the scope's settings."""
+def build(work: Path, scope: str, rev: str | None) -> None:
+    """The scratch tree mutmut runs in: a src/ layout of this checkout (or of commit `rev`), and the
+    scope's settings. The scope's tests that do not exist there are left out of the selection."""
     sources, tests = SCOPES[scope]
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    root = ROOT
+    if rev is not None:
+        root = work / "checkout"
+        root.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "cli", "tests", "bench", *ASSETS],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
-    shutil.copytree(ROOT / "cli" / "hybridctl", work / "src" / "hybridctl", ignore=ignore)
+    shutil.copytree(root / "cli" / "hybridctl", work / "src" / "hybridctl", ignore=ignore)
     for name in ("tests", "bench", *ASSETS):
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, work / name, ignore=ignore, symlinks=True)
+        if (root / name).is_dir():
+            shutil.copytree(root / name, work / name, ignore=ignore, symlinks=True)
+    if rev is not None:
+        shutil.rmtree(root)
+    tests = [t for t in tests if (work / t).exists()]
     paths = [f"src/hybridctl/{s}" for s in sources]
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
@@ -87,8 +99,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-children", type=int, default=1, help="parallel test runs (the machine is shared)")
     parser.add_argument("--work", type=Path, default=ROOT / ".mutation")
+    parser.add_argument("--rev", help="mutate the code of this commit, with its tests (default: the working tree)")
     args = parser.parse_args()
-    build(args.work, args.scope)
+    build(args.work, args.scope, args.rev)
     names: list[str] = []
     if args.sample:
         # generate the mutants and their names without running them: `mutmut run` on a name that
