@@ -61,10 +61,13 @@ def build(work: Path, scope: str, rev: str | None) -> None:
     if rev is not None:
         shutil.rmtree(root)
     tests = [t for t in tests if (work / t).exists()]
-    paths = [f"src/hybridctl/{s}" for s in sources]
+    # the whole package is copied (a partial copy would leave the real one to be imported), and
+    # only the scope's files are mutated
+    patterns = [f"src/hybridctl/{s}*" if s.endswith("/") else f"src/hybridctl/{s}" for s in sources]
     (work / "pyproject.toml").write_text(
         "[tool.mutmut]\n"
-        f"source_paths = {json.dumps(paths)}\n"
+        'source_paths = ["src/hybridctl"]\n'
+        f"only_mutate = {json.dumps(patterns)}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-m", "not hosts"]\n'
         f"also_copy = {json.dumps([*ASSETS, 'bench'])}\n"
