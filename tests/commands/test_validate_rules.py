@@ -74,6 +74,10 @@ CASES = [
      "hours_per_month is required for training", None),
     ("duplicate-name", BASE + WORKLOAD.replace("name: train", "name: train  # again"), "duplicate-name",
      "# again", "workload 'train' is defined twice (first at", "rename one"),
+    ("duplicate-host", BASE.replace("      - {name: a-01, address: 10.0.0.1, pool: a-h100}\n",
+                                    "      - {name: a-01, address: 10.0.0.1, pool: a-h100}\n"
+                                    "      - {name: a-01, address: 10.0.0.2, pool: a-h100}  # again\n"),
+     "duplicate-name", "# again", "host 'a-01' is defined twice (first at", "rename one"),
     ("no-pool-gpu", BASE.replace("gpu: {types: [H100], count: 8}", "gpu: {types: [T4], count: 1}"),
      "no-eligible-pool:gpu-type", "  - name: train", "no pool offers GPU type T4", None),
     ("no-pool-capacity-type", BASE.replace("hours_per_month: 100", "hours_per_month: 100\n    tier: opportunistic\n"
@@ -118,6 +122,12 @@ def test_valid_base_inventory(tmp_path: Path) -> None:
     result = run_cli("validate", str(write(tmp_path, BASE)))
     assert result.code == 0, result.output
     assert "valid (2 sites, 4 pools, 1 workloads)" in result.stdout
+
+
+def test_a_latency_budget_equal_to_the_site_s_latency_is_met(tmp_path: Path) -> None:
+    """dc-a is exactly 10 ms from eu-users: a 10 ms budget is inside it (≤), a 9 ms one is not."""
+    assert run_cli("validate", str(write(tmp_path, add_workload("    latency: {region: eu-users, p95_ms: 10}\n")))).code == 0
+    assert run_cli("validate", str(write(tmp_path, add_workload("    latency: {region: eu-users, p95_ms: 9}\n")))).code == 1
 
 
 def test_duplicate_across_files_cites_both(tmp_path: Path) -> None:

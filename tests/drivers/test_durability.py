@@ -89,3 +89,12 @@ class TestJournal:
         assert syscalls[0][2] == (first.to_json() + "\n").encode()
         assert syscalls[1][2] == (first.to_json() + "\n" + second.to_json() + "\n").encode()
         assert [r.event for r in journal.records()] == ["started", "succeeded"]
+
+    def test_a_record_is_one_compact_line_of_utf_8_that_reads_back(self, tmp_path: Path) -> None:
+        journal = Journal(tmp_path / "journal.jsonl")
+        written = journal.append("run-1", "step-done", step="model-sync/dc/café", summary="synced ✓")
+        line = journal.path.read_bytes()
+        assert line.count(b"\n") == 1 and line.endswith(b"\n")
+        assert "café".encode() in line and "✓".encode() in line  # UTF-8 as written, not \\u escapes
+        assert b", " not in line and b": " not in line  # compact: one record per line, no padding
+        assert journal.records() == [written]

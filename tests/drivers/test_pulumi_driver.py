@@ -301,8 +301,17 @@ class TestDriverConversation:
     def test_up_applies_and_a_second_preview_sees_no_changes(self, tmp_path: Path, fake_cli: FakeCli) -> None:
         driver = make_driver(tmp_path, fake_cli)
         applied = driver.up(SPEC)
-        assert applied.summary == {"create": 3}
-        assert applied.outputs == {"nodeGroupCount": 2, "nodeRoleArn": "arn:aws:iam::1:role/x"}
+        # what hybridctl decides: the stack it updates and the configuration it sets there
+        (up,) = [c for c in fake_cli.commands() if c[0] == "up"]
+        assert up[up.index("--stack") + 1] == SPEC.stack_name and "--yes" in up
+        (set_all,) = [c for c in fake_cli.commands() if c[:2] == ["config", "set-all"]]
+        assert [a for a in set_all if "=" in a] == [
+            "aws:region=us-east-1", "hybridctl:site=aws-us-east-1",
+            'hybridctl:nodePools=[{"minSize":1,"name":"p5-on-demand"},{"minSize":0,"name":"p5-spot"}]']
+        # what the engine reports is handed on as it is, not made up: the summary and the outputs
+        stack = fake_cli.stack_state(SPEC.stack_name)
+        assert applied.summary == stack["history"][-1]["resourceChanges"]
+        assert applied.outputs == stack["outputs"] and applied.outputs
         again = driver.preview(SPEC)
         assert again.summary == {"same": 3} and not again.has_changes and again.changes == ()
 

@@ -47,6 +47,9 @@ from hypothesis import strategies as st
 
 TIER_WEIGHT = {Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0}
 TIE_BREAK = 1e-4
+# The LP-guided route stops its restricted MIPs within STAGE_GAP of their own bound, over each
+# unit's few cheapest candidate pools: not exact, but measured within this of the optimum.
+LP_ROUTE_TOLERANCE = 0.01
 ALWAYS_ON = 730
 # one GPU per machine and four: whole-machine rounding and node shape both come into play
 INSTANCES = {"L4": (("g6.xlarge", 1), ("g6.12xlarge", 4)), "T4": (("g4dn.xlarge", 1), ("g4dn.12xlarge", 4))}
