@@ -113,9 +113,9 @@ class TestModelSync:
     def test_verify_full_reaches_model_sync_and_changes_its_identity(self) -> None:
         inventory = lab_inventory()
         plan = make_plan(inventory)
-        refs = {"train": bundle("train")}
-        plain = apply_steps(plan, inventory, bundles=refs).graph.get("model-sync/dc-fra/train")
-        full = apply_steps(plan, inventory, bundles=refs, verify_full=True).graph.get("model-sync/dc-fra/train")
+        refs = {"chat": bundle("chat")}
+        plain = apply_steps(plan, inventory, bundles=refs).graph.get("model-sync/dc-fra/chat")
+        full = apply_steps(plan, inventory, bundles=refs, verify_full=True).graph.get("model-sync/dc-fra/chat")
         assert full.params["extravars"]["hybridctl_verify_full"] is True  # type: ignore[index]
         assert full.key != plain.key  # so a resumed apply runs the re-hash too
 
