@@ -43,9 +43,7 @@ def _run(action: str, extravars: dict[str, str], key: str | None, inventory: Pat
     from rich.table import Table
 
     from hybridctl.commands.apply_flow import locked, open_store, ssh_options
-    from hybridctl.core.ansible_inventory import build_ansible_inventory
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.commands.common import site_hosts
     from hybridctl.drivers.ansible import HostState, run_playbook
     from hybridctl.drivers.journal import JournalEvent
     from hybridctl.drivers.state import new_run_id
@@ -56,15 +54,7 @@ def _run(action: str, extravars: dict[str, str], key: str | None, inventory: Pat
 
     if output_format not in ("table", "json"):
         raise UsageError(f"--format {output_format!r}: expected table or json")
-    loaded = load_inventory(inventory).inventory
-    unknown = sorted(set(site) - {s.name for s in loaded.sites})
-    if unknown:
-        raise UsageError(f"--site {', '.join(unknown)}: no such site in the inventory")
-    hosts = build_ansible_inventory(loaded, plan(loaded))
-    if site:
-        hosts = hosts.restrict(h for h, v in hosts.hostvars.items() if v.get("hybridctl_site") in site)
-    if not hosts.hosts:
-        raise UsageError("the inventory declares no on-prem or edge hosts" + (" at those sites" if site else ""))
+    hosts = site_hosts(inventory, site)
     store = open_store(state)
     ssh = ssh_options(store, known_hosts, ssh_key)
     what = f"bundle trust {action}" + (f" {key}" if key else "")

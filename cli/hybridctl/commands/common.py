@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from hybridctl.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
+    from hybridctl.core.ansible_inventory import AnsibleInventory
     from hybridctl.core.inventory.models import Inventory
     from hybridctl.core.plan.model import Plan
 
@@ -92,3 +94,23 @@ def check_rules(plan: Plan, inventory: Inventory, plan_path: Path) -> None:
 
 
 PROBLEMS_SHOWN = 20
+
+
+def site_hosts(inventory_path: Path, sites: Sequence[str]) -> AnsibleInventory:
+    """The on-prem and edge hosts of an inventory (only those at `sites`, when any are named),
+    with the variables the playbooks read, for a playbook run outside apply (discover, bundle trust)."""
+    from hybridctl.core.ansible_inventory import build_ansible_inventory
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.verify import verified
+
+    loaded = load_inventory(inventory_path).inventory
+    unknown = sorted(set(sites) - {s.name for s in loaded.sites})
+    if unknown:
+        raise UsageError(f"--site {', '.join(unknown)}: no such site in the inventory")
+    hosts = build_ansible_inventory(loaded, verified(loaded, plan(loaded)))
+    if sites:
+        hosts = hosts.restrict(h for h, v in hosts.hostvars.items() if v.get("hybridctl_site") in sites)
+    if not hosts.hosts:
+        raise UsageError("the inventory declares no on-prem or edge hosts" + (" at those sites" if sites else ""))
+    return hosts

@@ -27,26 +27,14 @@ def discover(
     from rich.table import Table
 
     from hybridctl.commands.apply_flow import open_store, ssh_options
-    from hybridctl.core.ansible_inventory import build_ansible_inventory
+    from hybridctl.commands.common import site_hosts
     from hybridctl.core.discovery import compare_host
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
-    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.ansible import run_playbook
-    from hybridctl.errors import UsageError
     from hybridctl.paths import playbooks_dir
     from hybridctl.render.console import stderr, stdout
     from hybridctl.runners import write_inventory_file
 
-    loaded = load_inventory(inventory).inventory
-    unknown = sorted(set(site) - {s.name for s in loaded.sites})
-    if unknown:
-        raise UsageError(f"--site {', '.join(unknown)}: no such site in the inventory")
-    hosts = build_ansible_inventory(loaded, verified(loaded, plan(loaded)))
-    if site:
-        hosts = hosts.restrict(h for h, v in hosts.hostvars.items() if v.get("hybridctl_site") in site)
-    if not hosts.hosts:
-        raise UsageError("the inventory declares no on-prem or edge hosts" + (" at those sites" if site else ""))
+    hosts = site_hosts(inventory, site)
     store = open_store(state)
     ssh = ssh_options(store, known_hosts, ssh_key)
     work_dir = store.ansible_dir
