@@ -207,16 +207,14 @@ def dispatch(event: Mapping[str, object], collector: Collector, on_event: EventC
         collector.count(host, "changed" if changed else "ok")
         if changed:
             collector.count(host, "ok")  # Ansible counts a changed task as ok too
-        facts = result.get("ansible_facts")
-        if isinstance(facts, Mapping) and RESULT_FACT in facts:
-            returned = facts[RESULT_FACT]
-            target = collector.data.setdefault(host, {})
-            target.update(returned if isinstance(returned, Mapping) else {"value": returned})
+        _collect_result(collector, host, result)
         emitted = AnsibleEvent(EventKind.HOST_CHANGED if changed else EventKind.HOST_OK, play, task, host)
     elif name == "runner_on_skipped" and host:
         collector.count(host, "skipped")
         emitted = AnsibleEvent(EventKind.HOST_SKIPPED, play, task, host)
     elif name == "runner_on_failed" and host:
+        # An action plugin that does a host's whole play in one task reports its result when it fails too.
+        _collect_result(collector, host, result)
         message = _message(result)
         timed_out = result.get("timedout")
         if isinstance(timed_out, Mapping):
@@ -245,3 +243,11 @@ def dispatch(event: Mapping[str, object], collector: Collector, on_event: EventC
         collector.stats = stats
     if emitted is not None and on_event is not None:
         on_event(emitted)
+
+
+def _collect_result(collector: Collector, host: str, result: Mapping[str, object]) -> None:
+    facts = result.get("ansible_facts")
+    if isinstance(facts, Mapping) and RESULT_FACT in facts:
+        returned = facts[RESULT_FACT]
+        target = collector.data.setdefault(host, {})
+        target.update(returned if isinstance(returned, Mapping) else {"value": returned})
