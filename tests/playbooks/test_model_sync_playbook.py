@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -227,7 +228,10 @@ class TestInterruption:
         served_bytes = (model_dir(roots["killed"]) / "current/weights/model.safetensors").read_bytes()
         assert served_bytes == payload(served)["weights/model.safetensors"]
 
-        again = sync()
+        # A killed run that had already taken the model's lock leaves it behind: it goes stale after
+        # hybridctl_model_lock_stale_s without activity (shortened here), and the next run takes it over.
+        time.sleep(1.5)
+        again = sync(extravars={"hybridctl_model_lock_stale_s": 1})
         expected = "activated" if served == "v2" else "unchanged"
         assert again.succeeded and again.host("killed").data["status"] == expected, describe(again)
         directory = model_dir(roots["killed"])

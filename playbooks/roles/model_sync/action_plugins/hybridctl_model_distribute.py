@@ -1,6 +1,8 @@
-# Runs ON THE CONTROLLER: distributes one bundle to one host in a single task:
+# Runs ON THE CONTROLLER: a host's whole model-sync in a single task (each task costs the
+# controller a worker and templating per host, which at 100 hosts was most of the run):
 #   1. checks the bundle directory without following any symlink: only regular files, exactly
-#      those the manifest lists (plus manifest.json and manifest.sig), with the listed sizes.
+#      those the manifest lists (plus manifest.json and manifest.sig), with the listed sizes; the
+#      model and version names, and what the caller expects (model, version, manifest sha256).
 #      Nothing is sent from a directory that fails this;
 #   2. probe (hybridctl_model_host on the host): trust, lock, downgrade, installed copy, free
 #      space; it answers which files are still missing in the upload dir (resumed uploads);
@@ -10,12 +12,15 @@
 #   4. install: the host verifies what it received (signature, list, sizes, sha256), renames it
 #      into versions/<version>, switches `current`, prunes and releases the lock.
 # A failure releases the lock (abort) and reports `status`: refused, busy, no_space or failed.
+# Either way the host's result is returned as the fact hybridctl_result.
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
+import re
 import stat
 import uuid
 
@@ -43,13 +48,29 @@ def _open_regular(path):
     return fd
 
 
-def check_bundle_dir(source):
+def read_manifest(source):
+    """(bytes, parsed) of the bundle's manifest.json, read without following symlinks; or Refusal."""
+    manifest_path = os.path.join(source, "manifest.json") if isinstance(source, str) else ""
+    if not isinstance(source, str) or not source.startswith("/") or os.path.islink(source) \
+            or not os.path.isdir(source) or os.path.islink(manifest_path) or not os.path.isfile(manifest_path):
+        raise Refusal("hybridctl_bundle_dir must be the absolute path of a bundle directory on the controller that "
+                      f"holds manifest.json (neither of them a symlink); got {source or 'nothing'}")
+    fd = _open_regular(manifest_path)
+    with os.fdopen(fd, "rb") as stream:
+        manifest_bytes = stream.read()
+    try:
+        manifest = json.loads(manifest_bytes.decode("utf-8"))
+    except ValueError as exc:
+        raise Refusal(f"{manifest_path} is not JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise Refusal(f"{manifest_path} is not a bundle manifest")
+    return manifest_bytes, manifest
+
+
+def check_bundle_dir(source, manifest):
     """{relative path: size} of what may be sent, or Refusal naming every problem."""
     if not stat.S_ISDIR(os.lstat(source).st_mode):
         raise Refusal(f"{source} is not a directory (a symlink to one is not accepted)")
-    fd = _open_regular(os.path.join(source, "manifest.json"))
-    with os.fdopen(fd, "rb") as stream:
-        manifest = json.loads(stream.read().decode("utf-8"))
     listed = {f["path"]: f["size_bytes"] for f in manifest.get("files", [])}
     problems, present = [], {}
     for parent, dirs, names in os.walk(source, followlinks=False):
@@ -75,6 +96,21 @@ def check_bundle_dir(source):
     return present
 
 
+def check_names(source, manifest, digest, args):
+    """Refusal unless the bundle names a valid model and version, and the one the caller expects."""
+    pattern = re.compile(args["name_pattern"])
+    model, version = manifest.get("model"), manifest.get("version")
+    expected = {"model": args.get("expected_model"), "version": args.get("expected_version"),
+                "sha256": args.get("expected_manifest_sha256")}
+    if not (isinstance(model, str) and pattern.match(model) and isinstance(version, str) and pattern.match(version)
+            and expected["model"] in (None, model) and expected["version"] in (None, version)
+            and expected["sha256"] in (None, digest)):
+        raise Refusal(f"the bundle in {source} is {model or '?'} {version or '?'}; expected "
+                      f"{expected['model'] or 'any model'} {expected['version'] or 'any version'} "
+                      f"(manifest sha256 {expected['sha256'] or 'any'}, found {digest}), "
+                      "with names made of letters, digits and . _ + -")
+
+
 class ActionModule(ActionBase):
     # Files go straight to the upload dir, never to a remote temporary dir: not asking Ansible
     # for one saves a round trip per host (modules are piped when pipelining is on).
@@ -83,15 +119,49 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
-        source = args.pop("src", None)
-        host = args.get("host")
+        host = args["host"]
+        outcome = {"model": None, "version": None, "current": None}
         try:
-            files = check_bundle_dir(source)
-        except (Refusal, OSError, ValueError, KeyError, TypeError) as exc:
-            result.update(failed=True, status="refused", msg=f"{exc}")
-            return result
+            self._distribute(args, task_vars, result, outcome)
+        except Refusal as refusal:
+            result.update(failed=True, status="refused", msg=str(refusal))
+        report = {"playbook": "model-sync", "model": outcome["model"], "version": outcome["version"]}
+        if result.get("failed"):
+            status = result.get("status") if result.get("status") in ("refused", "busy", "no_space") else "failed"
+            reason = result.get("msg") or "verification failed"
+            current = (result.get("probe") or {}).get("current_before") or None
+            report.update(status=status, reason=reason, current=current, disk=result.get("disk"))
+            result["msg"] = (f"{status.replace('_', ' ')} {outcome['model'] or '?'} {outcome['version'] or '?'} on "
+                             f"{host}: {reason}. The host stays on {current or 'the version it had, if any'}.")
+        else:
+            probe = result["probe"]
+            report.update(status=result.get("status"), current=outcome["version"], previous=result.get("previous"),
+                          repaired=probe.get("repaired"), key_pinned=probe.get("key_pinned"), disk=probe.get("disk"),
+                          sent_files=result.get("sent", 0), installed_check=probe.get("installed_check"),
+                          pruned=result.get("pruned"), path=outcome["path"])
+        result["ansible_facts"] = {"hybridctl_result": report}
+        return result
+
+    def _distribute(self, args, task_vars, result, outcome):
+        source = args.pop("src", None)
+        root, models_dir = args.pop("root"), args.pop("models_dir")
+        if not isinstance(root, str) or not root.startswith("/"):
+            raise Refusal(f"hybridctl_root must be an absolute path, got {root}")
+        manifest_bytes, manifest = read_manifest(source)
+        digest = hashlib.sha256(manifest_bytes).hexdigest()
+        check_names(source, manifest, digest, args)
+        for key in ("name_pattern", "expected_model", "expected_version", "expected_manifest_sha256"):
+            args.pop(key, None)
+        model, version = manifest["model"], manifest["version"]
+        model_dir = os.path.join(models_dir, model)
+        outcome.update(model=model, version=version, path=os.path.join(model_dir, "versions", version))
+        try:
+            files = check_bundle_dir(source, manifest)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise Refusal(f"{exc}") from None
         token = uuid.uuid4().hex
-        common = dict(args, token=token, files=files)
+        common = dict(args, model=model, version=version, model_dir=model_dir, manifest_sha256=digest, token=token,
+                      files=files)
         if self._play_context.become and self._play_context.remote_user not in (None, "root"):
             common["upload_owner"] = self._play_context.remote_user
         probe = self._execute_module(MODULE, module_args=dict(common, phase="probe"), task_vars=task_vars)
@@ -100,20 +170,20 @@ class ActionModule(ActionBase):
         if probe.get("failed"):
             result.update(probe)
             self._abort(common, task_vars, remove_upload=False)
-            return result
+            return
         if not probe.get("version_ok") and not self._task.check_mode:
-            failure = self._send(source, files, probe, host)
+            failure = self._send(source, files, probe, args["host"])
             if failure is not None:
                 result.update(failed=True, **failure)
                 # A cut link keeps the upload for the next run to resume; anything else removes it.
                 aborted = self._abort(common, task_vars, remove_upload=failure["status"] != "failed",
                                       needed_bytes=failure.get("needed_bytes", 0))
                 if failure["status"] == "failed" and aborted.get("no_space"):
-                    result.update(status="no_space", msg=f"no space left on {host}: {failure['msg']}")
+                    result.update(status="no_space", msg=f"no space left on {args['host']}: {failure['msg']}")
                 if aborted.get("disk"):
                     result["disk"] = aborted["disk"]
                 result.pop("needed_bytes", None)
-                return result
+                return
             result["sent"] = len(probe.get("send", []))
         install = self._execute_module(
             MODULE, task_vars=task_vars,
@@ -122,7 +192,6 @@ class ActionModule(ActionBase):
             self._abort(common, task_vars, remove_upload=False)
         result.update(install)
         result["changed"] = bool(install.get("changed") or probe.get("changed"))
-        return result
 
     def _send(self, source, files, probe, host):
         """Sends the files the host is missing; a failure as {status, msg}, else None."""
