@@ -10,27 +10,23 @@
 #   rollback: switch `current` to an installed older version (verified first).
 #   trust:    pin, unpin or list model-signing keys.
 #   status:   the active version of each model and when it was activated.
-# Rules shared by the phases are in module_utils/hybridctl_models.py.
+# Rules shared by the phases are in module_utils/hybridctl_models.py; the model's directory, the
+# verification of a copy and the trusted keys in module_utils/hybridctl_model_store.py.
 from __future__ import annotations
 
 import errno
 import json
 import os
-import re
-import shutil
-import stat
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.hybridctl_model_store import ModelStore, sha256_hex
 from ansible.module_utils.hybridctl_models import (
     MANIFEST,
-    SIGNATURE,
     ModelLock,
     Refused,
     entries,
     file_record,
-    hash_regular,
     key_id_of_pem,
     pin_key,
     pinned_keys,
@@ -50,141 +46,8 @@ description: See playbooks/README.md.
 """
 
 
-class Host:
-    def __init__(self, module):
-        self.module = module
-        p = self.p = module.params
-        self.model_dir = p["model_dir"] or ""
-        self.versions = os.path.join(self.model_dir, "versions")
-        self.records = os.path.join(self.model_dir, ".verified")
-        self.incoming = os.path.join(self.model_dir, ".incoming")
-
-    # --- verification ----------------------------------------------------------------------
-
-    def check_signature(self, manifest_bytes, signature, keys):
-        if self.module.get_bin_path("openssl") is None:
-            raise Refused("openssl is not installed on the host, so the bundle signature cannot be verified")
-        scratch = tempfile.mkdtemp(prefix="hybridctl-sig-")
-        try:
-            # Copies in a private dir: the bytes checked are the bytes parsed afterwards. (openssl
-            # reads Ed25519 input in one shot and cannot take it from a pipe.)
-            sigfile, manifest_file = os.path.join(scratch, SIGNATURE), os.path.join(scratch, MANIFEST)
-            for path, data in ((sigfile, signature), (manifest_file, manifest_bytes)):
-                with open(path, "wb") as stream:
-                    stream.write(data)
-            for key_id, key_path in sorted(keys.items()):
-                rc, _out, _err = self.module.run_command(
-                    ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", key_path, "-rawin", "-in", manifest_file,
-                     "-sigfile", sigfile])
-                if rc == 0:
-                    return key_id
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        raise Refused(f"manifest.sig does not verify manifest.json with any key trusted on {self.p['host']} "
-                      f"({', '.join(sorted(keys)) or 'none'}): the manifest was changed after signing, or the "
-                      "bundle was signed with another key")
-
-    def verify(self, directory, version, keys):
-        """Full verification; returns the record of what was verified. Raises Refused."""
-        model = self.p["model"]
-        found = entries(directory)
-        if MANIFEST not in found:
-            raise Refused(f"{directory} has no manifest.json: this is not a bundle, or its copy is incomplete")
-        if SIGNATURE not in found:
-            raise Refused(f"bundle is not signed: manifest.sig is missing in {directory}")
-        manifest_bytes = read_regular(os.path.join(directory, MANIFEST))
-        signed_by = self.check_signature(manifest_bytes, read_regular(os.path.join(directory, SIGNATURE)), keys)
-        try:
-            manifest = json.loads(manifest_bytes.decode("utf-8"))
-        except ValueError:
-            manifest = None
-        files = manifest.get("files") if isinstance(manifest, dict) else None
-        pattern = re.compile(self.p["artifact_path_pattern"])
-        if (not isinstance(files, list) or manifest.get("format") != 1 or manifest.get("model") != model
-                or manifest.get("version") != version
-                or any(not isinstance(f, dict) or not pattern.match(str(f.get("path", ""))) for f in files)):
-            seen = manifest if isinstance(manifest, dict) else {}
-            raise Refused(f"the signed manifest in {directory} is for {seen.get('model', '?')} "
-                          f"{seen.get('version', '?')} (format {seen.get('format', '?')}), expected {model} {version} "
-                          "(format 1), with only relative artifact paths made of letters, digits and . _ + = @ -")
-        problems, mismatched, record = [], [], {}
-        for f in files:
-            if f["path"] not in found:
-                problems.append(f"{f['path']}: listed in the manifest but missing")
-                continue
-            digest, info, problem = hash_regular(os.path.join(directory, f["path"]), f.get("size_bytes"))
-            if problem:
-                problems.append(f"{f['path']}: {problem}")
-            elif digest != f.get("sha256"):
-                mismatched.append(f["path"])
-            else:
-                record[f["path"]] = file_record(info)
-        listed = {f["path"] for f in files} | {MANIFEST, SIGNATURE}
-        for relative in sorted(r for r, info in found.items() if r not in listed and not stat.S_ISDIR(info.st_mode)):
-            problems.append(f"{relative}: present but not listed in the manifest")
-        if problems:
-            raise Refused(f"bundle in {directory} does not match its signed manifest: {'; '.join(problems)}")
-        if mismatched:
-            raise Refused(f"bundle in {directory} does not match its signed manifest: sha256 mismatch in "
-                          f"{', '.join(mismatched)}")
-        for name in (MANIFEST, SIGNATURE):
-            record[name] = file_record(os.lstat(os.path.join(directory, name)))
-        return {"manifest_sha256": _sha256(manifest_bytes), "signed_by": signed_by, "files": record,
-                "rollback_to": manifest.get("rollback_to")}
-
-    def recorded(self, version):
-        try:
-            return json.loads(read_regular(os.path.join(self.records, version + ".json")))
-        except (OSError, ValueError, Refused):
-            return None
-
-    def installed_ok(self, version, keys, manifest_sha256=None):
-        """(record, problem): by metadata when nothing changed since it was verified, else re-hashed."""
-        directory = os.path.join(self.versions, version)
-        record = self.recorded(version)
-        if manifest_sha256 and record and record.get("manifest_sha256") != manifest_sha256:
-            record = None
-        if record and not self.p["verify_full"] and record.get("signed_by") in keys:
-            try:
-                now = {r: file_record(os.lstat(os.path.join(directory, r))) for r in record["files"]}
-                listed = set(record["files"])
-                present = {r for r in entries(directory) if not os.path.isdir(os.path.join(directory, r))}
-            except OSError:
-                now, present, listed = None, None, set()
-            if now == record["files"] and present == listed:
-                self.checked_by = "metadata"
-                return record, None
-        self.checked_by = "sha256"
-        try:
-            record = self.verify(directory, version, keys)
-        except Refused as damaged:
-            return None, str(damaged)
-        if not self.module.check_mode:
-            os.makedirs(self.records, mode=0o700, exist_ok=True)
-            write_atomic(os.path.join(self.records, version + ".json"), json.dumps(record).encode(), 0o600)
-        return record, None
-
-    # --- trust -----------------------------------------------------------------------------
-
-    def trusted_keys(self, result):
-        p = self.p
-        keys = pinned_keys(p["trust_dir"])
-        wanted = p["expected_key_content"]
-        if wanted is not None:
-            wanted_id = key_id_of_pem(wanted)
-            if wanted_id is None:
-                raise Refused("hybridctl_bundle_public_key_file is not a PEM Ed25519 public key")
-            if not keys and p["trust_first_key"]:
-                result.update(changed=True, key_pinned=wanted_id)
-                if not self.module.check_mode:
-                    keys = {wanted_id: os.path.join(p["trust_dir"], "keys", pin_key(p["trust_dir"], wanted.encode()) + ".pem")}
-            elif wanted_id not in keys:
-                raise Refused(f"key {wanted_id} is not trusted on {p['host']} (trusted: {', '.join(sorted(keys)) or 'none'}); "
-                              "adding or rotating a key is done explicitly with `hybridctl bundle trust add`")
-        if not keys and not result.get("key_pinned"):
-            raise Refused(f"{p['host']} has no trusted model-signing key; pin the publisher's key with "
-                          "`hybridctl bundle trust add` (or pass hybridctl_bundle_public_key_file on the first sync)")
-        return keys
+class Host(ModelStore):
+    """The phases of the module, on one model's directory."""
 
     # --- phases ----------------------------------------------------------------------------
 
@@ -215,7 +78,7 @@ class Host:
             manifest = os.path.join(self.versions, p["version"], MANIFEST)
             result["version_ok"] = False
             if os.path.lexists(manifest):
-                if _sha256(read_regular(manifest)) != p["manifest_sha256"]:
+                if sha256_hex(read_regular(manifest)) != p["manifest_sha256"]:
                     raise Refused(f"{p['model']} {p['version']} is already on {p['host']} with a different "
                                   "manifest; versions are immutable: publish the new content under a new version")
                 record, damaged = self.installed_ok(p["version"], keys, p["manifest_sha256"])
@@ -461,12 +324,6 @@ class Host:
             models[name] = {"current": read_link(current), "activated_at": activated,
                             "previous": read_link(os.path.join(directory, "previous")) or None}
         result["models"] = models
-
-
-def _sha256(data):
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 def _mount_point(path):
