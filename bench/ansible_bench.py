@@ -1,12 +1,16 @@
 """How long the test hosts take to start, and a trivial playbook takes to run across them.
 
 Run as root:  .venv/bin/python bench/ansible_bench.py [--hosts 3 8] [--repeat 3] [--only preflight]
+              [--compare OLD_PLAYBOOKS_DIR]
 
 Prints, per host count: lab start-up (hosts ready for SSH), the wall time of
 tests/drivers/playbooks/ping.yml (fact gathering + ping + set_fact) through the Ansible
 driver with ssh ControlPersist on (default) and off, and the wall time of the product's
 playbooks: preflight.yml, and model-sync.yml distributing a signed 64 MB bundle (a new
 version each run, so every run copies, verifies and activates). Medians of --repeat runs.
+With --compare, each run of the product's playbooks is made once more with the playbooks of
+OLD_PLAYBOOKS_DIR (e.g. `git archive <commit> playbooks | tar -x -C /tmp/old`, then
+/tmp/old/playbooks), right after, so that both see the same machine load.
 """
 
 from __future__ import annotations
@@ -53,7 +57,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=["ping", "preflight", "model-sync"],
                         default=["ping", "preflight", "model-sync"], help="what to time (default: all)")
+    parser.add_argument("--compare", type=Path, help="another playbooks dir to time the same way")
     args = parser.parse_args()
+    variants = {"": playbooks_dir(), " [compare]": args.compare.resolve()} if args.compare else {"": playbooks_dir()}
     missing = missing_prerequisites()
     if missing:
         print("cannot run: " + "; ".join(missing), file=sys.stderr)
@@ -69,8 +75,8 @@ def main() -> int:
     try:
         for count in args.hosts:
             starts: list[float] = []
-            runs: dict[str, list[float]] = {"on": [], "off": [], "preflight": [], "model-sync": []}
-            cpu: dict[str, list[float]] = {"preflight": [], "model-sync": []}
+            runs: dict[str, list[float]] = {"on": [], "off": []}
+            cpu: dict[str, list[float]] = {}
             for attempt in range(args.repeat):
                 began = time.monotonic()
                 hosts = lab.start(count)
@@ -85,23 +91,31 @@ def main() -> int:
                         runs[label].append(result.elapsed_s)
                     ssh = SshOptions(lab.known_hosts_path, lab.client_key_path)
                     for playbook in [p for p in ("preflight", "model-sync") if p in args.only]:
-                        extravars = {} if playbook == "preflight" else {
-                            "hybridctl_bundle_dir": str(_bundle(work, f"v{count}-{attempt}", private_key)),
-                            "hybridctl_bundle_public_key_file": str(public_key)}
-                        before = _children_cpu_s()
-                        result = run_playbook(playbooks_dir() / f"{playbook}.yml", lab.inventory(hosts), ssh=ssh,
-                                              extravars=extravars)
-                        cpu[playbook].append(_children_cpu_s() - before)
-                        if not result.succeeded:
-                            print(f"{playbook} failed: {result}", file=sys.stderr)
-                            return 1
-                        runs[playbook].append(result.elapsed_s)
+                        for label, directory in variants.items():
+                            # A model sync to hosts that already have the version would copy nothing.
+                            run_hosts = hosts if playbook == "preflight" or not label else lab.start(count)
+                            extravars = {} if playbook == "preflight" else {
+                                "hybridctl_bundle_dir": str(_bundle(work, f"v{count}-{attempt}{label.strip(' []')}",
+                                                                    private_key)),
+                                "hybridctl_bundle_public_key_file": str(public_key)}
+                            before = _children_cpu_s()
+                            result = run_playbook(directory / f"{playbook}.yml", lab.inventory(run_hosts), ssh=ssh,
+                                                  extravars=extravars)
+                            cpu.setdefault(playbook + label, []).append(_children_cpu_s() - before)
+                            if run_hosts is not hosts:
+                                lab.stop(run_hosts)
+                            if not result.succeeded:
+                                print(f"{playbook}{label} failed: {result}", file=sys.stderr)
+                                return 1
+                            runs.setdefault(playbook + label, []).append(result.elapsed_s)
                 lab.stop(hosts)
-            figures = {"ping.yml (ControlPersist on)": runs["on"], "ping.yml (off)": runs["off"],
-                       "preflight.yml": runs["preflight"], f"model-sync.yml ({BUNDLE_MB} MB bundle)": runs["model-sync"]}
+            figures = {"ping.yml (ControlPersist on)": runs["on"], "ping.yml (off)": runs["off"]}
+            for label in variants:
+                figures[f"preflight.yml{label}"] = runs.get("preflight" + label, [])
+                figures[f"model-sync.yml{label} ({BUNDLE_MB} MB bundle)"] = runs.get("model-sync" + label, [])
             timed = "; ".join(f"{name} {statistics.median(values):.2f} s (min {min(values):.2f})"
                               for name, values in figures.items() if values)
-            used = "; ".join(f"{name}.yml {statistics.median(values):.2f} s" for name, values in cpu.items() if values)
+            used = "; ".join(f"{name} {statistics.median(values):.2f} s" for name, values in cpu.items() if values)
             print(f"{count} hosts: start {statistics.median(starts):.2f} s; {timed}  [median of {args.repeat}]")
             if used:
                 # CPU time of ansible-playbook and its workers: what the run costs, whatever the load.

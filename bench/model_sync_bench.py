@@ -4,7 +4,10 @@ Run as root:  .venv/bin/python bench/model_sync_bench.py [--hosts 8 32] [--repea
               [--compare OLD_PLAYBOOKS_DIR]
 
 Each run starts fresh hosts and syncs a new version (so every run copies, verifies and
-activates), through the Ansible driver with its defaults. With --compare, every run is made
+activates), through the Ansible driver with its defaults. Besides wall time it prints the
+controller's CPU time (user+sys) of the run: ansible-playbook, its workers and ssh clients
+(`ansible`), and this process, which runs ansible-runner and folds its events (`driver`);
+CPU time varies far less than wall time with the load of a shared machine. With --compare, every run is made
 once with the playbooks of this checkout and once with OLD_PLAYBOOKS_DIR (e.g. extracted with
 `git archive <commit> playbooks | tar -x -C /tmp/old`), alternating, so that both see the same
 machine load. Prints medians per host count. ansible_bench.py measures the other playbooks.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -39,6 +43,11 @@ def _bundle(directory: Path, version: str, private_key: Path, size_mb: int) -> P
     return bundle
 
 
+def _cpu_s(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[8])
@@ -61,24 +70,32 @@ def main() -> int:
     try:
         for count in args.hosts:
             times: dict[str, list[float]] = {name: [] for name in variants}
+            cpu: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
             for attempt in range(args.repeat):
                 for name, playbooks in variants.items():
                     hosts = lab.start(count)
                     bundle = _bundle(work, f"v{count}-{attempt}-{len(times[name])}{name[0]}", private_key, args.mb)
                     with lab.controller():
+                        children, own = _cpu_s(resource.RUSAGE_CHILDREN), _cpu_s(resource.RUSAGE_SELF)
                         result = run_playbook(playbooks / "model-sync.yml", lab.inventory(hosts),
                                               ssh=SshOptions(lab.known_hosts_path, lab.client_key_path),
                                               extravars={"hybridctl_bundle_dir": str(bundle),
                                                          "hybridctl_bundle_public_key_file": str(public_key)})
+                        cpu[name].append((_cpu_s(resource.RUSAGE_CHILDREN) - children,
+                                          _cpu_s(resource.RUSAGE_SELF) - own))
                     lab.stop(hosts)
                     if not result.succeeded:
                         print(f"{name}: model-sync failed: {result}", file=sys.stderr)
                         return 1
                     times[name].append(result.elapsed_s)
-                    print(f"  {count} hosts, {name}: {result.elapsed_s:.2f} s", flush=True)
+                    print(f"  {count} hosts, {name}: {result.elapsed_s:.2f} s; CPU ansible {cpu[name][-1][0]:.2f} s, "
+                          f"driver {cpu[name][-1][1]:.2f} s", flush=True)
             load = os.getloadavg()[0]
             print(f"{count} hosts, {args.mb} MB bundle: " + "; ".join(
                 f"{name} {statistics.median(values):.2f} s" for name, values in times.items())
+                + "; CPU " + "; ".join(
+                    f"{name} ansible {statistics.median(c for c, _ in used):.2f} s, driver "
+                    f"{statistics.median(d for _, d in used):.2f} s" for name, used in cpu.items())
                 + f"  [median of {args.repeat}; load average {load:.1f} on {os.cpu_count()} CPUs at {time.strftime('%H:%M')}]")
     finally:
         lab.close()
