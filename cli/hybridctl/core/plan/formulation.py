@@ -61,6 +61,9 @@ class Model:
     index: npt.NDArray[np.int32]
     value: FloatArray
     demand_rows: int  # rows 0..units-1 are each unit's replica balance
+    # The cash the component pays whatever is placed (its committed pools), left out of `cost`: the
+    # solver adds it as an objective offset, so that a relative gap means a share of the real bill.
+    offset: float = 0.0
 
     @property
     def columns(self) -> int:
@@ -97,7 +100,7 @@ class _Builder:
     def add_entries(self, rows: IntArray, cols: IntArray, values: FloatArray) -> None:
         self.entries.append((rows, cols, np.broadcast_to(values, rows.shape).astype(np.float64)))
 
-    def build(self, demand_rows: int) -> Model:
+    def build(self, demand_rows: int, offset: float = 0.0) -> Model:
         sizes = [part[0].size for part in self.col_parts]
         cost = _floats([c[0] for c in self.col_parts])
         integer = np.repeat([c[2] for c in self.col_parts], sizes).astype(np.bool_)
@@ -110,7 +113,8 @@ class _Builder:
         return Model(cost, np.zeros(self.columns), _floats([c[1] for c in self.col_parts]), integer, kind,
                      _ints([c[4] for c in self.col_parts]), _ints([c[5] for c in self.col_parts]),
                      _floats([r[0] for r in self.row_parts]), _floats([r[1] for r in self.row_parts]),
-                     starts, rows[order].astype(np.int32), _floats([e[2] for e in self.entries])[order], demand_rows)
+                     starts, rows[order].astype(np.int32), _floats([e[2] for e in self.entries])[order], demand_rows,
+                     offset)
 
 
 def _floats(parts: list[FloatArray]) -> FloatArray:
@@ -250,7 +254,9 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
         b.add_entries(first + unit_group[xu[capped]], x[capped], x_ceiling[capped])
         capped_y = unit_group[y_unit] >= 0
         b.add_entries(first + unit_group[y_unit[capped_y]], y[capped_y], y_cost[capped_y])
-    model = b.build(n_units)
+    committed = np.unique(xp[~pay_per_use])
+    offset = float(table.committed_usd[committed].sum()) if cash else 0.0
+    model = b.build(n_units, offset)
     model.lower[s] = unplaced_floor
     return model
 

@@ -122,7 +122,7 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
     # the fixed columns' cost goes in as an offset, so that the relative gap means the same as
     # on the whole model (without it, HiGHS would chase 0.01 % of a small remainder)
     fixed_cost = float(model.cost @ fixed_values - model.cost[columns] @ fixed_values[columns])
-    lp.offset_ = fixed_cost
+    lp.offset_ = fixed_cost + model.offset
     if integer:
         kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
         lp.integrality_ = [kinds[i] for i in model.integer[columns].tolist()]
@@ -143,13 +143,13 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
     full = fixed_values.copy()
     full[columns] = values
     if not integer:
-        objective = float(info.objective_function_value)
+        objective = float(info.objective_function_value) - model.offset
         reduced = np.full(model.columns, np.inf)
         reduced[columns] = np.asarray(highs.getSolution().col_dual, dtype=np.float64)  # type: ignore[attr-defined]
         return _Run(full, objective, objective, status, reduced)
     full[columns] = np.round(values)
     objective = float(model.cost @ full)
-    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else objective
+    bound = float(info.mip_dual_bound) - model.offset if math.isfinite(info.mip_dual_bound) else objective
     return _Run(full, objective, bound, status)
 
 
@@ -248,7 +248,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
     fractional = model.integer & (np.abs(lp_values - rounded) > _INTEGRAL_TOL)
     if not fractional.any():
         rounded[~model.integer] = lp_values[~model.integer]
-        proven = relaxed.objective - lp_bound <= gap * abs(relaxed.objective)
+        proven = relaxed.objective - lp_bound <= gap * abs(relaxed.objective + model.offset)
         return Solution(rounded, relaxed.objective, lp_bound, "optimal" if proven else "gap_limit", "lp",
                         time.perf_counter() - started)
     # a unit with any fractional column stays wholly free (its unplaced column too), which keeps
@@ -271,7 +271,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
     wider = (_neighbourhood(model, free & model.integer & ~machines, lp_values, values) | ~model.integer
              | machines) & candidates
     # continuous columns (moves) are cheap to free: only integer ones count against the cap
-    if ((best.objective - lp_bound) > gap * abs(best.objective)
+    if ((best.objective - lp_bound) > gap * abs(best.objective + model.offset)
             and int((wider & model.integer).sum()) <= NEIGHBOURHOOD_MAX_COLUMNS
             and left() > 0 and wider.sum() > (free & candidates).sum()):
         again = _run(model, np.flatnonzero(wider), values, integer=True, time_limit_s=left(), gap=stage_gap,
@@ -280,7 +280,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
         if again.values is not None and again.objective < best.objective - 1e-9:
             best, values = again, again.values
         status = again.status if again.status != "optimal" else status
-    rel_gap = (best.objective - lp_bound) / max(abs(best.objective), 1e-9)
+    rel_gap = (best.objective - lp_bound) / max(abs(best.objective + model.offset), 1e-9)
     final_status = "optimal" if status == "optimal" and rel_gap <= gap else (
         "gap_limit" if status == "optimal" else status)
     return Solution(values, best.objective, min(lp_bound, best.objective), final_status,

@@ -42,6 +42,7 @@ class PoolTable:
     domain_names: tuple[str, ...]
     per_node: IntArray  # GPUs per machine
     committed: npt.NDArray[np.bool_]  # paid whether used or not (onprem, edge, reserved cloud)
+    committed_usd: FloatArray  # a committed pool's cash per month, paid whatever is placed (else 0)
 
     @classmethod
     def of(cls, pools: list[PoolInfo]) -> PoolTable:
@@ -55,7 +56,8 @@ class PoolTable:
                    np.array([domain_id[p.domain] for p in pools], dtype=np.int64),
                    site_names, domain_names,
                    np.array([p.gpus_per_node for p in pools], dtype=np.int64),
-                   np.array([p.committed for p in pools], dtype=np.bool_))
+                   np.array([p.committed for p in pools], dtype=np.bool_),
+                   np.array([p.committed_usd_per_month for p in pools], dtype=np.float64))
 
     @property
     def max_price(self) -> float:
