@@ -14,7 +14,10 @@ own bound. Large ones are solved by LP-guided fixing:
 The gap reported is against the LP bound, so it is honest.
 
 Every stage stops on a gap, not a clock, so the same model gives the same plan; the time
-limit only guards against a pathological model (and its status says when it struck).
+limit only guards against a pathological model (and its status says when it struck). When it
+strikes before the solver has a solution (the LP of a huge model on a loaded machine), the
+plan is the greedy start (start.py), feasible by construction, improved by the MIP if time is
+left, with status time_limit: never an empty plan.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hybridctl.core.plan.formulation import Col, Model
+from hybridctl.core.plan.start import greedy_start
 
 DIRECT_MIP_MAX_COLUMNS = 2_000
 NEIGHBOURHOOD_MAX_COLUMNS = 15_000  # above this, freeing the neighbourhood costs more time than it saves
@@ -35,6 +39,7 @@ CANDIDATES_PER_UNIT = 8  # placements of least reduced cost a freed unit may mov
 # model's, so closing the last hundredths of a percent there buys little and costs seconds.
 STAGE_GAP = 2e-4
 _INTEGRAL_TOL = 1e-6
+MIN_MIP_SECONDS = 1.0  # after an LP timeout, less than this left: the greedy start is the plan
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -225,22 +230,25 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
 
     everything = np.arange(model.columns, dtype=np.int64)
 
-    def direct(method: str) -> Solution:
-        start = _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_))
+    def direct(method: str, status: str | None = None) -> Solution:
+        # the greedy start is feasible by construction: the MIP improves it, and it is the plan
+        # when the solver keeps nothing in the time it has (the status then says time_limit)
+        start = greedy_start(model, _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_)))
+        if left() <= MIN_MIP_SECONDS and status is not None:
+            return Solution(start, float(model.cost @ start), 0.0, status, method + "-greedy",
+                            time.perf_counter() - started)
         run = _run(model, everything, model.lower, integer=True, time_limit_s=left(), gap=gap, start=start)
         if run.values is None:  # out of time before the solver kept even the start
-            return Solution(start, float(model.cost @ start), 0.0, run.status, method,  # costs are never negative
-                            time.perf_counter() - started)
-        return Solution(run.values, run.objective, min(run.bound, run.objective), run.status, method,
+            return Solution(start, float(model.cost @ start), 0.0, status or run.status, method + "-greedy",
+                            time.perf_counter() - started)  # costs are never negative: 0 bounds them
+        return Solution(run.values, run.objective, min(run.bound, run.objective), status or run.status, method,
                         time.perf_counter() - started)
 
     if model.columns <= DIRECT_MIP_MAX_COLUMNS:
         return direct("mip")
     relaxed = _run(model, everything, model.lower, integer=False, time_limit_s=time_limit_s, gap=0.0)
-    if relaxed.values is None:  # the LP alone outran the time limit: take what the MIP finds in what is left
-        fallback = direct("mip-after-lp-timeout")
-        return Solution(fallback.values, fallback.objective, fallback.bound, "time_limit", fallback.method,
-                        fallback.seconds)
+    if relaxed.values is None:  # the LP alone outran the time limit: the greedy start, improved if time is left
+        return direct("mip-after-lp-timeout", "time_limit")
     lp_bound, lp_values = relaxed.bound, relaxed.values
     candidates = _candidates(model, lp_values, relaxed.reduced_costs if relaxed.reduced_costs is not None
                              else np.zeros(model.columns))
