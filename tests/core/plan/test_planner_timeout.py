@@ -18,7 +18,8 @@ from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
-from hybridctl.core.plan.formulation import Col, formulate
+from hybridctl.core.plan.formulation import formulate
+from hybridctl.core.plan.milp import Col
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.solve import _nothing_placed
 from hybridctl.core.plan.start import greedy_start

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.plan.formulation import Col, Model
+from hybridctl.core.plan.milp import Col, Model
 from hybridctl.core.plan.start import greedy_start
 
 DIRECT_MIP_MAX_COLUMNS = 2_000

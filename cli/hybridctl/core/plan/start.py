@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.plan.formulation import Col, Model
+from hybridctl.core.plan.milp import Col, Model
 
 FloatArray = npt.NDArray[np.float64]
 _TOL = 1e-9

@@ -7,9 +7,11 @@ then handed back replica by replica:
   placement to keep) behaves exactly like the others, so merging is exact;
 - twins of spread 2 stay exact with a per-domain cap (see formulation.py);
 - twins that pay data movement merge with one integer per site counting the twins that pay
-  there. That is a relaxation (it never costs more than the unmerged model), so the bound
-  stays proven; handing replicas back seldom pays more than it counted, and when it does the
-  plan's objective and gap say so (and a small model is solved again unmerged: planner.py).
+  there. For twins of 1 or 2 replicas that is exact; for 3 or more it is a relaxation (replicas
+  left over at several sites may not pack into whole twins), so those are counted by patterns
+  when they have few (patterns.py), which is exact. Otherwise the bound stays proven; handing
+  replicas back seldom pays more than it counted, and when it does the plan's objective and gap
+  say so (and a small model is solved again unmerged: planner.py).
 Twins with a cost ceiling, a spread of 3 or more, or a previous placement stay apart.
 """
 
@@ -220,10 +222,16 @@ def components(units: list[Unit]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
-    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas)."""
+def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable,
+               patterns: list[tuple[int, dict[int, int]]] | None = None) -> list[tuple[Demand, int, int]]:
+    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas).
+    `patterns` are the twins' patterns when the model counted them (patterns.py)."""
     if len(unit.members) == 1:
         return [(unit.members[0], p, n) for p, n in sorted(counts.items()) if n > 0]
+    if patterns is not None:
+        from hybridctl.core.plan.patterns import deal_by_pattern  # patterns.py builds on this module
+
+        return deal_by_pattern(unit, counts, table, patterns)
     if unit.spread > 1:
         return _deal_round_robin(unit, counts, table)
     if unit.pays_egress:
