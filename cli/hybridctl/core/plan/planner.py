@@ -223,7 +223,10 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     report = SolverReport(status, round(objective, 2), round(bound, 2), round(gap, 6),
                           round(time.perf_counter() - started, 3), "+".join(sorted(solved.methods)) or "none",
                           solved.components, solved.variables, round(result.penalty, 2))
-    decisions = {w.name: classify_workload(w, inventory.policies).tier.value for w in inventory.workloads}
+    # classified once, in demands(); demands handed in (failover) may carry other decisions
+    planned_tiers = {d.workload.name: d.tier.value for d in all_demands} if planned_demands is None else {}
+    decisions = {w.name: planned_tiers.get(w.name) or classify_workload(w, inventory.policies).tier.value
+                 for w in inventory.workloads}
     return Plan(
         inventory_name=inventory.name,
         inventory_digest=inventory_digest(inventory),

@@ -34,7 +34,7 @@ from hybridctl.core.plan.start import greedy_start
 
 DIRECT_MIP_MAX_COLUMNS = 2_000
 NEIGHBOURHOOD_MAX_COLUMNS = 15_000  # above this, freeing the neighbourhood costs more time than it saves
-CANDIDATES_PER_UNIT = 8  # placements of least reduced cost a freed unit may move to (see _candidates)
+CANDIDATES_PER_UNIT = 2  # placements of least reduced cost a freed unit may move to (see _candidates)
 # The restricted MIPs stop within this of their own bound at the least: their bound is not the
 # model's, so closing the last hundredths of a percent there buys little and costs seconds.
 STAGE_GAP = 2e-4

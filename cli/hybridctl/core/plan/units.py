@@ -115,7 +115,7 @@ class _Memo:
         self.table = table
         self.egress_rate = {p.site.name: p.site.egress_usd_per_gb for p in pools}
         self._arrays: dict[tuple[int, ...], tuple[IntArray, int]] = {}
-        self._egress: dict[tuple[object, ...], FloatArray] = {}
+        self._egress: dict[tuple[object, ...], tuple[FloatArray, tuple[object, ...] | None, float]] = {}
         self._penalty_gpus: dict[tuple[tuple[int, ...], int], int] = {}
 
     def penalty_gpus(self, eligible: tuple[int, ...], array: IntArray, gpu_count: int) -> int:
@@ -135,15 +135,17 @@ class _Memo:
             found = self._arrays[eligible] = (array, len(np.unique(self.table.domain[array])))
         return found
 
-    def egress(self, demand: Demand, eligible: tuple[int, ...]) -> FloatArray:
-        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets))
+    def egress(self, demand: Demand, eligible: tuple[int, ...]) -> tuple[FloatArray, tuple[object, ...] | None, float]:
+        """Data movement per eligible pool; the datasets read (None when it pays nothing); passes."""
         passes = demand.workload.data_passes_per_month
+        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) \
+            if demand.remote_datasets else ()
         key = (eligible, reads, passes)
         found = self._egress.get(key)
         if found is None:
             by_site = egress_usd_by_site(demand, self.pools, eligible, self.egress_rate) if reads and passes else {}
-            found = self._egress[key] = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible],
-                                                 dtype=np.float64)
+            array = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible], dtype=np.float64)
+            found = self._egress[key] = (array, reads if array.any() else None, passes)
         return found
 
 
@@ -163,33 +165,31 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
             continue
         array, domains = memo.arrays(eligible)
         spread = min(demand.spread, demand.replicas, domains)
-        egress = memo.egress(demand, eligible)
-        paid = bool(egress.any())
+        egress, reads, passes = memo.egress(demand, eligible)
+        paid = reads is not None
         ceiling = demand.workload.name if demand.workload.max_usd_per_month is not None else None
         before: dict[int, int] = {}
         for name, n in (previous or {}).get(demand.key, {}).items():
             p = pool_index.get(name)
             if p is not None and p in eligible:
                 before[p] = n
+        # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
+        # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
+        signature: tuple[object, ...] | None = None
+        if not (spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress))):
+            signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
+                         demand.replicas if spread > 1 or paid else 0, reads, passes if paid else 0.0)
+            twin = twins.get(signature)
+            if twin is not None:  # most demands of a large fleet: no unit of their own
+                twin.members.append(demand)
+                twin.replicas += demand.replicas
+                continue
         unit = Unit([demand], eligible, demand.gpu_count, demand.hours, demand.tier, demand.replicas,
                     spread, demand.replicas, egress, ceiling, before, array,
                     memo.penalty_gpus(eligible, array, demand.gpu_count))
-        # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
-        # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
-        if spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress)):
-            units.append(unit)
-            continue
-        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) if paid else ()
-        signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
-                     demand.replicas if spread > 1 or paid else 0,
-                     reads, demand.workload.data_passes_per_month if paid else 0.0)
-        twin = twins.get(signature)
-        if twin is None:
+        units.append(unit)
+        if signature is not None:
             twins[signature] = unit
-            units.append(unit)
-        else:
-            twin.members.append(demand)
-            twin.replicas += demand.replicas
     return units
 
 
