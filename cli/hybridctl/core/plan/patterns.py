@@ -47,7 +47,8 @@ def compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
 
 
 def pattern_block(sites: IntArray, site_egress: FloatArray, replicas: int) -> tuple[IntArray, FloatArray]:
-    """The patterns (one row per pattern, one column per paying site) and what each pays."""
+    """The patterns (one row per pattern, one column per paying site) and what each pays. Pattern 0
+    is the empty one (nothing at a paying site): a start with the twins unplaced follows it."""
     patterns = np.array(list(compositions(replicas, int(sites.size))), dtype=np.int64).reshape(-1, sites.size)
     return patterns, (patterns > 0).astype(np.float64) @ site_egress
 

@@ -165,6 +165,8 @@ def _nothing_placed(model: Model, values: FloatArray, columns: BoolArray) -> Flo
     start[columns & (model.kind != Col.MACHINES)] = 0.0  # machines stay: the kept units may need them
     keep = columns & ((model.kind == Col.UNPLACED) | (model.kind == Col.MOVED))
     start[keep] = model.upper[keep]  # all replicas unplaced; every previous replica counted as moved
+    empty = columns & (model.kind == Col.PATTERN) & (model.ref == 0)
+    start[empty] = model.upper[empty]  # every twin follows the empty pattern (patterns.py)
     return start
 
 

@@ -6,8 +6,9 @@ own rows, so it is feasible by construction: units in order of their penalty per
 (fixed work first), each unit's replicas in its placement columns of least effective cost,
 as many as every row allows. Two kinds of column exist only to be raised with placements: the
 machines of a pay-per-use pool (m) and the sites that pay data movement (y); a placement that
-needs one raises it, and its price counts in the effective cost. The same start is handed to the
-MIP, which can only improve on it.
+needs one raises it, and its price counts in the effective cost. Twins counted by patterns
+(patterns.py) keep the empty pattern, so they are placed only where data movement is free. The
+same start is handed to the MIP, which can only improve on it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hybridctl.core.plan.milp import Col, Model
 
 FloatArray = npt.NDArray[np.float64]
 _TOL = 1e-9
+COLUMNS_PER_UNIT = 64  # a unit's cheapest placements tried: a start need not search every pool
 
 
 class _Rows:
@@ -95,7 +97,7 @@ def greedy_start(model: Model, values: FloatArray) -> FloatArray:
     domains = np.flatnonzero(model.kind == Col.DOMAIN)
     for first, end in zip(firsts.tolist(), ends.tolist(), strict=True):
         s = int(unplaced_of[owners[first]])
-        for col in order[first:end].tolist():
+        for col in order[first:min(end, first + COLUMNS_PER_UNIT)].tolist():
             room = min(start[s] - model.lower[s], model.upper[col] - start[col])
             if start[s] - model.lower[s] < 1:
                 break
@@ -116,14 +118,25 @@ def greedy_start(model: Model, values: FloatArray) -> FloatArray:
 
 def _most(rows: _Rows, model: Model, col: int, s: int, room: float,
           start: FloatArray) -> tuple[float, dict[int, float] | None]:
-    """The most replicas (up to `room`) column `col` takes with every row kept, by bisection:
-    each row only gets tighter with more replicas."""
+    """The most replicas (up to `room`) column `col` takes with every row kept: the rows with no
+    raisable column bound it directly; the rest by trying all of it, then by bisection (each row
+    only gets tighter with more replicas)."""
     def fits(count: float) -> dict[int, float] | None:
         needed = rows.raises(col, count, start)
         return needed if needed is not None and _unplaced_may_drop(model, rows, s, count) else None
 
+    r, c = rows.entries(col)
+    direct = (r >= model.demand_rows) & (rows.aux[r] < 0) & (c > 0)
+    if direct.any():
+        room = min(room, float(np.floor(np.min((model.rows_upper[r[direct]] - rows.activity[r[direct]]) / c[direct])
+                                        + _TOL)))
     best: tuple[float, dict[int, float] | None] = (0.0, None)
-    lo, hi = 1, int(room)
+    if room < 1:
+        return best
+    needed = fits(float(int(room)))
+    if needed is not None:
+        return float(int(room)), needed
+    lo, hi = 1, int(room) - 1
     while lo <= hi:
         mid = (lo + hi) // 2
         needed = fits(float(mid))
