@@ -58,7 +58,7 @@ class _Rows:
     def room(self, col: int, room: float) -> float:
         """`room` cut to what the column's rows with no raisable column can take."""
         for r, c in zip(*self.entries(col), strict=True):
-            if c > 0 and r >= self.demand_rows and self.aux[r] < 0:
+            if c > 0 and r >= self.demand_rows and self.aux[r] < 0 and self.upper[r] < math.inf:
                 room = min(room, math.floor((self.upper[r] - self.activity[r]) / c + _TOL))
         return room
 
