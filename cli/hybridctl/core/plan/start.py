@@ -22,7 +22,6 @@ from hybridctl.core.plan.milp import Col, Model
 
 FloatArray = npt.NDArray[np.float64]
 _TOL = 1e-9
-COLUMNS_PER_UNIT = 64  # a unit's cheapest placements tried: a start need not search every pool
 
 
 class _Rows:
@@ -117,7 +116,7 @@ def greedy_start(model: Model, values: FloatArray) -> FloatArray:
     lower = model.lower.tolist()
     for first, end in zip(firsts.tolist(), ends.tolist(), strict=True):
         s = int(unplaced_of[owners[first]])
-        for col in order[first:min(end, first + COLUMNS_PER_UNIT)].tolist():
+        for col in order[first:end].tolist():
             if start[s] - lower[s] < 1:
                 break
             count, needed = _most(rows, col, s, min(start[s] - lower[s], rows.col_upper[col] - start[col]), start)
