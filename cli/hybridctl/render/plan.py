@@ -127,7 +127,7 @@ def render_diff(console: Console, diff: PlanDiff) -> None:
     for change in diff.workloads:
         table.add_row(change.workload, change.change, change.describe())
     for pool in diff.pools:
-        table.add_row(f"pool {pool.pool}", "resized", f"{pool.before_gpus} → {pool.after_gpus} GPUs")
+        table.add_row(f"pool {pool.pool}", "resized", pool.describe())
     console.print(table)
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
                   f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; "

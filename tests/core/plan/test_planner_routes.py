@@ -19,6 +19,7 @@ from hybridctl.core.diagnostics import InvalidInventoryError
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan import patterns as patterns_module
 from hybridctl.core.plan import planner as planner_module
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
@@ -137,18 +138,26 @@ def twins_that_must_split() -> Inventory:
                        "hours_per_month": 100, "datasets": ["ds"]} for name in ("a", "b")]})
 
 
+def _recorded_plan(inventory: Inventory, patterns_max: int) -> tuple[Plan, list[bool]]:
+    """The plan, and merge_egress of every build_units call (a second call is the exact re-solve)."""
+    calls: list[bool] = []
+    real = planner_module.build_units
+
+    def recording(*args: Any, merge_egress: bool = True, **kwargs: Any) -> Any:
+        calls.append(merge_egress)
+        return real(*args, merge_egress=merge_egress, **kwargs)
+
+    with patch.object(planner_module, "build_units", recording), \
+            patch.object(patterns_module, "PATTERNS_MAX", patterns_max):
+        return plan(inventory, options=PlanOptions(gap=0.0)), calls
+
+
 class TestTheExactResolve:
+    """Twins counted per site (a relaxation; here with patterns turned off) are re-solved unmerged."""
+
     def test_is_reached_and_proves_the_optimum(self) -> None:
         inventory = twins_that_must_split()
-        calls: list[bool] = []
-        real = planner_module.build_units
-
-        def recording(*args: Any, merge_egress: bool = True, **kwargs: Any) -> Any:
-            calls.append(merge_egress)
-            return real(*args, merge_egress=merge_egress, **kwargs)
-
-        with patch.object(planner_module, "build_units", recording):
-            result = plan(inventory, options=PlanOptions(gap=0.0))
+        result, calls = _recorded_plan(inventory, patterns_max=0)
         assert calls == [True, False]  # merged first, then unmerged: the exact re-solve ran
         assert check_plan(inventory, result) == []
         # 6 replicas × 100 h × $1 = 600 compute; 4 payments × 1000 GB × $0.10 = 400 movement
@@ -158,9 +167,22 @@ class TestTheExactResolve:
         assert (result.solver.status, result.solver.gap) == ("optimal", 0.0)
 
     def test_without_it_the_gap_would_stay_open(self) -> None:
-        with patch.object(planner_module, "EXACT_RESOLVE_MAX_COLUMNS", 0):
+        with patch.object(planner_module, "EXACT_RESOLVE_MAX_COLUMNS", 0), \
+                patch.object(patterns_module, "PATTERNS_MAX", 0):
             result = plan(twins_that_must_split(), options=PlanOptions(gap=0.0))
         assert result.solver.gap > 0.0  # this is what the re-solve is for
+
+
+def test_twin_patterns_count_the_split_exactly_without_a_re_solve() -> None:
+    """With patterns (patterns.py) the merged model is exact: it counts the fourth payment itself,
+    hands back what it counted, and proves the optimum on its own."""
+    inventory = twins_that_must_split()
+    result, calls = _recorded_plan(inventory, patterns_max=patterns_module.PATTERNS_MAX)
+    assert calls == [True]  # no re-solve was needed
+    assert check_plan(inventory, result) == []
+    assert (result.compute_usd_per_month, result.data_usd_per_month) == (600.0, 400.0)
+    assert math.isclose(plan_objective(inventory, result), brute_force(inventory), abs_tol=0.01)
+    assert (result.solver.status, result.solver.gap) == ("optimal", 0.0)
 
 
 # --- federated work, fallbacks, a previous plan, catalog prices ----------------------------------
@@ -246,3 +268,33 @@ def test_a_catalog_priced_pool_costs_the_list_price() -> None:
     result = plan(inventory)
     assert check_plan(inventory, result) == []
     assert [(p.pool, p.usd_per_month) for p in result.placements] == [("od", 80.5)]
+
+
+@st.composite
+def twins_paying_movement(draw: st.DrawFn) -> dict[str, Any]:
+    """Identical workloads of 3 replicas reading one dataset from a site without their GPU, over
+    sites of a few GPUs with different prices: the merged twins are counted by patterns."""
+    n_sites = draw(st.integers(2, 3))
+    sites = [_site(0, "onprem", [_pool("home-t4", "onprem", 1, 1.0, gpu="T4")], egress=draw(st.sampled_from([0.05, 0.1])))]
+    sites += [_site(i, "onprem", [_pool(f"p{i}", "onprem", draw(st.integers(1, 4)), draw(st.sampled_from([0.5, 1.0, 3.0])))])
+              for i in range(1, n_sites + 1)]
+    workload = {"type": "training", "gpu": {"types": ["L4"], "count": 1}, "replicas": 3, "hours_per_month": 100,
+                "datasets": ["ds"]}
+    return {"version": 1, "name": "twins", "regions": ["users"], "sites": sites,
+            "datasets": [{"name": "ds", "site": "s0", "size_gb": draw(st.sampled_from([500, 5000])),
+                          "sensitivity": "internal"}],
+            "workloads": [dict(workload, name=f"w{i}") for i in range(draw(st.integers(2, 3)))]}
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(twins_paying_movement())
+def test_twins_counted_by_patterns_are_optimal_against_brute_force(raw: dict[str, Any]) -> None:
+    try:
+        inventory = _load(raw)
+    except InvalidInventoryError:
+        assume(False)
+    with patch.object(planner_module, "EXACT_RESOLVE_MAX_COLUMNS", 0):  # patterns alone must be exact
+        result = plan(inventory, options=PlanOptions(gap=0.0))
+    assert check_plan(inventory, result) == []
+    assert math.isclose(plan_objective(inventory, result), brute_force(inventory), abs_tol=0.01)
+    assert result.solver.gap == 0.0

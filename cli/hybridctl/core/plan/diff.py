@@ -1,4 +1,10 @@
-"""What changed between two plans: workloads added, removed, moved or resized; pools resized."""
+"""What changed between two plans: workloads added, removed, moved or resized; pools resized.
+
+A pool counts as resized when the GPUs placed in it change or, for a pay-per-use pool, when the
+machines the plan runs there change (format 2's pools[i].machines): those are what the bill and
+the node groups follow, and they can change while the GPUs in use do not (always-on replicas
+packed differently) or change by more than the GPUs suggest (whole machines).
+"""
 
 from __future__ import annotations
 
@@ -26,6 +32,19 @@ class PoolChange:
     pool: str
     before_gpus: int
     after_gpus: int
+    pay_per_use: bool = False  # machines are bought per plan; a committed pool's are a constant
+    before_machines: int = 0
+    after_machines: int = 0
+
+    @property
+    def machines_changed(self) -> bool:
+        return self.pay_per_use and self.before_machines != self.after_machines
+
+    def describe(self) -> str:
+        gpus = f"{self.before_gpus} → {self.after_gpus} GPUs"
+        if not self.pay_per_use:
+            return gpus
+        return f"{gpus}, {self.before_machines} → {self.after_machines} machines"
 
 
 @dataclass(frozen=True)
@@ -64,9 +83,20 @@ def diff_plans(before: Plan, after: Plan) -> PlanDiff:
         elif a != b:
             kind = "resized" if set(a) == set(b) else "moved"
             changes.append(WorkloadChange(workload, kind, a, b))
-    used_before = {p.pool: p.used_gpus for p in before.pools}
-    used_after = {p.pool: p.used_gpus for p in after.pools}
-    pools = tuple(PoolChange(pool, used_before.get(pool, 0), used_after.get(pool, 0))
-                  for pool in sorted(set(used_before) | set(used_after))
-                  if used_before.get(pool, 0) != used_after.get(pool, 0))
-    return PlanDiff(tuple(changes), pools, before.total_usd_per_month, after.total_usd_per_month)
+    return PlanDiff(tuple(changes), _pool_changes(before, after), before.total_usd_per_month,
+                    after.total_usd_per_month)
+
+
+def _pool_changes(before: Plan, after: Plan) -> tuple[PoolChange, ...]:
+    old = {p.pool: p for p in before.pools}
+    new = {p.pool: p for p in after.pools}
+    changes: list[PoolChange] = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        # a pool is pay-per-use if either plan says so (a pool that left the inventory keeps its kind)
+        pay_per_use = any(p is not None and not p.committed for p in (a, b))
+        change = PoolChange(name, a.used_gpus if a else 0, b.used_gpus if b else 0, pay_per_use,
+                            a.machines if a and pay_per_use else 0, b.machines if b and pay_per_use else 0)
+        if change.before_gpus != change.after_gpus or change.machines_changed:
+            changes.append(change)
+    return tuple(changes)

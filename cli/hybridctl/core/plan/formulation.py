@@ -6,7 +6,9 @@ workloads have a replica at a site that pays data movement (binary for a single 
 v[u,domain] whether u uses a failure domain (binary, only for spreads of 3 or more); z[u,p]
 replicas moved away from a previous placement (continuous, priced by the move threshold);
 m[p] always-on machines of a pay-per-use pool (integer, one per such pool: a few hundred at
-most, so the whole-machine rule adds almost nothing to the model's size).
+most, so the whole-machine rule adds almost nothing to the model's size); t[u,c] merged twins of
+3 or more replicas that follow pattern c of replicas per paying site (patterns.py: exact where
+the per-site count y is only a relaxation).
 
 Costs under `cost_model: cash` (the default): a committed pool is a constant (left out of the
 model), so its replicas cost only the amortized tie-break; always-on replicas in a pay-per-use
@@ -22,103 +24,19 @@ per column costs more than the solver.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 
 import numpy as np
 import numpy.typing as npt
 
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS as ALWAYS_ON_HOURS
+from hybridctl.core.plan.milp import Builder, Col, Model
+from hybridctl.core.plan.patterns import pattern_rows, wants_patterns
 from hybridctl.core.plan.units import TIER_WEIGHT, FloatArray, IntArray, PoolTable, Unit
-
-
-class Col(IntEnum):
-    PLACE = 0
-    UNPLACED = 1
-    SITE = 2
-    DOMAIN = 3
-    MOVED = 4
-    MACHINES = 5
-
 
 # Cash first; among plans of (nearly) equal cash the lowest amortized compute wins. The weight is
 # small beside any real cash difference and large enough for the solver to see (not below its
 # tolerances), so the tie-break also orders committed pools by their amortized price.
 TIE_BREAK = 1e-4
-
-
-@dataclass(frozen=True)
-class Model:
-    cost: FloatArray
-    lower: FloatArray
-    upper: FloatArray
-    integer: npt.NDArray[np.bool_]
-    kind: npt.NDArray[np.int8]  # a Col per column
-    unit: IntArray  # the unit each column belongs to
-    ref: IntArray  # pool index (PLACE, MOVED, MACHINES), site id (SITE), domain id (DOMAIN), -1 (UNPLACED)
-    rows_lower: FloatArray
-    rows_upper: FloatArray
-    starts: npt.NDArray[np.int32]  # column-wise sparse matrix
-    index: npt.NDArray[np.int32]
-    value: FloatArray
-    demand_rows: int  # rows 0..units-1 are each unit's replica balance
-
-    @property
-    def columns(self) -> int:
-        return int(self.cost.size)
-
-    @property
-    def rows(self) -> int:
-        return int(self.rows_lower.size)
-
-
-class _Builder:
-    """Collects column and row blocks, then packs them into one column-wise matrix."""
-
-    def __init__(self) -> None:
-        self.columns = 0
-        self.rows = 0
-        self.col_parts: list[tuple[FloatArray, FloatArray, bool, Col, IntArray, IntArray]] = []
-        self.row_parts: list[tuple[FloatArray, FloatArray]] = []
-        self.entries: list[tuple[IntArray, IntArray, FloatArray]] = []
-
-    def add_columns(self, cost: FloatArray, upper: FloatArray, integer: bool, kind: Col, unit: IntArray,
-                    ref: IntArray) -> IntArray:
-        first = self.columns
-        self.columns += int(cost.size)
-        self.col_parts.append((cost, upper, integer, kind, unit, ref))
-        return np.arange(first, self.columns, dtype=np.int64)
-
-    def add_rows(self, lower: FloatArray, upper: FloatArray) -> int:
-        first = self.rows
-        self.rows += int(lower.size)
-        self.row_parts.append((lower, upper))
-        return first
-
-    def add_entries(self, rows: IntArray, cols: IntArray, values: FloatArray) -> None:
-        self.entries.append((rows, cols, np.broadcast_to(values, rows.shape).astype(np.float64)))
-
-    def build(self, demand_rows: int) -> Model:
-        sizes = [part[0].size for part in self.col_parts]
-        cost = _floats([c[0] for c in self.col_parts])
-        integer = np.repeat([c[2] for c in self.col_parts], sizes).astype(np.bool_)
-        kind = np.repeat([int(c[3]) for c in self.col_parts], sizes).astype(np.int8)
-        rows = _ints([e[0] for e in self.entries])
-        cols = _ints([e[1] for e in self.entries])
-        order = np.lexsort((rows, cols))
-        starts = np.zeros(self.columns + 1, dtype=np.int32)
-        np.cumsum(np.bincount(cols, minlength=self.columns), out=starts[1:])
-        return Model(cost, np.zeros(self.columns), _floats([c[1] for c in self.col_parts]), integer, kind,
-                     _ints([c[4] for c in self.col_parts]), _ints([c[5] for c in self.col_parts]),
-                     _floats([r[0] for r in self.row_parts]), _floats([r[1] for r in self.row_parts]),
-                     starts, rows[order].astype(np.int32), _floats([e[2] for e in self.entries])[order], demand_rows)
-
-
-def _floats(parts: list[FloatArray]) -> FloatArray:
-    return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0, dtype=np.float64)
-
-
-def _ints(parts: list[IntArray]) -> IntArray:
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
 def penalty_per_replica(unit: Unit, max_price: float) -> float:
@@ -167,7 +85,7 @@ def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
 
 def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
               move_threshold_usd: float, *, cash: bool = True) -> Model:
-    b = _Builder()
+    b = Builder()
     n_units = len(units)
     gpus = np.array([u.gpu_count for u in units], dtype=np.float64)
     hours = np.array([u.hours for u in units], dtype=np.float64)
@@ -195,7 +113,13 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
 
     # data movement, per (unit, site): paid once per workload with a replica there. Where one
     # workload can have at most one replica at the site, every replica pays: fold it into x.
-    paid = np.flatnonzero(egress > 0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    patterned = np.zeros(n_units, dtype=np.bool_)  # twins counted by patterns (patterns.py), not by y
+    for u, unit in enumerate(units):
+        if len(unit.members) > 1 and unit.member_replicas >= 3 and unit.pays_egress:
+            cols = slice(int(offsets[u]), int(offsets[u + 1]))
+            patterned[u] = wants_patterns(unit, int(np.unique(x_site[cols][egress[cols] > 0]).size))
+    paid = np.flatnonzero((egress > 0) & ~patterned[xu])
     n_sites = max(len(table.site_names), 1)
     site_groups, site_of = _groups(xu[paid] * n_sites + x_site[paid])
     group_unit = site_groups // n_sites
@@ -235,6 +159,7 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
         y_unit = np.zeros(0, dtype=np.int64)
         y_cost = np.zeros(0)
 
+    patterns = pattern_rows(b, np.flatnonzero(patterned), offsets, x, x_site, egress, members, member_replicas)
     _spread_rows(b, table, x, s, xu, xp, spread, members, member_replicas)
     _previous_rows(b, units, x, lengths, move_threshold_usd)
 
@@ -250,7 +175,9 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
         b.add_entries(first + unit_group[xu[capped]], x[capped], x_ceiling[capped])
         capped_y = unit_group[y_unit] >= 0
         b.add_entries(first + unit_group[y_unit[capped_y]], y[capped_y], y_cost[capped_y])
-    model = b.build(n_units)
+    committed = np.unique(xp[~pay_per_use])
+    offset = float(table.committed_usd[committed].sum()) if cash else 0.0
+    model = b.build(n_units, offset, patterns)
     model.lower[s] = unplaced_floor
     return model
 
@@ -273,7 +200,7 @@ def _ceiling_floor(units: list[Unit], ceilings: dict[str, float], x_cost: FloatA
     return floor
 
 
-def _spread_rows(b: _Builder, table: PoolTable, x: IntArray, s: IntArray, xu: IntArray, xp: IntArray,
+def _spread_rows(b: Builder, table: PoolTable, x: IntArray, s: IntArray, xu: IntArray, xp: IntArray,
                  spread: IntArray, members: FloatArray, member_replicas: FloatArray) -> None:
     """No failure domain may hold more than R - (k - 1) of a workload's replicas (n(R - 1) for n
     merged twins with k = 2): for k = 2 this alone is exact; k >= 3 also counts domains used,
@@ -308,7 +235,7 @@ def _spread_rows(b: _Builder, table: PoolTable, x: IntArray, s: IntArray, xu: In
                   spread[wide_units].astype(np.float64))
 
 
-def _previous_rows(b: _Builder, units: list[Unit], x: IntArray, lengths: IntArray, move_threshold_usd: float) -> None:
+def _previous_rows(b: Builder, units: list[Unit], x: IntArray, lengths: IntArray, move_threshold_usd: float) -> None:
     """z[u,p] >= before - x[u,p]: replicas moved away from where the previous plan had them."""
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     cols: list[int] = []
@@ -335,7 +262,7 @@ def _previous_rows(b: _Builder, units: list[Unit], x: IntArray, lengths: IntArra
     b.add_entries(rows, z, np.ones(1))
 
 
-def _capacity_rows(b: _Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable,
+def _capacity_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable,
                    pay_per_use: npt.NDArray[np.bool_], shared: npt.NDArray[np.bool_], machines_each: FloatArray,
                    n_units: int, cash: bool) -> None:
     """A committed pool counts GPUs. A pay-per-use pool counts whole machines: its always-on
@@ -368,7 +295,7 @@ def _capacity_rows(b: _Builder, x: IntArray, xp: IntArray, gpus: FloatArray, tab
                   -table.per_node[pools[machine_pools]].astype(np.float64))
 
 
-def _rounding_rows(b: _Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable) -> None:
+def _rounding_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable) -> None:
     """Capacity rows divided by a replica size and rounded down (Chvátal-Gomory): sum over units
     of floor(g/k) x <= floor(capacity/k). Valid for whole replicas, and they stop the LP bound
     from filling a pool with fractions of 8-GPU replicas, which is most of its gap."""

@@ -13,8 +13,10 @@ from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, deman
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
 from hybridctl.core.plan.costs import data_movements, inventory_digest, pool_usage
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
-from hybridctl.core.plan.formulation import TIE_BREAK, Col, formulate, penalty_per_replica
+from hybridctl.core.plan.formulation import TIE_BREAK, formulate, penalty_per_replica
+from hybridctl.core.plan.milp import Col
 from hybridctl.core.plan.model import Placement, Plan, SolverReport, Unplaced
+from hybridctl.core.plan.patterns import Pattern
 from hybridctl.core.plan.solve import solve
 from hybridctl.core.plan.units import PoolTable, Unit, build_units, components, distribute
 from hybridctl.core.tiers import classify_workload
@@ -57,6 +59,7 @@ class _Solved:
     """What the solver decided, summed over components."""
 
     counts: dict[int, dict[int, int]]  # unit -> pool -> replicas
+    patterns: dict[int, list[tuple[int, Pattern]]]  # unit -> (twins, pattern) for twins counted exactly
     objective: float  # of the (merged) models
     bound: float
     statuses: list[str]
@@ -80,7 +83,7 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
                       started: float, cash: bool) -> _Solved:
     groups = components(units)
     total_columns = sum(len(units[i].eligible) + 1 for g in groups for i in g)
-    solved = _Solved(defaultdict(dict), 0.0, 0.0, [], set(), 0, len(groups))
+    solved = _Solved(defaultdict(dict), {}, 0.0, 0.0, [], set(), 0, len(groups))
     for group in groups:
         comp_units = [units[i] for i in group]
         model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash)
@@ -96,6 +99,13 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         placed = np.flatnonzero((model.kind == Col.PLACE) & (solution.values > 0.5))
         for col in placed.tolist():
             solved.counts[group[int(model.unit[col])]][int(model.ref[col])] = int(solution.values[col])
+        followed = np.flatnonzero((model.kind == Col.PATTERN) & (solution.values > 0.5))
+        for col in followed.tolist():
+            u = int(model.unit[col])
+            sites, patterns = model.patterns[u]
+            pattern = patterns[int(model.ref[col])].tolist()
+            solved.patterns.setdefault(group[u], []).append(
+                (int(np.rint(solution.values[col])), {site: k for site, k in zip(sites.tolist(), pattern, strict=True) if k}))
     return solved
 
 
@@ -112,7 +122,7 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
         egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
         placed_of: dict[str, int] = defaultdict(int)
         sites_of: dict[str, dict[int, float]] = defaultdict(dict)
-        for demand, p, n in distribute(unit, counts, table):
+        for demand, p, n in distribute(unit, counts, table, solved.patterns.get(u)):
             result.assigned.append((demand, p, n))
             result.used[p] += n * demand.gpu_count
             result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
@@ -213,7 +223,10 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     report = SolverReport(status, round(objective, 2), round(bound, 2), round(gap, 6),
                           round(time.perf_counter() - started, 3), "+".join(sorted(solved.methods)) or "none",
                           solved.components, solved.variables, round(result.penalty, 2))
-    decisions = {w.name: classify_workload(w, inventory.policies).tier.value for w in inventory.workloads}
+    # classified once, in demands(); demands handed in (failover) may carry other decisions
+    planned_tiers = {d.workload.name: d.tier.value for d in all_demands} if planned_demands is None else {}
+    decisions = {w.name: planned_tiers.get(w.name) or classify_workload(w, inventory.policies).tier.value
+                 for w in inventory.workloads}
     return Plan(
         inventory_name=inventory.name,
         inventory_digest=inventory_digest(inventory),

@@ -14,7 +14,10 @@ own bound. Large ones are solved by LP-guided fixing:
 The gap reported is against the LP bound, so it is honest.
 
 Every stage stops on a gap, not a clock, so the same model gives the same plan; the time
-limit only guards against a pathological model (and its status says when it struck).
+limit only guards against a pathological model (and its status says when it struck). When it
+strikes before the solver has a solution (the LP of a huge model on a loaded machine), the
+plan is the greedy start (start.py), feasible by construction, improved by the MIP if time is
+left, with status time_limit: never an empty plan.
 """
 
 from __future__ import annotations
@@ -26,15 +29,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.plan.formulation import Col, Model
+from hybridctl.core.plan.milp import Col, Model
+from hybridctl.core.plan.start import greedy_start
 
 DIRECT_MIP_MAX_COLUMNS = 2_000
 NEIGHBOURHOOD_MAX_COLUMNS = 15_000  # above this, freeing the neighbourhood costs more time than it saves
-CANDIDATES_PER_UNIT = 8  # placements of least reduced cost a freed unit may move to (see _candidates)
+CANDIDATES_PER_UNIT = 2  # placements of least reduced cost a freed unit may move to (see _candidates)
 # The restricted MIPs stop within this of their own bound at the least: their bound is not the
 # model's, so closing the last hundredths of a percent there buys little and costs seconds.
 STAGE_GAP = 2e-4
 _INTEGRAL_TOL = 1e-6
+MIN_MIP_SECONDS = 1.0  # after an LP timeout, less than this left: the greedy start is the plan
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -122,7 +127,7 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
     # the fixed columns' cost goes in as an offset, so that the relative gap means the same as
     # on the whole model (without it, HiGHS would chase 0.01 % of a small remainder)
     fixed_cost = float(model.cost @ fixed_values - model.cost[columns] @ fixed_values[columns])
-    lp.offset_ = fixed_cost
+    lp.offset_ = fixed_cost + model.offset
     if integer:
         kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
         lp.integrality_ = [kinds[i] for i in model.integer[columns].tolist()]
@@ -143,13 +148,13 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
     full = fixed_values.copy()
     full[columns] = values
     if not integer:
-        objective = float(info.objective_function_value)
+        objective = float(info.objective_function_value) - model.offset
         reduced = np.full(model.columns, np.inf)
         reduced[columns] = np.asarray(highs.getSolution().col_dual, dtype=np.float64)  # type: ignore[attr-defined]
         return _Run(full, objective, objective, status, reduced)
     full[columns] = np.round(values)
     objective = float(model.cost @ full)
-    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else objective
+    bound = float(info.mip_dual_bound) - model.offset if math.isfinite(info.mip_dual_bound) else objective
     return _Run(full, objective, bound, status)
 
 
@@ -160,6 +165,8 @@ def _nothing_placed(model: Model, values: FloatArray, columns: BoolArray) -> Flo
     start[columns & (model.kind != Col.MACHINES)] = 0.0  # machines stay: the kept units may need them
     keep = columns & ((model.kind == Col.UNPLACED) | (model.kind == Col.MOVED))
     start[keep] = model.upper[keep]  # all replicas unplaced; every previous replica counted as moved
+    empty = columns & (model.kind == Col.PATTERN) & (model.ref == 0)
+    start[empty] = model.upper[empty]  # every twin follows the empty pattern (patterns.py)
     return start
 
 
@@ -225,22 +232,25 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
 
     everything = np.arange(model.columns, dtype=np.int64)
 
-    def direct(method: str) -> Solution:
-        start = _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_))
+    def direct(method: str, status: str | None = None) -> Solution:
+        # the greedy start is feasible by construction: the MIP improves it, and it is the plan
+        # when the solver keeps nothing in the time it has (the status then says time_limit)
+        start = greedy_start(model, _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_)))
+        if left() <= MIN_MIP_SECONDS and status is not None:
+            return Solution(start, float(model.cost @ start), 0.0, status, method + "-greedy",
+                            time.perf_counter() - started)
         run = _run(model, everything, model.lower, integer=True, time_limit_s=left(), gap=gap, start=start)
         if run.values is None:  # out of time before the solver kept even the start
-            return Solution(start, float(model.cost @ start), 0.0, run.status, method,  # costs are never negative
-                            time.perf_counter() - started)
-        return Solution(run.values, run.objective, min(run.bound, run.objective), run.status, method,
+            return Solution(start, float(model.cost @ start), 0.0, status or run.status, method + "-greedy",
+                            time.perf_counter() - started)  # costs are never negative: 0 bounds them
+        return Solution(run.values, run.objective, min(run.bound, run.objective), status or run.status, method,
                         time.perf_counter() - started)
 
     if model.columns <= DIRECT_MIP_MAX_COLUMNS:
         return direct("mip")
     relaxed = _run(model, everything, model.lower, integer=False, time_limit_s=time_limit_s, gap=0.0)
-    if relaxed.values is None:  # the LP alone outran the time limit: take what the MIP finds in what is left
-        fallback = direct("mip-after-lp-timeout")
-        return Solution(fallback.values, fallback.objective, fallback.bound, "time_limit", fallback.method,
-                        fallback.seconds)
+    if relaxed.values is None:  # the LP alone outran the time limit: the greedy start, improved if time is left
+        return direct("mip-after-lp-timeout", "time_limit")
     lp_bound, lp_values = relaxed.bound, relaxed.values
     candidates = _candidates(model, lp_values, relaxed.reduced_costs if relaxed.reduced_costs is not None
                              else np.zeros(model.columns))
@@ -248,7 +258,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
     fractional = model.integer & (np.abs(lp_values - rounded) > _INTEGRAL_TOL)
     if not fractional.any():
         rounded[~model.integer] = lp_values[~model.integer]
-        proven = relaxed.objective - lp_bound <= gap * abs(relaxed.objective)
+        proven = relaxed.objective - lp_bound <= gap * abs(relaxed.objective + model.offset)
         return Solution(rounded, relaxed.objective, lp_bound, "optimal" if proven else "gap_limit", "lp",
                         time.perf_counter() - started)
     # a unit with any fractional column stays wholly free (its unplaced column too), which keeps
@@ -271,7 +281,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
     wider = (_neighbourhood(model, free & model.integer & ~machines, lp_values, values) | ~model.integer
              | machines) & candidates
     # continuous columns (moves) are cheap to free: only integer ones count against the cap
-    if ((best.objective - lp_bound) > gap * abs(best.objective)
+    if ((best.objective - lp_bound) > gap * abs(best.objective + model.offset)
             and int((wider & model.integer).sum()) <= NEIGHBOURHOOD_MAX_COLUMNS
             and left() > 0 and wider.sum() > (free & candidates).sum()):
         again = _run(model, np.flatnonzero(wider), values, integer=True, time_limit_s=left(), gap=stage_gap,
@@ -280,7 +290,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
         if again.values is not None and again.objective < best.objective - 1e-9:
             best, values = again, again.values
         status = again.status if again.status != "optimal" else status
-    rel_gap = (best.objective - lp_bound) / max(abs(best.objective), 1e-9)
+    rel_gap = (best.objective - lp_bound) / max(abs(best.objective + model.offset), 1e-9)
     final_status = "optimal" if status == "optimal" and rel_gap <= gap else (
         "gap_limit" if status == "optimal" else status)
     return Solution(values, best.objective, min(lp_bound, best.objective), final_status,

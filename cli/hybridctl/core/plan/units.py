@@ -7,9 +7,11 @@ then handed back replica by replica:
   placement to keep) behaves exactly like the others, so merging is exact;
 - twins of spread 2 stay exact with a per-domain cap (see formulation.py);
 - twins that pay data movement merge with one integer per site counting the twins that pay
-  there. That is a relaxation (it never costs more than the unmerged model), so the bound
-  stays proven; handing replicas back seldom pays more than it counted, and when it does the
-  plan's objective and gap say so (and a small model is solved again unmerged: planner.py).
+  there. For twins of 1 or 2 replicas that is exact; for 3 or more it is a relaxation (replicas
+  left over at several sites may not pack into whole twins), so those are counted by patterns
+  when they have few (patterns.py), which is exact. Otherwise the bound stays proven; handing
+  replicas back seldom pays more than it counted, and when it does the plan's objective and gap
+  say so (and a small model is solved again unmerged: planner.py).
 Twins with a cost ceiling, a spread of 3 or more, or a previous placement stay apart.
 """
 
@@ -42,6 +44,7 @@ class PoolTable:
     domain_names: tuple[str, ...]
     per_node: IntArray  # GPUs per machine
     committed: npt.NDArray[np.bool_]  # paid whether used or not (onprem, edge, reserved cloud)
+    committed_usd: FloatArray  # a committed pool's cash per month, paid whatever is placed (else 0)
 
     @classmethod
     def of(cls, pools: list[PoolInfo]) -> PoolTable:
@@ -55,7 +58,8 @@ class PoolTable:
                    np.array([domain_id[p.domain] for p in pools], dtype=np.int64),
                    site_names, domain_names,
                    np.array([p.gpus_per_node for p in pools], dtype=np.int64),
-                   np.array([p.committed for p in pools], dtype=np.bool_))
+                   np.array([p.committed for p in pools], dtype=np.bool_),
+                   np.array([p.committed_usd_per_month for p in pools], dtype=np.float64))
 
     @property
     def max_price(self) -> float:
@@ -111,7 +115,7 @@ class _Memo:
         self.table = table
         self.egress_rate = {p.site.name: p.site.egress_usd_per_gb for p in pools}
         self._arrays: dict[tuple[int, ...], tuple[IntArray, int]] = {}
-        self._egress: dict[tuple[object, ...], FloatArray] = {}
+        self._egress: dict[tuple[object, ...], tuple[FloatArray, tuple[object, ...] | None, float]] = {}
         self._penalty_gpus: dict[tuple[tuple[int, ...], int], int] = {}
 
     def penalty_gpus(self, eligible: tuple[int, ...], array: IntArray, gpu_count: int) -> int:
@@ -131,15 +135,17 @@ class _Memo:
             found = self._arrays[eligible] = (array, len(np.unique(self.table.domain[array])))
         return found
 
-    def egress(self, demand: Demand, eligible: tuple[int, ...]) -> FloatArray:
-        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets))
+    def egress(self, demand: Demand, eligible: tuple[int, ...]) -> tuple[FloatArray, tuple[object, ...] | None, float]:
+        """Data movement per eligible pool; the datasets read (None when it pays nothing); passes."""
         passes = demand.workload.data_passes_per_month
+        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) \
+            if demand.remote_datasets else ()
         key = (eligible, reads, passes)
         found = self._egress.get(key)
         if found is None:
             by_site = egress_usd_by_site(demand, self.pools, eligible, self.egress_rate) if reads and passes else {}
-            found = self._egress[key] = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible],
-                                                 dtype=np.float64)
+            array = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible], dtype=np.float64)
+            found = self._egress[key] = (array, reads if array.any() else None, passes)
         return found
 
 
@@ -159,33 +165,31 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
             continue
         array, domains = memo.arrays(eligible)
         spread = min(demand.spread, demand.replicas, domains)
-        egress = memo.egress(demand, eligible)
-        paid = bool(egress.any())
+        egress, reads, passes = memo.egress(demand, eligible)
+        paid = reads is not None
         ceiling = demand.workload.name if demand.workload.max_usd_per_month is not None else None
         before: dict[int, int] = {}
         for name, n in (previous or {}).get(demand.key, {}).items():
             p = pool_index.get(name)
             if p is not None and p in eligible:
                 before[p] = n
+        # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
+        # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
+        signature: tuple[object, ...] | None = None
+        if not (spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress))):
+            signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
+                         demand.replicas if spread > 1 or paid else 0, reads, passes if paid else 0.0)
+            twin = twins.get(signature)
+            if twin is not None:  # most demands of a large fleet: no unit of their own
+                twin.members.append(demand)
+                twin.replicas += demand.replicas
+                continue
         unit = Unit([demand], eligible, demand.gpu_count, demand.hours, demand.tier, demand.replicas,
                     spread, demand.replicas, egress, ceiling, before, array,
                     memo.penalty_gpus(eligible, array, demand.gpu_count))
-        # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
-        # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
-        if spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress)):
-            units.append(unit)
-            continue
-        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) if paid else ()
-        signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
-                     demand.replicas if spread > 1 or paid else 0,
-                     reads, demand.workload.data_passes_per_month if paid else 0.0)
-        twin = twins.get(signature)
-        if twin is None:
+        units.append(unit)
+        if signature is not None:
             twins[signature] = unit
-            units.append(unit)
-        else:
-            twin.members.append(demand)
-            twin.replicas += demand.replicas
     return units
 
 
@@ -218,10 +222,16 @@ def components(units: list[Unit]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
-    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas)."""
+def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable,
+               patterns: list[tuple[int, dict[int, int]]] | None = None) -> list[tuple[Demand, int, int]]:
+    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas).
+    `patterns` are the twins' patterns when the model counted them (patterns.py)."""
     if len(unit.members) == 1:
         return [(unit.members[0], p, n) for p, n in sorted(counts.items()) if n > 0]
+    if patterns is not None:
+        from hybridctl.core.plan.patterns import deal_by_pattern  # patterns.py builds on this module
+
+        return deal_by_pattern(unit, counts, table, patterns)
     if unit.spread > 1:
         return _deal_round_robin(unit, counts, table)
     if unit.pays_egress:
