@@ -33,6 +33,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
     egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
     fits_of: dict[tuple[tuple[int, ...], int], list[PoolInfo]] = {}
+    domains_of: dict[tuple[int, ...], set[str]] = {}
     for demand in demands(inventory):
         path = ("workloads", workload_index[demand.workload.name])
         eligible, exclusion = index.explain(demand)
@@ -58,7 +59,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
         required = min(demand.spread, demand.replicas)
         if demand.replicas >= 2 and required >= 2:
-            domains = {index.pools[p].domain for p in eligible}
+            domains = domains_of.get(eligible)
+            if domains is None:
+                domains = domains_of[eligible] = {index.pools[p].domain for p in eligible}
             if len(domains) < required:
                 diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: {demand.tier.value} tier with "
                                   f"{demand.replicas} replicas must span {required} failure domains, but its "
