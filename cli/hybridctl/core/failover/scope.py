@@ -89,7 +89,10 @@ class Scope:
                  for u in pool_usage(self.pools, pinned)}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
-        partial = plan(self.inventory, previous=self.applied, options=options, pools=residual, planned_demands=free)
+        # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
+        # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
+        partial = plan(self.inventory, previous=self.applied, options=options, pools=residual, planned_demands=free,
+                       digest=self.applied.inventory_digest or None)
         if not pinned and len(free) == len(self.demands):
             return partial
         return self._assemble(partial, pinned, [shaped.get(d.key, d) for d in self.demands])

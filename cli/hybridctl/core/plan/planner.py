@@ -136,8 +136,10 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
 
 
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
-         pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None) -> Plan:
-    """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity."""
+         pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None,
+         digest: str | None = None) -> Plan:
+    """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
+    `digest`, the inventory's digest when the caller knows it, saves hashing the whole inventory again."""
     options = options or PlanOptions()
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
@@ -216,7 +218,7 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     decisions = {w.name: classify_workload(w, inventory.policies).tier.value for w in inventory.workloads}
     return Plan(
         inventory_name=inventory.name,
-        inventory_digest=inventory_digest(inventory),
+        inventory_digest=digest if digest is not None else inventory_digest(inventory),
         placements=tuple(placements),
         unplaced=tuple(sorted(unplaced, key=lambda x: (x.workload, x.demand))),
         data_movements=tuple(movements),
