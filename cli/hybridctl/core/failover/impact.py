@@ -9,12 +9,13 @@ A workload that keeps at least one replica where it was never stops serving: its
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Plan, Unplaced
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
 _STATELESS = frozenset({WorkloadType.REALTIME_INFERENCE, WorkloadType.BATCH_INFERENCE, WorkloadType.EMBEDDING})
@@ -127,11 +128,11 @@ def _by_workload(result: Plan, only: set[str]) -> tuple[
 
 
 def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
-            returning: bool) -> str:
+            returning: bool, unplaced_of: Mapping[str, list[Unplaced]]) -> str:
     disruption = replan.disruption
     if returning:
         return "returns to its pre-failover placement"
-    unplaced = [u for u in replan.after.unplaced if u.workload == workload]
+    unplaced = unplaced_of.get(workload, [])
     if status is Status.DOWN:
         return unplaced[0].reason if unplaced else "no capacity left for it"
     shrunk = [ch for pool in before if (ch := disruption.change_of(pool)) is not None
@@ -195,6 +196,9 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
     before_all, usd_before, _ = _by_workload(replan.before, changed)
     after_all, usd_after, gpu_after = _by_workload(replan.after, changed)
     wanted = _wanted(inventory)
+    unplaced_of: dict[str, list[Unplaced]] = defaultdict(list)
+    for u in replan.after.unplaced:
+        unplaced_of[u.workload].append(u)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
     for w in inventory.workloads:
@@ -233,7 +237,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
             before=dict(sorted(before.items())), after=dict(sorted(after.items())),
             replicas_wanted=wanted[w.name], replicas_running=running_after, arrivals=arrivals,
             fallback=fallbacks.get(w.name) if degraded else None,
-            reason=_reason(status, w.name, replan, before, after, returning) + _spread_note(
+            reason=_reason(status, w.name, replan, before, after, returning, unplaced_of) + _spread_note(
                 replan.after.tiers.get(w.name, ""), before, after, pool_site, inventory.policies.spread_fixed_across),
             outage_minutes=outage, recovery_minutes=recovery, rto_minutes=w.rto_minutes,
             work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,

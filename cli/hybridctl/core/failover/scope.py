@@ -91,7 +91,10 @@ class Scope:
                     for p in self.pools]
         # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
         # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
-        partial = plan(self.inventory, previous=self.applied, options=options, pools=residual, planned_demands=free,
+        # the stability term concerns the free demands alone: the pinned placements need not be read again
+        previous = dataclasses.replace(self.applied, placements=tuple(
+            p for p in self.applied.placements if p.workload in free_workloads))
+        partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
                        digest=self.applied.inventory_digest or None)
         if not pinned and len(free) == len(self.demands):
             return partial

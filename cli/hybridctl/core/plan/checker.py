@@ -33,24 +33,28 @@ _RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIA
 class PlacementMemo:
     """One placement's own rule violations and cost, kept for the next check of a plan that shares it.
 
-    A drill checks hundreds of failover plans of one fleet; each keeps most of the base plan's
-    Placement objects, and the disrupted inventory most of its Workload, Site, Pool and Dataset
-    objects. A placement's own verdict depends on nothing else, so it is reused while every one
-    of those objects is the same; the memo holds them, so that their identities stay theirs.
+    A drill checks hundreds of failover plans of one fleet; each repeats most of the base plan's
+    placements, and the disrupted inventory keeps most of its Workload, Site, Pool and Dataset
+    objects. A placement's own verdict depends on its fields and on those objects alone, so it is
+    reused while the fields are equal and every one of the objects is the same. The objects are
+    keyed by identity and held by the memo, so no identity can pass to another object meanwhile.
     """
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[tuple[object, ...], list[str], float]] = {}
+        self._known: dict[tuple[object, ...], tuple[tuple[object, ...], list[str], float]] = {}
 
-    def get(self, objects: tuple[object, ...]) -> tuple[list[str], float] | None:
-        known = self._known.get(id(objects[0]))
-        if known is None or len(known[0]) != len(objects) or any(
-                a is not b for a, b in zip(known[0], objects, strict=True)):
-            return None
-        return known[1], known[2]
+    @staticmethod
+    def _key(placement: Placement, objects: tuple[object, ...]) -> tuple[object, ...]:
+        p = placement
+        return (p.workload, p.pool, p.site, p.tier, p.degraded, p.gpus, p.replicas, p.usd_per_month,
+                *map(id, objects))
 
-    def put(self, objects: tuple[object, ...], problems: list[str], cost: float) -> None:
-        self._known[id(objects[0])] = (objects, problems, cost)
+    def get(self, placement: Placement, objects: tuple[object, ...]) -> tuple[list[str], float] | None:
+        known = self._known.get(self._key(placement, objects))
+        return None if known is None else (known[1], known[2])
+
+    def put(self, placement: Placement, objects: tuple[object, ...], problems: list[str], cost: float) -> None:
+        self._known[self._key(placement, objects)] = (objects, problems, cost)
 
 
 def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> list[str]:
@@ -74,12 +78,12 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
             problems.append(f"{pl.workload} in {pl.pool}: unknown workload or pool")
             continue
         site, pool = pools[pl.pool]
-        objects = (pl, w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
-        known = memo.get(objects) if memo is not None else None
+        objects = (w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
+        known = memo.get(pl, objects) if memo is not None else None
         if known is None:
             known = _placement_violations(inventory, pl, w, site, pool, datasets)
             if memo is not None:
-                memo.put(objects, *known)
+                memo.put(pl, objects, *known)
         problems.extend(known[0])
         cost = known[1]
         used[pool.name] += pl.gpus
