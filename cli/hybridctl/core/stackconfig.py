@@ -360,15 +360,19 @@ def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], 
         for pl in index.on_pool.get((p.site.name, p.pool.name), ()):
             placed[pl.workload].append((p, pl.gpus))
     members: dict[tuple[str, tuple[str, ...], bool, bool], list[str]] = defaultdict(list)
+    spot_allowed: dict[tuple[str, bool], bool] = {}  # (tier, preemptible): thousands of workloads, a few answers
     for name in sorted(workloads):
-        tier = Tier(tier_of[name])
+        tier = tier_of[name]
         spec = known.get(name)
         # A workload the inventory no longer lists keeps the reach of where it is placed
         # (the planner puts only preemptible work on spot).
         types = tuple(sorted(spec.gpu.types)) if spec else tuple(sorted({p.pool.gpu for p, _ in placed[name]}))
         preemptible = spec.preemptible if spec else any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed[name])
-        spot = CapacityType.SPOT in allowed_capacity_types(tier, preemptible, inventory.policies)
-        members[(tier.value, types, spot, manager and name in dispatched)].append(name)
+        spot = spot_allowed.get((tier, preemptible))
+        if spot is None:
+            spot = spot_allowed[(tier, preemptible)] = CapacityType.SPOT in allowed_capacity_types(
+                Tier(tier), preemptible, inventory.policies)
+        members[(Tier(tier).value, types, spot, manager and name in dispatched)].append(name)
     queues, assigned = [], []
     for (tier_name, types, spot, mk), names in sorted(members.items(),
                                                       key=lambda kv: (TIER_ORDER.index(Tier(kv[0][0])), kv[0])):

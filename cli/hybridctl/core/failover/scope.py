@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.failover.demand_cache import MovementMemo
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
@@ -36,17 +37,19 @@ class Scope:
     applied: Plan
     free: frozenset[str]  # demand keys the planner places; the others are pinned
     disruption: Disruption
+    movements: MovementMemo | None = None  # the pinned work's data movements, kept from pass to pass
+
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
-                applied: Plan) -> Scope:
+                applied: Plan, movements: MovementMemo | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in applied.placements if p.pool in touched}
         free |= set(disruption.cut_off) | set(disruption.down)
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
-                     frozenset(_whole_workloads(free, demands)), disruption)
+                     frozenset(_whole_workloads(free, demands)), disruption, movements)
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -111,7 +114,8 @@ class Scope:
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
         pools = pool_usage(self.pools, placements)
-        movements = data_movements(self.inventory, demands, placements)
+        movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
+                     else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
             partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),
             pools=pools, compute_usd_per_month=round(sum(p.usd_per_month for p in placements), 2),
