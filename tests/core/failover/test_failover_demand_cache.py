@@ -14,6 +14,7 @@ from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.costs import data_movements
 from hybridctl.core.plan.planner import plan
+from hybridctl.core.tiers import classify_workload
 from hybridctl.paths import inventories_dir
 
 
@@ -72,3 +73,13 @@ def test_the_movement_memo_gives_what_data_movements_gives_for_every_scenario(en
                 scenario.name
         assert list(result.after.data_movements) == data_movements(disrupted, wanted, result.after.placements), \
             scenario.name
+
+
+def test_a_replan_gives_every_workload_the_tier_the_rules_give(enterprise) -> None:
+    inventory, base = enterprise
+    cache = DemandCache()
+    for scenario in standard_scenarios(inventory)[:8]:
+        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        disrupted = result.disruption.inventory
+        assert result.after.tiers == {w.name: classify_workload(w, disrupted.policies).tier.value
+                                      for w in disrupted.workloads}, scenario.name

@@ -23,6 +23,7 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.tiers import classify_workload
 
 
 def key_of(placement_demand: str, workload: str) -> str:
@@ -97,11 +98,19 @@ class Scope:
             p for p in self.applied.placements if p.workload in free_workloads))
         # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
         # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
+        # (and the tiers its demands already carry)
         partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
-                       digest=self.applied.inventory_digest or None)
+                       digest=self.applied.inventory_digest or None, tiers=self._tiers())
         if not pinned and len(free) == len(self.demands):
             return partial
         return self._assemble(partial, pinned, pinned_usage, [shaped.get(d.key, d) for d in self.demands])
+
+    def _tiers(self) -> dict[str, str]:
+        """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
+        of_demands = {d.workload.name: d.tier.value for d in self.demands}
+        policies = self.inventory.policies
+        return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value
+                for w in self.inventory.workloads}
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)

@@ -137,9 +137,10 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
 
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
          pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None,
-         digest: str | None = None) -> Plan:
+         digest: str | None = None, tiers: dict[str, str] | None = None) -> Plan:
     """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
-    `digest`, the inventory's digest when the caller knows it, saves hashing the whole inventory again."""
+    `digest` and `tiers` (workload -> tier), the inventory's when the caller knows them, save working
+    them out again for the whole inventory."""
     options = options or PlanOptions()
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
@@ -215,7 +216,8 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     report = SolverReport(status, round(objective, 2), round(bound, 2), round(gap, 6),
                           round(time.perf_counter() - started, 3), "+".join(sorted(solved.methods)) or "none",
                           solved.components, solved.variables, round(result.penalty, 2))
-    decisions = {w.name: classify_workload(w, inventory.policies).tier.value for w in inventory.workloads}
+    decisions = tiers if tiers is not None else {
+        w.name: classify_workload(w, inventory.policies).tier.value for w in inventory.workloads}
     return Plan(
         inventory_name=inventory.name,
         inventory_digest=digest if digest is not None else inventory_digest(inventory),
