@@ -27,7 +27,7 @@ from typing import ClassVar
 
 from hybridctl.core.catalog import Catalog, catalog
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json
 from hybridctl.core.tiers import TIER_ORDER, Tier, allowed_capacity_types
 from hybridctl.errors import HybridctlError
@@ -324,32 +324,55 @@ def plan_digest(plan: Plan) -> str:
     return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class _PlanIndex:
+    """The plan's placements by pool and by site, and each workload's spec and tier, worked out once
+    for all clusters (a fleet has tens of clusters and tens of thousands of placements)."""
+
+    known: dict[str, Workload]
+    tier_of: dict[str, str]
+    on_pool: dict[tuple[str, str], list[Placement]]
+    at_site: dict[str, set[str]]
+
+    @staticmethod
+    def of(inventory: Inventory, plan: Plan) -> _PlanIndex:
+        on_pool: dict[tuple[str, str], list[Placement]] = defaultdict(list)
+        at_site: dict[str, set[str]] = defaultdict(set)
+        for pl in plan.placements:
+            on_pool[(pl.site, pl.pool)].append(pl)
+            at_site[pl.site].add(pl.workload)
+        return _PlanIndex({w.name: w for w in inventory.workloads},
+                          {**plan.tiers, **{p.workload: p.tier for p in plan.placements}}, on_pool, at_site)
+
+
 def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:
     """`<cohort>-<tier>-<gpu types>[-spot][-mk]`: one ClusterQueue per distinct reach."""
     slug = "-".join(re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-") for t in gpu_types)
     return f"{cohort}-{tier}-{slug}" + ("-spot" if spot else "") + ("-mk" if dispatched else "")
 
 
-def _queues(inventory: Inventory, plan: Plan, pools: list[_PlannedPool], workloads: set[str],
+def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], workloads: set[str],
             dispatched: set[str], manager: bool) -> tuple[tuple[ClusterQueueConfig, ...], tuple[WorkloadQueue, ...]]:
     """The cluster's ClusterQueues and each workload's queue: reach = its GPU types and capacity types."""
-    known = {w.name: w for w in inventory.workloads}
-    tier_of = {**plan.tiers, **{p.workload: p.tier for p in plan.placements}}
-    pool_of = {(p.site.name, p.pool.name): p for p in pools}
+    known, tier_of = index.known, index.tier_of
     placed: dict[str, list[tuple[_PlannedPool, int]]] = defaultdict(list)
-    for pl in plan.placements:
-        if (pl.site, pl.pool) in pool_of:
-            placed[pl.workload].append((pool_of[(pl.site, pl.pool)], pl.gpus))
+    for p in pools:
+        for pl in index.on_pool.get((p.site.name, p.pool.name), ()):
+            placed[pl.workload].append((p, pl.gpus))
     members: dict[tuple[str, tuple[str, ...], bool, bool], list[str]] = defaultdict(list)
+    spot_allowed: dict[tuple[str, bool], bool] = {}  # (tier, preemptible): thousands of workloads, a few answers
     for name in sorted(workloads):
-        tier = Tier(tier_of[name])
+        tier = tier_of[name]
         spec = known.get(name)
         # A workload the inventory no longer lists keeps the reach of where it is placed
         # (the planner puts only preemptible work on spot).
         types = tuple(sorted(spec.gpu.types)) if spec else tuple(sorted({p.pool.gpu for p, _ in placed[name]}))
         preemptible = spec.preemptible if spec else any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed[name])
-        spot = CapacityType.SPOT in allowed_capacity_types(tier, preemptible, inventory.policies)
-        members[(tier.value, types, spot, manager and name in dispatched)].append(name)
+        spot = spot_allowed.get((tier, preemptible))
+        if spot is None:
+            spot = spot_allowed[(tier, preemptible)] = CapacityType.SPOT in allowed_capacity_types(
+                Tier(tier), preemptible, inventory.policies)
+        members[(Tier(tier).value, types, spot, manager and name in dispatched)].append(name)
     queues, assigned = [], []
     for (tier_name, types, spot, mk), names in sorted(members.items(),
                                                       key=lambda kv: (TIER_ORDER.index(Tier(kv[0][0])), kv[0])):
@@ -393,10 +416,11 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
     for p in planned:
         by_cluster[cluster_of[p.site.name]].append(p)
     queues = []
+    index = _PlanIndex.of(inventory, plan)
     for cluster, pools in sorted(by_cluster.items()):
         sites = {p.site.name for p in pools}
-        workloads = {p.workload for p in plan.placements if p.site in sites} | mirrored.get(cluster, set())
-        cluster_queues, assigned = _queues(inventory, plan, pools, workloads, mirrored.get(cluster, set()),
+        workloads = {w for site in sites for w in index.at_site.get(site, ())} | mirrored.get(cluster, set())
+        cluster_queues, assigned = _queues(inventory, index, pools, workloads, mirrored.get(cluster, set()),
                                            cluster in managers)
         queues.append(QueuesStackConfig(
             cluster_name=cluster, inventory_name=inventory.name, plan_digest=digest, cohort=inventory.name,

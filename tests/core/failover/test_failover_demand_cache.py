@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import pytest
 from hybridctl.core.eligibility import demands
-from hybridctl.core.failover.demand_cache import DemandCache
+from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
 from hybridctl.core.failover.disrupt import disrupt
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.plan.costs import data_movements
 from hybridctl.core.plan.planner import plan
+from hybridctl.core.tiers import classify_workload
 from hybridctl.paths import inventories_dir
 
 
@@ -53,3 +55,31 @@ def test_a_drill_replans_each_scenario_as_replan_does(enterprise) -> None:
         alone = replan(inventory, base, scenario.events)
         assert [i.workload for i in result.impacts] == [i.workload for i in impacts(inventory, alone)], scenario.name
         assert result.usd_per_month_after == alone.after.total_usd_per_month, scenario.name
+
+
+def test_the_movement_memo_gives_what_data_movements_gives_for_every_scenario(enterprise) -> None:
+    inventory, base = enterprise
+    cache = DemandCache()
+    memo = MovementMemo()
+    assert memo.movements(inventory, demands(inventory), base.placements) == \
+        data_movements(inventory, demands(inventory), base.placements)
+    for scenario in standard_scenarios(inventory):
+        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        disrupted = result.disruption.inventory
+        wanted = demands(disrupted)
+        # the replan's own plan, and the applied plan's placements on the disrupted inventory (other sites)
+        for placements in (result.after.placements, base.placements):
+            assert memo.movements(disrupted, wanted, placements) == data_movements(disrupted, wanted, placements), \
+                scenario.name
+        assert list(result.after.data_movements) == data_movements(disrupted, wanted, result.after.placements), \
+            scenario.name
+
+
+def test_a_replan_gives_every_workload_the_tier_the_rules_give(enterprise) -> None:
+    inventory, base = enterprise
+    cache = DemandCache()
+    for scenario in standard_scenarios(inventory)[:8]:
+        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        disrupted = result.disruption.inventory
+        assert result.after.tiers == {w.name: classify_workload(w, disrupted.policies).tier.value
+                                      for w in disrupted.workloads}, scenario.name

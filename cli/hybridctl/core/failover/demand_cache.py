@@ -10,9 +10,12 @@ The cache holds those objects, so an identity cannot be reused by another object
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from hybridctl.core.eligibility import Demand, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Workload
+from hybridctl.core.plan.costs import data_movements
+from hybridctl.core.plan.model import DataMovement, Placement
 
 _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
 
@@ -20,6 +23,7 @@ _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
 class DemandCache:
     def __init__(self) -> None:
         self._known: dict[int, _Known] = {}
+        self.movements = MovementMemo()  # shared by the scenarios' replans, as the demands are
 
     def demands(self, inventory: Inventory) -> list[Demand]:
         """What eligibility.demands(inventory) returns, in the same order."""
@@ -38,3 +42,49 @@ class DemandCache:
         known = self._known.get(id(workload))
         return (known is not None and known[0] is workload and known[2] is policies and len(known[1]) == len(read)
                 and all(a is b for a, b in zip(known[1], read, strict=True)))
+
+
+class MovementMemo:
+    """Each workload's data movements, for the same demands (the very objects) at the same sites.
+
+    A replan re-places a few workloads and pins the rest: the movements of the pinned ones are
+    those the last replan worked out. A demand's movements depend on its datasets (held by the
+    Demand, which the memo keeps, so that its identity stays its own), the sites it runs at and
+    the sites' egress prices, which no event changes (they are part of the key all the same).
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[object, ...], tuple[tuple[Demand, ...], list[DataMovement]]] = {}
+        self._egress: dict[tuple[tuple[str, float], ...], int] = {}  # the sites' egress prices, numbered
+
+    def movements(self, inventory: Inventory, demands_: Sequence[Demand],
+                  placements: Sequence[Placement]) -> list[DataMovement]:
+        """What plan.costs.data_movements(inventory, demands_, placements) gives."""
+        egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),
+                                         len(self._egress))
+        sites_of: dict[str, set[str]] = defaultdict(set)
+        for placement in placements:
+            if placement.replicas > 0:
+                sites_of[placement.demand or placement.workload].add(placement.site)
+        by_workload: dict[str, list[Demand]] = defaultdict(list)
+        for demand in demands_:
+            by_workload[demand.workload.name].append(demand)
+        found: list[DataMovement] = []
+        missing: dict[tuple[object, ...], tuple[Demand, ...]] = {}
+        for workload_demands in by_workload.values():
+            key: tuple[object, ...] = (egress, *((id(d), frozenset(sites_of.get(d.key, ()))) for d in workload_demands))
+            known = self._known.get(key)
+            if known is None:
+                missing[key] = tuple(workload_demands)
+            else:
+                found += known[1]
+        if missing:
+            keys = {d.key for ds in missing.values() for d in ds}
+            fresh: dict[str, list[DataMovement]] = defaultdict(list)
+            for movement in data_movements(inventory, [d for ds in missing.values() for d in ds],
+                                           [p for p in placements if (p.demand or p.workload) in keys]):
+                fresh[movement.workload].append(movement)
+            for new_key, ds in missing.items():
+                self._known[new_key] = (ds, fresh[ds[0].workload.name])
+                found += fresh[ds[0].workload.name]
+        return sorted(found, key=lambda m: (m.workload, m.dataset, m.to_site))

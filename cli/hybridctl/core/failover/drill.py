@@ -29,6 +29,7 @@ from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.checker import PlacementMemo
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
 from hybridctl.core.plan.verify import verified
@@ -123,11 +124,12 @@ class DrillReport:
 
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
                  steps_for: StepsFor | None = None, fingerprint: str | None = None,
-                 demand_cache: DemandCache | None = None) -> ScenarioResult:
+                 demand_cache: DemandCache | None = None, check_memo: PlacementMemo | None = None) -> ScenarioResult:
     """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
-    verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}")  # a bug if not
+    verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}",  # a bug if not
+             check_memo)
     steps_for = steps_for or plain_steps(inventory)
     problem: str | None = None
     counts = (0, 0)
@@ -169,9 +171,12 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     started = time.perf_counter()
     cache = DemandCache()
     cache.demands(inventory)  # filled before the scenarios run (and before any worker forks)
+    # the base plan's placements, checked once here: every scenario's plan keeps most of them
+    memo = PlacementMemo()
+    verified(inventory, base, "base plan of the drill", memo)
     run = functools.partial(run_scenario, inventory, base, options=options,
                             steps_for=_base_once(base, plain_steps(inventory)),
-                            fingerprint=applied_fingerprint(base), demand_cache=cache)
+                            fingerprint=applied_fingerprint(base), demand_cache=cache, check_memo=memo)
     results: list[ScenarioResult] = []
     for result in (map_scenarios or map)(run, scenarios):
         results.append(result)

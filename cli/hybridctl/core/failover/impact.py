@@ -9,12 +9,13 @@ A workload that keeps at least one replica where it was never stops serving: its
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Plan, Unplaced
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
 _STATELESS = frozenset({WorkloadType.REALTIME_INFERENCE, WorkloadType.BATCH_INFERENCE, WorkloadType.EMBEDDING})
@@ -95,25 +96,43 @@ class WorkloadImpact:
         return round(self.usd_per_month_after - self.usd_per_month_before, 2)
 
 
-def _by_workload(result: Plan) -> tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]:
+def _changed_workloads(before: Plan, after: Plan) -> set[str]:
+    """Workloads with a placement or data movement that is not the very same object in both plans.
+
+    A replan keeps the placements it pins as they are (scope.py), so on a fleet most workloads
+    share every placement object with the applied plan: only the others can have changed.
+    """
+    changed: set[str] = set()
+    for one, other in ((before, after), (after, before)):
+        kept = {id(p) for p in other.placements}
+        changed.update(p.workload for p in one.placements if id(p) not in kept)
+        kept = {id(m) for m in other.data_movements}
+        changed.update(m.workload for m in one.data_movements if id(m) not in kept)
+    return changed
+
+
+def _by_workload(result: Plan, only: set[str]) -> tuple[
+        dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]:
     replicas: dict[str, dict[str, int]] = defaultdict(dict)
     usd: dict[str, float] = defaultdict(float)
     gpu: dict[str, dict[str, str]] = defaultdict(dict)
     for p in result.placements:
-        replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
-        usd[p.workload] += p.usd_per_month
-        gpu[p.workload][p.pool] = p.gpu_type
+        if p.workload in only:
+            replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
+            usd[p.workload] += p.usd_per_month
+            gpu[p.workload][p.pool] = p.gpu_type
     for m in result.data_movements:
-        usd[m.workload] += m.usd_per_month
+        if m.workload in only:
+            usd[m.workload] += m.usd_per_month
     return replicas, usd, gpu
 
 
 def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
-            returning: bool) -> str:
+            returning: bool, unplaced_of: Mapping[str, list[Unplaced]]) -> str:
     disruption = replan.disruption
     if returning:
         return "returns to its pre-failover placement"
-    unplaced = [u for u in replan.after.unplaced if u.workload == workload]
+    unplaced = unplaced_of.get(workload, [])
     if status is Status.DOWN:
         return unplaced[0].reason if unplaced else "no capacity left for it"
     shrunk = [ch for pool in before if (ch := disruption.change_of(pool)) is not None
@@ -171,13 +190,20 @@ def _wanted(inventory: Inventory) -> dict[str, int]:
 def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
     """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
     pool_site = {p.name: s for s in inventory.sites for p in s.pools}
-    before_all, usd_before, _ = _by_workload(replan.before)
-    after_all, usd_after, gpu_after = _by_workload(replan.after)
     degraded_workloads = {p.workload: p for p in replan.after.placements if p.degraded}
+    # a workload can be affected only if a placement of it changed, or it runs degraded
+    changed = _changed_workloads(replan.before, replan.after) | set(degraded_workloads)
+    before_all, usd_before, _ = _by_workload(replan.before, changed)
+    after_all, usd_after, gpu_after = _by_workload(replan.after, changed)
     wanted = _wanted(inventory)
+    unplaced_of: dict[str, list[Unplaced]] = defaultdict(list)
+    for u in replan.after.unplaced:
+        unplaced_of[u.workload].append(u)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
     for w in inventory.workloads:
+        if w.name not in changed:
+            continue
         before, after = before_all.get(w.name, {}), after_all.get(w.name, {})
         degraded = w.name in degraded_workloads
         if before == after and not degraded:
@@ -211,7 +237,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
             before=dict(sorted(before.items())), after=dict(sorted(after.items())),
             replicas_wanted=wanted[w.name], replicas_running=running_after, arrivals=arrivals,
             fallback=fallbacks.get(w.name) if degraded else None,
-            reason=_reason(status, w.name, replan, before, after, returning) + _spread_note(
+            reason=_reason(status, w.name, replan, before, after, returning, unplaced_of) + _spread_note(
                 replan.after.tiers.get(w.name, ""), before, after, pool_site, inventory.policies.spread_fixed_across),
             outage_minutes=outage, recovery_minutes=recovery, rto_minutes=w.rto_minutes,
             work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
-from hybridctl.core.failover.demand_cache import DemandCache
+from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope
@@ -153,7 +153,9 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     plan_options = options.plan_options()
     all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
     wanted = {d.key: d for d in all_demands}
-    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied)
+    # the pinned work's data movements are worked out once (in a drill, once for all scenarios)
+    movements = demand_cache.movements if demand_cache is not None else MovementMemo()
+    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements)
     first = scope.plan(plan_options)
     passes = 1
     for _ in range(MAX_WIDENINGS):

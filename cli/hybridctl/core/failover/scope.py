@@ -17,11 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.failover.demand_cache import MovementMemo
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
-from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.tiers import classify_workload
 
 
 def key_of(placement_demand: str, workload: str) -> str:
@@ -36,17 +38,19 @@ class Scope:
     applied: Plan
     free: frozenset[str]  # demand keys the planner places; the others are pinned
     disruption: Disruption
+    movements: MovementMemo | None = None  # the pinned work's data movements, kept from pass to pass
+
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
-                applied: Plan) -> Scope:
+                applied: Plan, movements: MovementMemo | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in applied.placements if p.pool in touched}
         free |= set(disruption.cut_off) | set(disruption.down)
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
-                     frozenset(_whole_workloads(free, demands)), disruption)
+                     frozenset(_whole_workloads(free, demands)), disruption, movements)
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -85,27 +89,47 @@ class Scope:
         pinned = [p for p in self.applied.placements if p.workload not in free_workloads]
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
-        taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node
-                 for u in pool_usage(self.pools, pinned)}
+        pinned_usage = pool_usage(self.pools, pinned)
+        taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node for u in pinned_usage}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
-        partial = plan(self.inventory, previous=self.applied, options=options, pools=residual, planned_demands=free)
+        # the stability term concerns the free demands alone: the pinned placements need not be read again
+        previous = dataclasses.replace(self.applied, placements=tuple(
+            p for p in self.applied.placements if p.workload in free_workloads))
+        # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
+        # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
+        # (and the tiers its demands already carry)
+        partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
+                       digest=self.applied.inventory_digest or None, tiers=self._tiers())
         if not pinned and len(free) == len(self.demands):
             return partial
-        return self._assemble(partial, pinned, [shaped.get(d.key, d) for d in self.demands])
+        return self._assemble(partial, pinned, pinned_usage, [shaped.get(d.key, d) for d in self.demands])
+
+    def _tiers(self) -> dict[str, str]:
+        """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
+        of_demands = {d.workload.name: d.tier.value for d in self.demands}
+        policies = self.inventory.policies
+        return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value
+                for w in self.inventory.workloads}
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
         return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
 
-    def _assemble(self, partial: Plan, pinned: list[Placement], demands: list[Demand]) -> Plan:
+    def _assemble(self, partial: Plan, pinned: list[Placement], pinned_usage: Sequence[PoolUsage],
+                  demands: list[Demand]) -> Plan:
         placements = sorted([*pinned, *partial.placements],
                             key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
         free_workloads = {key.split("@", 1)[0] for key in self.free}
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
-        pools = pool_usage(self.pools, placements)
-        movements = data_movements(self.inventory, demands, placements)
+        # a pool's usage depends on its own placements alone: only the pools the free work went to change
+        touched = {p.pool for p in partial.placements}
+        fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
+                                                [p for p in placements if p.pool in touched])}
+        pools = tuple(fresh.get(u.pool, u) for u in pinned_usage)
+        movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
+                     else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
             partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),
             pools=pools, compute_usd_per_month=round(sum(p.usd_per_month for p in placements), 2),

@@ -23,49 +23,69 @@ from hybridctl.core.inventory.models import (
     WorkloadType,
 )
 from hybridctl.core.plan.checker_rules import FIXED, spec_capacity_allowed, spec_tier
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Placement, Plan
 
 _TOLERANCE_USD = 0.05
 _HOURS_ALWAYS_ON = 730
 _RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIAL: 2, Sensitivity.RESTRICTED: 3}
 
 
-def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
-    """Violations of the spec's placement rules; empty when the plan is valid."""
+class PlacementMemo:
+    """One placement's own rule violations and cost, kept for the next check of a plan that shares it.
+
+    A drill checks hundreds of failover plans of one fleet; each repeats most of the base plan's
+    placements, and the disrupted inventory keeps most of its Workload, Site, Pool and Dataset
+    objects. A placement's own verdict depends on its fields and on those objects alone, so it is
+    reused while the fields are equal and every one of the objects is the same. The objects are
+    keyed by identity and held by the memo, so no identity can pass to another object meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[object, ...], tuple[tuple[object, ...], list[str], float]] = {}
+
+    @staticmethod
+    def _key(placement: Placement, objects: tuple[object, ...]) -> tuple[object, ...]:
+        p = placement
+        return (p.workload, p.pool, p.site, p.tier, p.degraded, p.gpus, p.replicas, p.usd_per_month,
+                *map(id, objects))
+
+    def get(self, placement: Placement, objects: tuple[object, ...]) -> tuple[list[str], float] | None:
+        known = self._known.get(self._key(placement, objects))
+        return None if known is None else (known[1], known[2])
+
+    def put(self, placement: Placement, objects: tuple[object, ...], problems: list[str], cost: float) -> None:
+        self._known[self._key(placement, objects)] = (objects, problems, cost)
+
+
+def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> list[str]:
+    """Violations of the spec's placement rules; empty when the plan is valid.
+
+    `memo` (optional) reuses the per-placement verdicts of earlier checks of plans sharing objects.
+    """
     problems: list[str] = []
     sites = {s.name: s for s in inventory.sites}
     pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
     datasets = {d.name: d for d in inventory.datasets}
     workloads = {w.name: w for w in inventory.workloads}
-    instances = catalog().instances
     used: dict[str, int] = defaultdict(int)
     replicas: dict[str, int] = defaultdict(int)
     domains: dict[str, set[str]] = defaultdict(set)
     sites_used: dict[str, set[str]] = defaultdict(set)
     compute: dict[str, float] = defaultdict(float)
     for pl in plan.placements:
-        where = f"{pl.workload} in {pl.pool}"
         w = workloads.get(pl.workload)
         if w is None or pl.pool not in pools:
-            problems.append(f"{where}: unknown workload or pool")
+            problems.append(f"{pl.workload} in {pl.pool}: unknown workload or pool")
             continue
         site, pool = pools[pl.pool]
-        if site.name != pl.site:
-            problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
-        tier = spec_tier(w)
-        if pl.tier != tier:
-            problems.append(f"{where}: tier {pl.tier}, but the rules give {tier}")
-        gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
-        if pl.gpus != pl.replicas * gpu.count:
-            problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
-        problems.extend(f"{where}: {p}" for p in _pool_violations(inventory, w, gpu.types, site, pool, datasets))
-        problems.extend(f"{where}: {p}" for p in _revision2_pool_violations(w, gpu.count, site, pool, datasets))
-        price = pool.usd_per_gpu_hour
-        if price is None:
-            price = instances[pool.instance_type or ""].usd_per_gpu_hour
-        cost = pl.replicas * gpu.count * w.hours * price
-        if abs(cost - pl.usd_per_month) > _TOLERANCE_USD:
-            problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
+        objects = (w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
+        known = memo.get(pl, objects) if memo is not None else None
+        if known is None:
+            known = _placement_violations(inventory, pl, w, site, pool, datasets)
+            if memo is not None:
+                memo.put(pl, objects, *known)
+        problems.extend(known[0])
+        cost = known[1]
         used[pool.name] += pl.gpus
         replicas[pl.demand or pl.workload] += pl.replicas
         domains[pl.workload].add(pool.failure_domain or site.failure_domain or site.name)
@@ -104,6 +124,27 @@ def check_plan(inventory: Inventory, plan: Plan) -> list[str]:
         if abs(says - movement[name]) > _TOLERANCE_USD * max(1, len(planned[name])):
             problems.append(f"{name}: data movement: plan says {says:.2f}, rules give {movement[name]:.2f}")
     return problems
+
+
+def _placement_violations(inventory: Inventory, pl: Placement, w: Workload, site: Site, pool: Pool,
+                          datasets: dict[str, Dataset]) -> tuple[list[str], float]:
+    """The rules one placement breaks on its own, and its cost by the rules."""
+    problems: list[str] = []
+    where = f"{pl.workload} in {pl.pool}"
+    if site.name != pl.site:
+        problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
+    tier = spec_tier(w)
+    if pl.tier != tier:
+        problems.append(f"{where}: tier {pl.tier}, but the rules give {tier}")
+    gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
+    if pl.gpus != pl.replicas * gpu.count:
+        problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
+    problems.extend(f"{where}: {p}" for p in _pool_violations(inventory, w, gpu.types, site, pool, datasets))
+    problems.extend(f"{where}: {p}" for p in _revision2_pool_violations(w, gpu.count, site, pool, datasets))
+    cost = pl.replicas * gpu.count * w.hours * _price(pool)
+    if abs(cost - pl.usd_per_month) > _TOLERANCE_USD:
+        problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
+    return problems, cost
 
 
 def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], site: Site, pool: Pool,

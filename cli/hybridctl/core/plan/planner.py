@@ -146,8 +146,11 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
 
 
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
-         pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None) -> Plan:
-    """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity."""
+         pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None,
+         digest: str | None = None, tiers: dict[str, str] | None = None) -> Plan:
+    """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
+    `digest` and `tiers` (workload -> tier), the inventory's when the caller knows them, save working
+    them out again for the whole inventory."""
     options = options or PlanOptions()
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
@@ -223,13 +226,16 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     report = SolverReport(status, round(objective, 2), round(bound, 2), round(gap, 6),
                           round(time.perf_counter() - started, 3), "+".join(sorted(solved.methods)) or "none",
                           solved.components, solved.variables, round(result.penalty, 2))
-    # classified once, in demands(); demands handed in (failover) may carry other decisions
-    planned_tiers = {d.workload.name: d.tier.value for d in all_demands} if planned_demands is None else {}
-    decisions = {w.name: planned_tiers.get(w.name) or classify_workload(w, inventory.policies).tier.value
-                 for w in inventory.workloads}
+    if tiers is not None:
+        decisions = tiers
+    else:
+        # classified once, in demands(); demands handed in (failover) may carry other decisions
+        planned_tiers = {d.workload.name: d.tier.value for d in all_demands} if planned_demands is None else {}
+        decisions = {w.name: planned_tiers.get(w.name) or classify_workload(w, inventory.policies).tier.value
+                     for w in inventory.workloads}
     return Plan(
         inventory_name=inventory.name,
-        inventory_digest=inventory_digest(inventory),
+        inventory_digest=digest if digest is not None else inventory_digest(inventory),
         placements=tuple(placements),
         unplaced=tuple(sorted(unplaced, key=lambda x: (x.workload, x.demand))),
         data_movements=tuple(movements),

@@ -17,7 +17,7 @@ import math
 from collections import defaultdict
 
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.checker import check_plan
+from hybridctl.core.plan.checker import PlacementMemo, check_plan
 from hybridctl.core.plan.model import Plan
 
 _TOLERANCE_USD = 0.05
@@ -36,9 +36,9 @@ class PlanCheckFailed(Exception):
         super().__init__(f"the {what} breaks the spec's placement rules: {listed}{more}")
 
 
-def verified(inventory: Inventory, plan: Plan, what: str = "plan") -> Plan:
+def verified(inventory: Inventory, plan: Plan, what: str = "plan", memo: PlacementMemo | None = None) -> Plan:
     """`plan` itself when the checker finds nothing wrong with it; PlanCheckFailed otherwise."""
-    violations = check_plan(inventory, plan)
+    violations = check_plan(inventory, plan, memo)
     if violations:
         raise PlanCheckFailed(what, violations)
     return plan
