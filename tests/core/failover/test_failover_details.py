@@ -4,12 +4,13 @@ fallbacks, stateless work, federated trainers and copies, the callback and steps
 from __future__ import annotations
 
 import pytest
-from failover_helpers import by_pool, inventory, onprem, pool, workload
+from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
 from hybridctl.core.failover.drill import drill, run_scenario
 from hybridctl.core.failover.events import Event, EventKind, parse_events
 from hybridctl.core.failover.failover import plain_steps, plan_failover, plan_rollback
 from hybridctl.core.failover.impact import Arrival, Status, impacts, recovery_minutes
 from hybridctl.core.failover.replan import FailoverOptions, replan
+from hybridctl.core.failover.runbook import System
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.plan.planner import plan
 
@@ -135,3 +136,51 @@ class TestFederatedCopies:
         fed = next(i for i in result.impacts if i.workload == "fed")
         assert fed.after == {"y-l4": 1} and fed.arrivals == ()
         assert fed.status is Status.DEGRADED and fed.replicas_running == 1
+
+
+class TestReasons:
+    def test_a_workload_lost_with_two_sites_names_both(self) -> None:
+        inv = inventory(
+            [onprem(f"store-{n}", [pool(f"{n}-l4", "L4", 1, 0.5)], kind="edge") for n in ("a", "b")]
+            + [onprem("dc", [pool("dc-l4", "L4", 4, 1.0)])],
+            [workload("camera", "realtime_inference", ["L4"], replicas=2, survives_site_loss=False,
+                      sites=["store-a", "store-b", "dc"])])
+        base = plan(inv)
+        assert by_pool(base.placements, "camera") == {"a-l4": 1, "b-l4": 1}
+        result = replan(inv, base, parse_events(["site-lost store-a", "site-lost store-b"]))
+        camera = next(i for i in impacts(inv, result) if i.workload == "camera")
+        assert camera.status is Status.DOWN and camera.expected_loss
+        assert camera.reason == ("expected: it does not survive the loss of store-a, store-b "
+                                 "(survives_site_loss: false)")
+
+    def test_work_moved_off_two_repriced_pools_names_both_events(self) -> None:
+        inv = inventory(
+            [onprem("dc-a", [pool("a-l4", "L4", 1, 1.0), pool("a2-l4", "L4", 1, 1.0)]),
+             onprem("dc-b", [pool("b-l4", "L4", 4, 2.0)])],
+            [workload("web", "realtime_inference", ["L4"], replicas=2)])
+        base = plan(inv)
+        assert by_pool(base.placements, "web") == {"a-l4": 1, "a2-l4": 1}
+        # each replica saves 730 h × ($10 - $2) = $5,840 a month, over a $100 threshold
+        result = replan(inv, base, parse_events(["price a-l4=x10", "price a2-l4=x10"]),
+                        FailoverOptions(move_threshold_usd=100.0))
+        assert by_pool(result.after.placements, "web") == {"b-l4": 2}
+        web = next(i for i in impacts(inv, result) if i.workload == "web")
+        assert web.reason == ("under the new prices (price a-l4=x10, price a2-l4=x10) moving saves more than the "
+                              "move threshold")
+
+
+class TestRunbookStepsForTheCloud:
+    def test_a_site_lost_to_the_cloud_scales_the_pools_then_admits_the_work(self) -> None:
+        inv = inventory([onprem("dc", [pool("dc-l4", "L4", 4, 1.0)]),
+                         cloud("aws", [cloud_pool("g6-od", "L4", "g6.xlarge", 8, 2.0, "on_demand")],
+                               provision_minutes=12)],
+                        [workload("api", "realtime_inference", ["L4"], replicas=2)])
+        runbook, _ = plan_failover(inv, plan(inv), parse_events(["site-lost dc"]), steps_for=plain_steps(inv))
+        steps = {s.id: (s.group, s.system, s.estimated_minutes, s.workloads, s.detail) for s in runbook.steps}
+        assert steps["cloud-pools/aws"] == (
+            "capacity", System.PULUMI, 12.0, ("api",),
+            "scale the GPU pools of aws to the failover plan; new nodes take about 12 min (provision_minutes)")
+        assert steps["cluster-queues/k8s-aws"] == (
+            "admission", System.PULUMI, 0.0, (), "update the Kueue queues so the moved and degraded workloads are "
+            "admitted")
+        assert runbook.estimated_minutes == 12.0

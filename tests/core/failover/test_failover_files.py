@@ -13,6 +13,7 @@ from hybridctl.core.failover.events import Event, EventKind, parse_events
 from hybridctl.core.failover.failover import plain_steps, plan_failover
 from hybridctl.core.failover.scenario import Scenario, ScenarioError, parse_scenarios
 from hybridctl.core.failover.serialize import (
+    RunbookFileError,
     drill_to_dict,
     runbook_from_json,
     runbook_to_dict,
@@ -53,6 +54,14 @@ class TestRunbookFile:
         assert loaded.deferred == runbook.deferred
         assert (loaded.kind, loaded.incident, loaded.inventory, loaded.events, loaded.base_serial, loaded.notes) == (
             runbook.kind, runbook.incident, runbook.inventory, runbook.events, 3, runbook.notes)
+
+    def test_a_step_without_its_digest_is_refused_with_a_way_out(self, fleet) -> None:
+        raw = json.loads(runbook_to_json(link_down(fleet)))
+        del raw["steps"][0]["digest"]
+        with pytest.raises(RunbookFileError) as caught:
+            runbook_from_json(json.dumps(raw), "rb.json")
+        assert caught.value.message == "rb.json: a step lacks 'digest'"
+        assert caught.value.hint == "compute a new runbook with `hybridctl failover`"
 
     def test_groups_are_listed_with_their_titles_and_steps(self, fleet) -> None:
         runbook = link_down(fleet)
