@@ -44,6 +44,7 @@ CLOUD_HOSTS = BASE.replace("    cluster: ml\n", "    cluster: ml\n    hosts:  # 
                                                 "      - {name: c-01, address: 10.1.0.1, pool: use1-p5}\n")
 POOLLESS_SITE = BASE.replace("datasets:\n", "  - name: edge-empty\n    kind: edge\n    jurisdiction: EU\n"
                                              "    egress_usd_per_gb: 0.0\n    latency_ms: {}\n    pools: []\ndatasets:\n")
+REALTIME = BASE.replace("type: training", "type: realtime_inference")
 ONE_L4_POOL = BASE.replace("gpu: L4, gpus: 8,", "gpu: L4, gpus: 4, gpus_per_node: 4,")
 
 CASES = [
@@ -131,6 +132,29 @@ CASES = [
     case("choice-that-is-not-the-version", BASE.replace("provider: aws", "provider: gcp"), "invalid-choice",
          "sites[1].provider: 'gcp' (text) is not one of 'aws'", ("provider: gcp", "gcp"),
          "use one of the listed values, spelled exactly"),
+    case("realtime-part-time", REALTIME.replace("hours_per_month: 100", "hours_per_month: 729"), "realtime-part-time",
+         "workload train: realtime_inference with hours_per_month 729 (below 730): it is planned and costed as if it "
+         "ran only that long", ("hours_per_month: 729", "729"),
+         "remove hours_per_month (always on), or use batch_inference for part-time work", "warning"),
+    case("partial-node-quota", BASE.replace("max_gpus: 64,", "max_gpus: 60,"), "partial-node-quota",
+         "pool use1-p5: max_gpus 60 is not a multiple of 8 GPUs per p5.48xlarge node", ("max_gpus: 60", "60"),
+         "the node group can only use whole nodes", "warning"),
+    case("duplicate-pool-at-the-second", BASE.replace("{name: use1-p5-spot,", "{name: a-l4,"), "duplicate-name",
+         "pool 'a-l4' is defined twice (first at inv.yaml:15:9)", ("{name: a-l4, gpu: H100", "{"),
+         "rename one of the two pools"),
+    case("yaml-syntax", BASE.replace("regions: [eu-users, us-users]", "regions: [eu-users, us-users"), "yaml-syntax",
+         "inv.yaml: did not find expected ',' or ']'", ("sites:", ":"),
+         "fix the YAML syntax at this position (indentation, quotes, colons)"),
+    case("token", BASE.replace("jurisdiction: EU", "jurisdiction: E U"), "invalid-value",
+         "sites[0].jurisdiction: 'E U' (text) is not a token", ("jurisdiction: E U", "E U"),
+         "use one word of letters, digits, '.', '_' and '-' (at most 64 characters), such as EU, us-east-1, "
+         "A100-80GB or fra-row-a"),
+    case("above-the-upper-bound", BASE.replace("gpus: 16,", "gpus: 2000000,"), "out-of-range",
+         "sites[0].pools[0].gpus: 2000000 is above the upper bound of 1000000", ("gpus: 2000000", "2000000"),
+         "every number has a documented upper bound (docs/inventory-format.md); check the units and the value"),
+    case("list-given-as-text", BASE.replace("regions: [eu-users, us-users]", "regions: eu-users"), "wrong-type",
+         "regions: expected a list, got 'eu-users' (text)", ("regions: eu-users", "eu-users"),
+         "quote text values; write numbers without quotes"),
     case("top-level-not-a-mapping", "- 1\n", "not-a-mapping",
          "inv.yaml: the top level must be a mapping of keys (version, name, sites, ...)", ("- 1", "-"),
          "start the file with `version: 1`"),
@@ -157,3 +181,6 @@ class TestBoundaries:
         # 2 replicas × 4 L4 = the 8 GPUs of a-l4, the only L4 pool
         text = BASE.replace(H100_TRAIN, "    gpu: {types: [L4], count: 4}\n    replicas: 2\n")
         assert diagnostics(text) == []
+
+    def test_realtime_work_declared_at_the_full_730_hours_is_no_warning(self) -> None:
+        assert diagnostics(REALTIME.replace("hours_per_month: 100", "hours_per_month: 730")) == []

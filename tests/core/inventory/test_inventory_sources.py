@@ -34,3 +34,10 @@ def test_a_directory_s_files_are_read_in_sorted_order(tmp_path: Path) -> None:
         (tmp_path / name).write_text(f"# {name}\n", encoding="utf-8")
     assert [(Path(s.name).name, s.text) for s in read_sources(tmp_path)] == [
         ("a.yaml", "# a.yaml\n"), ("b.yml", "# b.yml\n")]
+
+
+def test_a_missing_path_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        read_sources(tmp_path / "nope.yaml")
+    assert caught.value.message == f"{tmp_path / 'nope.yaml'}: no such file or directory"
+    assert caught.value.hint == "pass the inventory file or directory"
