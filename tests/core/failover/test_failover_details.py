@@ -184,3 +184,19 @@ class TestRunbookStepsForTheCloud:
             "admission", System.PULUMI, 0.0, (), "update the Kueue queues so the moved and degraded workloads are "
             "admitted")
         assert runbook.estimated_minutes == 12.0
+
+
+class TestEventsAndNotes:
+    def test_a_price_factor_below_one_is_a_discount_not_an_error(self) -> None:
+        [event] = parse_events(["price a-l4=x0.5"])
+        assert (event.factor, event.amount, str(event)) == (True, 0.5, "price a-l4=x0.5")
+        assert event.price_after(2.0) == 1.0
+
+    def test_the_rollback_says_which_failover_it_undoes(self, three_sites) -> None:
+        base = plan(three_sites)
+        steps = plain_steps(three_sites)
+        runbook, _ = plan_failover(three_sites, base, parse_events(["site-lost dc-a"]), steps_for=steps)
+        back = plan_rollback(three_sites, runbook, runbook.after, steps_for=steps, returning_sites=["dc-a"])
+        assert back.notes[0] == f"returns to the plan that ran before {runbook.id} (site-lost dc-a)"
+        # the failover's own notes come from apply's steps: sites without hosts are named
+        assert "site dc-b lists no hosts: nothing for Ansible to configure there" in runbook.notes
