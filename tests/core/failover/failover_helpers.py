@@ -61,3 +61,14 @@ def by_pool(placements: Any, workload: str) -> dict[str, int]:
         if p.workload == workload:
             placed[p.pool] = placed.get(p.pool, 0) + p.replicas
     return placed
+
+
+def two_sites_inventory() -> Inventory:
+    """Two on-prem sites: checkout (2 replicas, a T4 fallback), search and a batch job, all wanting dc-a's L4s."""
+    return inventory(
+        [onprem("dc-a", [pool("a-l4", "L4", 4, 1.0)], provision=5),
+         onprem("dc-b", [pool("b-l4", "L4", 1, 2.0), pool("b-t4", "T4", 2, 0.4)], provision=12)],
+        [workload("checkout", "realtime_inference", ["L4"], replicas=2, rto_minutes=15,
+                  fallback={"gpu": {"types": ["T4"], "count": 1}, "replicas": 1}),
+         workload("search", "realtime_inference", ["L4"], rto_minutes=10),
+         workload("reports", "batch_inference", ["L4"], hours_per_month=40)])

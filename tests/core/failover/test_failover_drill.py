@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from failover_helpers import by_pool, inventory, onprem, pool, workload
+from failover_helpers import by_pool, inventory, onprem, pool, two_sites_inventory, workload
 from hybridctl.core.failover.drill import drill, run_scenario
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan
@@ -19,13 +19,7 @@ def lost(site: str) -> Scenario:
 
 @pytest.fixture
 def two_sites():
-    return inventory(
-        [onprem("dc-a", [pool("a-l4", "L4", 4, 1.0)], provision=5),
-         onprem("dc-b", [pool("b-l4", "L4", 1, 2.0), pool("b-t4", "T4", 2, 0.4)], provision=12)],
-        [workload("checkout", "realtime_inference", ["L4"], replicas=2, rto_minutes=15,
-                  fallback={"gpu": {"types": ["T4"], "count": 1}, "replicas": 1}),
-         workload("search", "realtime_inference", ["L4"], rto_minutes=10),
-         workload("reports", "batch_inference", ["L4"], hours_per_month=40)])
+    return two_sites_inventory()
 
 
 class TestGate:

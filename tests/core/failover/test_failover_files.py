@@ -7,7 +7,7 @@ import json
 import textwrap
 
 import pytest
-from failover_helpers import inventory, onprem, pool, workload
+from failover_helpers import inventory, onprem, pool, two_sites_inventory, workload
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.events import Event, EventKind, parse_events
 from hybridctl.core.failover.failover import plain_steps, plan_failover
@@ -73,13 +73,7 @@ class TestRunbookFile:
 
 class TestDrillFile:
     def test_each_scenario_names_what_moved_degraded_and_was_lost(self) -> None:
-        inv = inventory(
-            [onprem("dc-a", [pool("a-l4", "L4", 4, 1.0)], provision=5),
-             onprem("dc-b", [pool("b-l4", "L4", 1, 2.0), pool("b-t4", "T4", 2, 0.4)], provision=12)],
-            [workload("checkout", "realtime_inference", ["L4"], replicas=2, rto_minutes=15,
-                      fallback={"gpu": {"types": ["T4"], "count": 1}, "replicas": 1}),
-             workload("search", "realtime_inference", ["L4"], rto_minutes=10),
-             workload("reports", "batch_inference", ["L4"], hours_per_month=40)])
+        inv = two_sites_inventory()
         report = drill(inv, plan(inv), [Scenario("lost-dc-a", (Event(EventKind.SITE_LOST, "dc-a"),), "dc-a is dark")])
         scenario = json.loads(json.dumps(drill_to_dict(report)))["scenarios"][0]
         assert (scenario["name"], scenario["description"], scenario["events"]) == (

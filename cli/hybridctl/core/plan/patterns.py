@@ -24,7 +24,7 @@ import numpy as np
 
 from hybridctl.core.eligibility import Demand
 from hybridctl.core.plan.milp import Builder, Col
-from hybridctl.core.plan.units import FloatArray, IntArray, PoolTable, Unit
+from hybridctl.core.plan.units import FloatArray, IntArray, PoolTable, Unit, split_by_egress
 
 PATTERNS_MAX = 100  # per unit: C(R + S, S) patterns for R replicas and S paying sites
 
@@ -81,14 +81,7 @@ def deal_by_pattern(unit: Unit, counts: Mapping[int, int], table: PoolTable,
                     patterns: list[tuple[int, Pattern]]) -> list[tuple[Demand, int, int]]:
     """Give each twin the replicas its pattern puts at each paying site, then fill it up to its
     replicas from the sites that pay nothing; what is left short is unplaced."""
-    egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
-    at_site: dict[int, list[int]] = {}
-    free: list[int] = []
-    for p in sorted(counts):
-        if egress_at[p] > 0:
-            at_site.setdefault(int(table.site[p]), []).extend([p] * counts[p])
-        else:
-            free.extend([p] * counts[p])
+    at_site, free = split_by_egress(unit, counts, table)
     wants = [pattern for count, pattern in patterns for _ in range(count)]
     members = sorted(unit.members, key=lambda d: d.key)
     result: list[tuple[Demand, int, int]] = []

@@ -268,6 +268,21 @@ def _deal_round_robin(unit: Unit, counts: Mapping[int, int], table: PoolTable) -
     return [(members[m], p, n) for (m, p), n in sorted(taken.items())]
 
 
+def split_by_egress(unit: Unit, counts: Mapping[int, int],
+                    table: PoolTable) -> tuple[dict[int, list[int]], list[int]]:
+    """The unit's replicas as pools, one entry a replica: those in pools that pay data movement by
+    site, and those in pools that pay nothing (which any twin may take without changing the cost)."""
+    egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
+    paying: dict[int, list[int]] = {}
+    free: list[int] = []
+    for p in sorted(counts):
+        if egress_at[p] > 0:
+            paying.setdefault(int(table.site[p]), []).extend([p] * counts[p])
+        else:
+            free.extend([p] * counts[p])
+    return paying, free
+
+
 def _deal_by_site(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
     """Deal twins that pay data movement so that each pays at as few sites as it can.
 
@@ -277,14 +292,7 @@ def _deal_by_site(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> li
     when nothing else fits: the one case where the plan pays more than the merged model counted.
     """
     size = unit.member_replicas
-    egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
-    paying: dict[int, list[int]] = {}
-    filler: list[int] = []
-    for p in sorted(counts):
-        if egress_at[p] > 0:
-            paying.setdefault(int(table.site[p]), []).extend([p] * counts[p])
-        else:
-            filler.extend([p] * counts[p])
+    paying, filler = split_by_egress(unit, counts, table)
     bins: list[list[int]] = []
     pieces: list[list[int]] = []
     for site in sorted(paying):
