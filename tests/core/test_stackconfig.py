@@ -8,16 +8,9 @@ from typing import Any
 import pytest
 from hybridctl.core.inventory.models import Dataset, Inventory, Workload
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport
-from hybridctl.core.stackconfig import (
-    GpuPoolsStackConfig,
-    NodePoolConfig,
-    QueuesStackConfig,
-    StackConfigs,
-    nodes_for,
-    plan_digest,
-    stack_configs,
-)
+from hybridctl.core.stackconfig import nodes_for, plan_digest, stack_configs
 from hybridctl.core.stackdiff import CloudChange, diff_stack_configs
+from hybridctl.core.stackvalues import GpuPoolsStackConfig, NodePoolConfig, QueuesStackConfig, StackConfigs
 
 
 def cloud_site(name: str, region: str, cluster: str, pools: list[dict[str, Any]]) -> dict[str, Any]:

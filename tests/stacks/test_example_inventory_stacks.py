@@ -11,7 +11,8 @@ import pytest
 from hybridctl.core import stackconfig
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.planner import plan
-from hybridctl.core.stackconfig import GpuPoolsStackConfig, QueuesStackConfig, StackConfigs, stack_configs
+from hybridctl.core.stackconfig import stack_configs
+from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig, StackConfigs
 from hybridctl.drivers.pulumi import flatten_config
 from hybridctl.paths import inventories_dir
 from kueue_crd_schema import errors

@@ -30,7 +30,8 @@ def synth(
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.stackconfig import GpuPoolsStackConfig, QueuesStackConfig, plan_digest, stack_configs
+    from hybridctl.core.stackconfig import plan_digest, stack_configs
+    from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.paths import stacks_dir

@@ -23,34 +23,37 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
 
 from hybridctl.core.catalog import Catalog, catalog
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json
+from hybridctl.core.stackvalues import (
+    DISK_FLOOR_GIB,
+    ClusterQueueConfig,
+    FlavorConfig,
+    FlavorQuota,
+    GpuPoolsStackConfig,
+    NodePoolConfig,
+    QueuesStackConfig,
+    StackConfigs,
+    WorkloadQueue,
+)
 from hybridctl.core.tiers import TIER_ORDER, Tier, allowed_capacity_types
 from hybridctl.errors import HybridctlError
 
-PROJECT_GPU_POOLS = "aws-gpu-pools"
-PROJECT_QUEUES = "k8s-queues"
 # Shared with stacks/aws-gpu-pools (node labels) and stacks/k8s-queues (flavor selectors).
 LABEL_SITE = "hybridctl.io/site"
 LABEL_POOL = "hybridctl.io/pool"
 LABEL_GPU = "hybridctl.io/gpu"
-KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"  # MultiKueue worker credentials: a Secret the operator creates
 
 # Root volume: the models and datasets the pool's workloads read, plus room for the OS and
-# container images (CUDA images run to tens of GB each); never below the floor. gp3's ceiling.
-DISK_FLOOR_GIB = 200
+# container images (CUDA images run to tens of GB each); never below the floor (stackvalues). gp3's ceiling.
 DISK_HEADROOM_GIB = 100
 DISK_MAX_GIB = 16_384
 # Instance families with EFA, and the network cards each size has (one EFA interface per card).
 EFA_NETWORK_CARDS = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16}
 _ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
-
-JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
-
 
 def nodes_for(gpus: int, gpus_per_node: int) -> int:
     return -(-gpus // gpus_per_node)
@@ -76,140 +79,6 @@ def planned_machines(plan: Plan) -> dict[tuple[str, str], int]:
     A reserved cloud pool's machines are all the machines it has: they are paid for either way.
     """
     return {(usage.site, usage.pool): usage.machines for usage in plan.pools}
-
-
-@dataclass(frozen=True)
-class NodePoolConfig:
-    name: str
-    instance_type: str
-    capacity_type: str
-    gpu_type: str
-    gpus_per_node: int
-    min_size: int
-    desired_size: int
-    max_size: int
-    instance_types: tuple[str, ...] = ()  # spot: every catalog type of the same GPU and shape; default (instance_type,)
-    disk_gib: int = DISK_FLOOR_GIB
-    efa_interfaces: int = 0  # > 0: multi-node work is planned on an EFA-capable type; with a placement group
-    reservation_id: str | None = None
-    availability_zone: str | None = None
-
-    @property
-    def types(self) -> tuple[str, ...]:
-        return self.instance_types or (self.instance_type,)
-
-    def values(self) -> dict[str, JsonValue]:
-        values: dict[str, JsonValue] = {
-            "name": self.name, "instanceTypes": list(self.types), "capacityType": self.capacity_type,
-            "gpuType": self.gpu_type, "gpusPerNode": self.gpus_per_node,
-            "minSize": self.min_size, "desiredSize": self.desired_size, "maxSize": self.max_size,
-            "diskGiB": self.disk_gib,
-        }
-        if self.efa_interfaces:
-            values["efaInterfaces"] = self.efa_interfaces
-        if self.reservation_id:
-            values["reservationId"] = self.reservation_id
-        if self.availability_zone:
-            values["availabilityZone"] = self.availability_zone
-        return values
-
-
-@dataclass(frozen=True)
-class GpuPoolsStackConfig:
-    project: ClassVar[str] = PROJECT_GPU_POOLS
-    site: str
-    region: str
-    cluster_name: str
-    inventory_name: str
-    plan_digest: str
-    node_pools: tuple[NodePoolConfig, ...]
-
-    @property
-    def stack_name(self) -> str:
-        return f"{self.inventory_name}-{self.site}"
-
-    def values(self) -> dict[str, JsonValue]:
-        return {
-            "aws:region": self.region, "site": self.site, "clusterName": self.cluster_name,
-            "inventoryName": self.inventory_name, "planDigest": self.plan_digest,
-            "nodePools": [p.values() for p in self.node_pools],
-        }
-
-
-@dataclass(frozen=True)
-class FlavorConfig:
-    name: str
-    gpu_type: str
-    node_labels: tuple[tuple[str, str], ...]
-    spot: bool = False
-
-
-@dataclass(frozen=True)
-class FlavorQuota:
-    flavor: str
-    gpus: int
-
-
-@dataclass(frozen=True)
-class ClusterQueueConfig:
-    name: str
-    tier: str
-    flavors: tuple[FlavorQuota, ...]  # the flavors it reaches, tried in order, with planned GPUs
-    dispatched: bool = False  # its workloads go to MultiKueue workers
-
-
-@dataclass(frozen=True)
-class WorkloadQueue:
-    name: str
-    tier: str
-    cluster_queue: str = ""
-    team: str | None = None  # the owner, labelled on its namespace for showback
-
-
-@dataclass(frozen=True)
-class QueuesStackConfig:
-    project: ClassVar[str] = PROJECT_QUEUES
-    cluster_name: str
-    inventory_name: str
-    plan_digest: str
-    cohort: str
-    flavors: tuple[FlavorConfig, ...]
-    cluster_queues: tuple[ClusterQueueConfig, ...]
-    workloads: tuple[WorkloadQueue, ...]
-    multikueue_clusters: tuple[str, ...] = ()  # worker clusters, when this cluster dispatches burst work
-    region: str = ""  # the EKS cluster's region: the Kubernetes provider is built from it
-
-    @property
-    def stack_name(self) -> str:
-        return f"{self.inventory_name}-{self.cluster_name}"
-
-    def quotas(self, queue: str) -> tuple[FlavorQuota, ...]:
-        return next((q.flavors for q in self.cluster_queues if q.name == queue), ())
-
-    def values(self) -> dict[str, JsonValue]:
-        values: dict[str, JsonValue] = {
-            "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
-            "planDigest": self.plan_digest, "cohort": self.cohort,
-            "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels)} for f in self.flavors],
-            "clusterQueues": [
-                {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],
-                 **({"dispatched": True} if q.dispatched else {})}
-                for q in self.cluster_queues
-            ],
-            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue, **({"team": w.team} if w.team else {})}
-                          for w in self.workloads],
-        }
-        if self.multikueue_clusters:
-            values["multiKueueClusters"] = [
-                {"name": c, "kubeconfigSecret": f"{c}{KUBECONFIG_SECRET_SUFFIX}"} for c in self.multikueue_clusters
-            ]
-        return values
-
-
-@dataclass(frozen=True)
-class StackConfigs:
-    gpu_pools: tuple[GpuPoolsStackConfig, ...]
-    queues: tuple[QueuesStackConfig, ...]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridctl.core.stackconfig import (
+from hybridctl.core.stackvalues import (
     PROJECT_GPU_POOLS,
     PROJECT_QUEUES,
     NodePoolConfig,

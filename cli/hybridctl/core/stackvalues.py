@@ -1,0 +1,149 @@
+"""The values of the Pulumi stack configurations: exactly what the programs in stacks/ read
+(schema: stacks/README.md). stackconfig.py derives them from a plan; stackdiff.py compares them;
+`synth` and the Pulumi driver hand `values()` to the programs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+PROJECT_GPU_POOLS = "aws-gpu-pools"
+PROJECT_QUEUES = "k8s-queues"
+KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"  # MultiKueue worker credentials: a Secret the operator creates
+DISK_FLOOR_GIB = 200  # a node's root volume never below this (stackconfig.disk_gib)
+
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+@dataclass(frozen=True)
+class NodePoolConfig:
+    name: str
+    instance_type: str
+    capacity_type: str
+    gpu_type: str
+    gpus_per_node: int
+    min_size: int
+    desired_size: int
+    max_size: int
+    instance_types: tuple[str, ...] = ()  # spot: every catalog type of the same GPU and shape; default (instance_type,)
+    disk_gib: int = DISK_FLOOR_GIB
+    efa_interfaces: int = 0  # > 0: multi-node work is planned on an EFA-capable type; with a placement group
+    reservation_id: str | None = None
+    availability_zone: str | None = None
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self.instance_types or (self.instance_type,)
+
+    def values(self) -> dict[str, JsonValue]:
+        values: dict[str, JsonValue] = {
+            "name": self.name, "instanceTypes": list(self.types), "capacityType": self.capacity_type,
+            "gpuType": self.gpu_type, "gpusPerNode": self.gpus_per_node,
+            "minSize": self.min_size, "desiredSize": self.desired_size, "maxSize": self.max_size,
+            "diskGiB": self.disk_gib,
+        }
+        if self.efa_interfaces:
+            values["efaInterfaces"] = self.efa_interfaces
+        if self.reservation_id:
+            values["reservationId"] = self.reservation_id
+        if self.availability_zone:
+            values["availabilityZone"] = self.availability_zone
+        return values
+
+
+@dataclass(frozen=True)
+class GpuPoolsStackConfig:
+    project: ClassVar[str] = PROJECT_GPU_POOLS
+    site: str
+    region: str
+    cluster_name: str
+    inventory_name: str
+    plan_digest: str
+    node_pools: tuple[NodePoolConfig, ...]
+
+    @property
+    def stack_name(self) -> str:
+        return f"{self.inventory_name}-{self.site}"
+
+    def values(self) -> dict[str, JsonValue]:
+        return {
+            "aws:region": self.region, "site": self.site, "clusterName": self.cluster_name,
+            "inventoryName": self.inventory_name, "planDigest": self.plan_digest,
+            "nodePools": [p.values() for p in self.node_pools],
+        }
+
+
+@dataclass(frozen=True)
+class FlavorConfig:
+    name: str
+    gpu_type: str
+    node_labels: tuple[tuple[str, str], ...]
+    spot: bool = False
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    flavor: str
+    gpus: int
+
+
+@dataclass(frozen=True)
+class ClusterQueueConfig:
+    name: str
+    tier: str
+    flavors: tuple[FlavorQuota, ...]  # the flavors it reaches, tried in order, with planned GPUs
+    dispatched: bool = False  # its workloads go to MultiKueue workers
+
+
+@dataclass(frozen=True)
+class WorkloadQueue:
+    name: str
+    tier: str
+    cluster_queue: str = ""
+    team: str | None = None  # the owner, labelled on its namespace for showback
+
+
+@dataclass(frozen=True)
+class QueuesStackConfig:
+    project: ClassVar[str] = PROJECT_QUEUES
+    cluster_name: str
+    inventory_name: str
+    plan_digest: str
+    cohort: str
+    flavors: tuple[FlavorConfig, ...]
+    cluster_queues: tuple[ClusterQueueConfig, ...]
+    workloads: tuple[WorkloadQueue, ...]
+    multikueue_clusters: tuple[str, ...] = ()  # worker clusters, when this cluster dispatches burst work
+    region: str = ""  # the EKS cluster's region: the Kubernetes provider is built from it
+
+    @property
+    def stack_name(self) -> str:
+        return f"{self.inventory_name}-{self.cluster_name}"
+
+    def quotas(self, queue: str) -> tuple[FlavorQuota, ...]:
+        return next((q.flavors for q in self.cluster_queues if q.name == queue), ())
+
+    def values(self) -> dict[str, JsonValue]:
+        values: dict[str, JsonValue] = {
+            "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
+            "planDigest": self.plan_digest, "cohort": self.cohort,
+            "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels)} for f in self.flavors],
+            "clusterQueues": [
+                {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],
+                 **({"dispatched": True} if q.dispatched else {})}
+                for q in self.cluster_queues
+            ],
+            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue, **({"team": w.team} if w.team else {})}
+                          for w in self.workloads],
+        }
+        if self.multikueue_clusters:
+            values["multiKueueClusters"] = [
+                {"name": c, "kubeconfigSecret": f"{c}{KUBECONFIG_SECRET_SUFFIX}"} for c in self.multikueue_clusters
+            ]
+        return values
+
+
+@dataclass(frozen=True)
+class StackConfigs:
+    gpu_pools: tuple[GpuPoolsStackConfig, ...]
+    queues: tuple[QueuesStackConfig, ...]
