@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hosts.lab import HostLab, LabUnavailable, missing_prerequisites
+from support.pgserver import PgServer, remove_server, start_server
 
 
 def _unavailable(reason: str) -> None:
@@ -60,3 +61,14 @@ def host_lab(host_lab_session: HostLab) -> Iterator[HostLab]:
             yield lab
     finally:
         lab.stop([h for h in lab.hosts if h.name not in before])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PgServer]:
+    """A private PostgreSQL server (initdb/pg_ctl in a temporary directory) for the module's tests,
+    on a Unix socket: reachable from the lab's controller network namespace too."""
+    started = start_server()
+    try:
+        yield started
+    finally:
+        remove_server(started)

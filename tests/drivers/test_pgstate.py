@@ -23,17 +23,8 @@ from hybridctl.drivers.pgurl import StateUrl
 from hybridctl.drivers.state import LockLostError, State, StateStore, open_state
 from hybridctl.drivers.statemigrate import migrate, state_digest
 from hybridctl.errors import ExitCode, StateLockedError
-from support.pgserver import PASSWORD, PgServer, remove_server, start_server
+from support.pgserver import PASSWORD, PgServer
 from support.waiting import wait_for
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PgServer]:
-    started = start_server()
-    try:
-        yield started
-    finally:
-        remove_server(started)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, hybridctl_argv, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.recording_cloud import RecordingCloud
+from support.text import flat
 from support.waiting import wait_for
 
 POOLS_STACK, QUEUES_STACK = "loop-aws-euc1", "loop-ml-euc1"
@@ -58,11 +59,6 @@ class Lab:
 @pytest.fixture
 def lab(tmp_path: Path) -> Lab:
     return Lab(tmp_path)
-
-
-def flat(text: str) -> str:
-    """Output with rich's line wrapping undone, for matching messages."""
-    return " ".join(text.split())
 
 
 class TestLoop:

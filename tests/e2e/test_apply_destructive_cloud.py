@@ -8,10 +8,7 @@ from pathlib import Path
 from support.apply_cli import cli_env, run_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.recording_cloud import RecordingCloud
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
+from support.text import flat
 
 
 def test_removing_the_cloud_work_needs_the_explicit_flag(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from hybridctl.paths import inventories_dir
 from support.apply_cli import cli_env, write_inventory
 from support.recording_cloud import RecordingCloud
+from support.text import flat
 
 # `hybridctl` with the apply and failover commands registered, whether or not app._register() lists them yet
 _BOOT = ("import sys; import hybridctl.commands.apply_cmds, hybridctl.commands.failover_cmds; "
@@ -31,10 +32,6 @@ def argv(*args: str | Path) -> list[str]:
 def cli(*args: str | Path, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv(*args), env=cli_env(**env), cwd=cwd, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL, check=False)
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def two_regions() -> dict[str, Any]:

@@ -17,6 +17,7 @@ from hosts.lab import HostLab, TestHost
 from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundle
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, write_inventory
+from support.text import flat
 from support.waiting import wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -31,10 +32,6 @@ def argv(*args: str | Path) -> list[str]:
     import sys
 
     return [sys.executable, "-c", _BOOT, *map(str, args)]
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def document(onprem: list[TestHost], edge: list[TestHost]) -> dict[str, Any]:

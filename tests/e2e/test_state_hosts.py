@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -18,23 +17,11 @@ from hybridctl.drivers.lockholder import CONTROL_DIR_PREFIX, CONTROL_TOKEN_CHARS
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems, open_state
 from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
-from support.pgserver import PgServer, remove_server, start_server
+from support.pgserver import PgServer
+from support.text import flat
 from support.waiting import wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PgServer]:
-    started = start_server()  # on a Unix socket: reachable from the lab's controller network namespace
-    try:
-        yield started
-    finally:
-        remove_server(started)
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _cmdline(process: psutil.Process) -> str:

@@ -13,11 +13,8 @@ from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.recording_cloud import RecordingCloud
+from support.text import flat
 from support.waiting import wait_for
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 class Lab:

@@ -10,31 +10,18 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems, open_state
 from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
-from support.pgserver import PASSWORD, PgServer, remove_server, start_server
+from support.pgserver import PASSWORD, PgServer
 from support.recording_cloud import RecordingCloud
+from support.text import flat
 from support.waiting import wait_for
 
 POOLS_STACK, QUEUES_STACK = "loop-aws-euc1", "loop-ml-euc1"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PgServer]:
-    started = start_server()
-    try:
-        yield started
-    finally:
-        remove_server(started)
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 class Lab:
