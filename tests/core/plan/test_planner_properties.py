@@ -435,19 +435,25 @@ def test_plan_is_valid_and_as_cheap_as_brute_force(raw: dict[str, Any]) -> None:
     assert math.isclose(result.solver.objective, got + constant, rel_tol=1e-7, abs_tol=0.05)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(inventories())
-def test_lp_guided_route_is_valid_and_its_bound_is_proven(raw: dict[str, Any]) -> None:
-    """Forced down the large-model route (LP, fixing, restricted MIPs), the plan stays valid, and
-    the bound it reports is a true lower bound: never above the brute-force optimum."""
+def lp_route_against_brute_force(raw: dict[str, Any]) -> tuple[Inventory, Plan, float, float]:
+    """Plan `raw` forced down the large-model route (LP, fixing, restricted MIPs), check the plan
+    with the checker, and return the inventory, the plan, the brute-force optimum and the plan's
+    objective, priced the same way."""
     raw = _validatable(raw)
     assume(raw["workloads"])
     inventory = _load(raw)
     with patch.object(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0):
         result = plan(inventory, options=PlanOptions(gap=0.0))
     assert check_plan(inventory, result) == []
-    optimum = brute_force(inventory)
-    got = plan_objective(inventory, result)
+    return inventory, result, brute_force(inventory), plan_objective(inventory, result)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(inventories())
+def test_lp_guided_route_is_valid_and_its_bound_is_proven(raw: dict[str, Any]) -> None:
+    """Forced down the large-model route (LP, fixing, restricted MIPs), the plan stays valid, and
+    the bound it reports is a true lower bound: never above the brute-force optimum."""
+    inventory, result, optimum, got = lp_route_against_brute_force(raw)
     constant = committed_constant(inventory)
     assert got >= optimum - 0.01 - 1e-7 * optimum
     assert result.solver.bound - constant <= optimum + 0.01 + 1e-7 * optimum, (

@@ -21,13 +21,19 @@ from hybridctl.core.failover.replan import replan
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import patterns as patterns_module
 from hybridctl.core.plan import planner as planner_module
-from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import PlanOptions, plan
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from test_planner_properties import LP_ROUTE_TOLERANCE, _load, _validatable, brute_force, plan_objective
+from test_planner_properties import (
+    LP_ROUTE_TOLERANCE,
+    _load,
+    _validatable,
+    brute_force,
+    lp_route_against_brute_force,
+    plan_objective,
+)
 
 
 def _pool(name: str, kind: str, capacity: int, price: float | None, gpu: str = "L4") -> dict[str, Any]:
@@ -92,14 +98,7 @@ def test_spreads_of_three_or_more_are_valid_and_optimal(raw: dict[str, Any]) -> 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(spread_inventories())
 def test_spreads_of_three_or_more_on_the_lp_guided_route(raw: dict[str, Any]) -> None:
-    raw = _validatable(raw)
-    assume(raw["workloads"])
-    inventory = _load(raw)
-    with patch.object(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0):
-        result = plan(inventory, options=PlanOptions(gap=0.0))
-    assert check_plan(inventory, result) == []
-    optimum = brute_force(inventory)
-    got = plan_objective(inventory, result)
+    _, _, optimum, got = lp_route_against_brute_force(raw)
     assert optimum - 0.01 <= got <= optimum * (1 + LP_ROUTE_TOLERANCE) + 0.01
 
 
