@@ -36,10 +36,11 @@ PLAYBOOKS = ROOT / "tests" / "drivers" / "playbooks"
 BUNDLE_MB = 64
 
 
-def _bundle(directory: Path, version: str, private_key: Path) -> Path:
+def signed_bundle(directory: Path, version: str, private_key: Path, size_mb: int = BUNDLE_MB) -> Path:
+    """A fresh signed bundle of random weights, so that every sync copies, verifies and activates."""
     bundle = directory / version
     (bundle / "weights").mkdir(parents=True)
-    (bundle / "weights" / "model.safetensors").write_bytes(os.urandom(BUNDLE_MB * 1024 * 1024))
+    (bundle / "weights" / "model.safetensors").write_bytes(os.urandom(size_mb * 1024 * 1024))
     (bundle / "config.json").write_text(f'{{"version": "{version}"}}')
     create_bundle(bundle, model="bench-model", version=version, source_commit="bench")
     sign_bundle(bundle, private_key)
@@ -95,7 +96,7 @@ def main() -> int:
                             # A model sync to hosts that already have the version would copy nothing.
                             run_hosts = hosts if playbook == "preflight" or not label else lab.start(count)
                             extravars = {} if playbook == "preflight" else {
-                                "hybridctl_bundle_dir": str(_bundle(work, f"v{count}-{attempt}{label.strip(' []')}",
+                                "hybridctl_bundle_dir": str(signed_bundle(work, f"v{count}-{attempt}{label.strip(' []')}",
                                                                     private_key)),
                                 "hybridctl_bundle_public_key_file": str(public_key)}
                             before = _children_cpu_s()

@@ -27,20 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from ansible_bench import signed_bundle  # noqa: E402
 from hosts.lab import HostLab, missing_prerequisites  # noqa: E402
 from hybridctl.drivers.ansible import SshOptions, run_playbook  # noqa: E402
-from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundle  # noqa: E402
+from hybridctl.drivers.bundle import generate_keypair  # noqa: E402
 from hybridctl.paths import playbooks_dir  # noqa: E402
-
-
-def _bundle(directory: Path, version: str, private_key: Path, size_mb: int) -> Path:
-    bundle = directory / version
-    (bundle / "weights").mkdir(parents=True)
-    (bundle / "weights" / "model.safetensors").write_bytes(os.urandom(size_mb * 1024 * 1024))
-    (bundle / "config.json").write_text(f'{{"version": "{version}"}}')
-    create_bundle(bundle, model="bench-model", version=version, source_commit="bench")
-    sign_bundle(bundle, private_key)
-    return bundle
 
 
 def _cpu_s(who: int) -> float:
@@ -74,7 +65,7 @@ def main() -> int:
             for attempt in range(args.repeat):
                 for name, playbooks in variants.items():
                     hosts = lab.start(count)
-                    bundle = _bundle(work, f"v{count}-{attempt}-{len(times[name])}{name[0]}", private_key, args.mb)
+                    bundle = signed_bundle(work, f"v{count}-{attempt}-{len(times[name])}{name[0]}", private_key, args.mb)
                     with lab.controller():
                         children, own = _cpu_s(resource.RUSAGE_CHILDREN), _cpu_s(resource.RUSAGE_SELF)
                         result = run_playbook(playbooks / "model-sync.yml", lab.inventory(hosts),
