@@ -178,7 +178,7 @@ def cost(
 
     from hybridctl.core.showback import showback
     from hybridctl.render.console import stdout
-    from hybridctl.render.plan import cost_table
+    from hybridctl.render.plan import print_cost_table
 
     if looks_like_plan(source):
         planned = read_plan(source)
@@ -207,5 +207,5 @@ def cost(
         typer.echo(buffer.getvalue(), nl=False)
     else:
         console = stdout()
-        console.print(cost_table(f"Monthly cost by {by.value.replace('_', ' ')}", lines, by.value))
+        print_cost_table(console, f"Monthly cost by {by.value.replace('_', ' ')}", lines, by.value)
         console.print(f"total: ${planned.total_usd_per_month:,.2f}/month")

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
+from hybridctl.render.listing import print_table
 from hybridctl.render.plan_summary import render_summary, usd
 from hybridctl.render.templates import render
 
@@ -26,25 +25,15 @@ BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDi
 
 
 def render_classification(console: Console, decisions: list[TierDecision]) -> None:
-    table = Table(title="Tiers", title_justify="left")
-    for column in ("workload", "tier", "rule", "why", "may use"):
-        table.add_column(column)
-    for d in decisions:
-        table.add_row(d.workload, d.tier.value, d.rule, escape(d.reason), ", ".join(c.value for c in d.capacity_types))
-    console.print(table)
+    print_table(console, "Tiers", ("workload", "tier", "rule", "why", "may use"),
+                [(d.workload, d.tier.value, d.rule, d.reason, ", ".join(c.value for c in d.capacity_types))
+                 for d in decisions])
 
 
-def cost_table(title: str, lines: list[CostLine], label: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column(label)
-    table.add_column("GPUs", justify="right")
-    table.add_column("compute/mo", justify="right")
-    table.add_column("data/mo", justify="right")
-    table.add_column("total/mo", justify="right")
-    for line in lines:
-        table.add_row(line.key, str(line.gpus), usd(line.compute_usd_per_month), usd(line.data_usd_per_month),
-                      usd(line.total_usd_per_month))
-    return table
+def print_cost_table(console: Console, title: str, lines: list[CostLine], label: str) -> None:
+    print_table(console, title, (label, "GPUs>", "compute/mo>", "data/mo>", "total/mo>"),
+                [(line.key, str(line.gpus), usd(line.compute_usd_per_month), usd(line.data_usd_per_month),
+                  usd(line.total_usd_per_month)) for line in lines])
 
 
 def _capped(rows: Sequence[T], max_rows: int) -> tuple[Sequence[T], int]:
@@ -59,17 +48,11 @@ def _more(console: Console, hidden: int, what: str) -> None:
         console.print(f"[dim]… and {hidden:,} more {what} (--max-rows 0 shows all; --format json has everything)[/]")
 
 
-def _print_capped(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
-                  max_rows: int, what: str) -> None:
-    """A table of at most max_rows rows and a line saying how many were left out; a column
-    name ending in ">" is right-aligned (numbers)."""
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column.rstrip(">"), justify="right" if column.endswith(">") else "left")
-    shown, hidden = _capped(rows, max_rows)
-    for row in shown:
-        table.add_row(*row)
-    console.print(table)
+def _print_capped(console: Console, title: str, columns: Sequence[str], items: Sequence[T],
+                  row: Callable[[T], Sequence[str]], max_rows: int, what: str, *, fold_last: bool = False) -> None:
+    """A table of at most max_rows items, one row each, and a line saying how many were left out."""
+    shown, hidden = _capped(items, max_rows)
+    print_table(console, title, columns, [row(item) for item in shown], fold_last=fold_last)
     _more(console, hidden, what)
 
 
@@ -78,22 +61,14 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
     """The summary first, then the placements (and what is unplaced, and the diff); the pools, the
     cost breakdowns and the data movements only when `detailed`."""
     render_summary(console, plan, summary or summarize(plan, diff, "previous"), cloud)
-    placements = Table(title="Placements", title_justify="left")
-    for column, justify in (("workload", "left"), ("tier", "left"), ("site", "left"), ("pool", "left"),
-                            ("replicas", "right"), ("GPUs", "right"), ("cost/mo", "right")):
-        # names are what people grep for: never truncate them; the explanation folds instead
-        placements.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    placements.add_column("why", ratio=1, min_width=16)
-    shown, hidden = _capped(sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
-                            max_rows)
-    for p in shown:
-        placements.add_row(p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
-                           str(p.replicas), str(p.gpus), usd(p.usd_per_month), escape(p.reason))
-    console.print(placements)
-    _more(console, hidden, "placements (the dearest are shown)")
+    _print_capped(console, "Placements", ("workload", "tier", "site", "pool", "replicas>", "GPUs>", "cost/mo>", "why"),
+                  sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
+                  lambda p: (p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
+                             str(p.replicas), str(p.gpus), usd(p.usd_per_month), p.reason),
+                  max_rows, "placements (the dearest are shown)", fold_last=True)
     if plan.unplaced:
-        _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas", "reason"),
-                      [(u.demand or u.workload, u.tier, str(u.replicas), escape(u.reason)) for u in plan.unplaced],
+        _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas>", "reason"), plan.unplaced,
+                      lambda u: (u.demand or u.workload, u.tier, str(u.replicas), u.reason),
                       max_rows, "unplaced workloads")
     if detailed:
         render_details(console, plan, max_rows)
@@ -104,31 +79,28 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
 def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
     """The tables behind --detailed: pools, cost by tier/type/site/capacity type, data movements."""
     _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
-                                     "$/GPU-h>", "cost/mo>"),
-                  [(p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
-                    f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month))
-                   for p in plan.pools], max_rows, "pools")
+                                     "$/GPU-h>", "cost/mo>"), plan.pools,
+                  lambda p: (p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
+                             f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month)),
+                  max_rows, "pools")
     for dimension in BREAKDOWNS:
-        console.print(cost_table(f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
-                                 dimension.value))
+        print_cost_table(console, f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
+                         dimension.value)
     if plan.data_movements:
         _print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
-                      [(m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}", usd(m.usd_per_month))
-                       for m in plan.data_movements], max_rows, "data movements")
+                      plan.data_movements,
+                      lambda m: (m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
+                                 usd(m.usd_per_month)),
+                      max_rows, "data movements")
 
 
 def render_diff(console: Console, diff: PlanDiff) -> None:
     if not diff.has_changes:
         console.print("[green]No changes.[/] The plan matches the previous one.")
         return
-    table = Table(title="Changes against the previous plan", title_justify="left")
-    for column in ("workload", "change", "before → after"):
-        table.add_column(column)
-    for change in diff.workloads:
-        table.add_row(change.workload, change.change, change.describe())
-    for pool in diff.pools:
-        table.add_row(f"pool {pool.pool}", "resized", pool.describe())
-    console.print(table)
+    print_table(console, "Changes against the previous plan", ("workload", "change", "before → after"),
+                [*((c.workload, c.change, c.describe()) for c in diff.workloads),
+                 *((f"pool {p.pool}", "resized", p.describe()) for p in diff.pools)])
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
                   f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; "
                   f"{usd(diff.usd_per_month_before)} → {usd(diff.usd_per_month_after)}/month")
