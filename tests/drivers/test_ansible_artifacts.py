@@ -109,3 +109,24 @@ def test_a_live_runs_private_dir_is_left_alone_and_a_dead_ones_removed(tmp_path:
         assert cleanup.remove_stale(tmp_path, cleanup.PRIVATE_PREFIX) == [dead]
         assert live.is_dir() and young.is_dir()
     assert cleanup.remove_stale(tmp_path, cleanup.PRIVATE_PREFIX) == [live]
+
+
+def test_a_parallel_steps_sweep_between_creating_and_locking_a_runs_dir_leaves_it_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two steps of one apply run playbooks at once; each run first sweeps dead runs' dirs. A
+    # sweep landing between the other run's lock-file create and its flock removed that run's
+    # ssh control dir, and its first ssh exited 255: the host read as unreachable.
+    mine = tmp_path / f"{cleanup.CONTROL_PREFIX}mine"
+    mine.mkdir()
+    swept: list[list[Path]] = []
+    real_flock = cleanup.fcntl.flock
+
+    def flock_after_a_sweep(descriptor: int, operation: int) -> None:
+        if not swept:
+            swept.append(cleanup.remove_stale(tmp_path, cleanup.CONTROL_PREFIX))
+        real_flock(descriptor, operation)
+
+    monkeypatch.setattr(cleanup.fcntl, "flock", flock_after_a_sweep)
+    with cleanup.held_dir(mine):
+        assert swept == [[]] and mine.is_dir()
+        assert [p.name for p in mine.iterdir()] == [".in-use"]

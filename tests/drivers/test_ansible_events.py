@@ -26,3 +26,23 @@ class TestResultFact:
                  collector, None)
         dispatch(_event("runner_on_ok", "h1", {"ansible_facts": {"hybridctl_result": {"b": 2}}}), collector, None)
         assert collector.results()[0].data == {"a": 1, "b": 2}
+
+
+class TestLoopMessages:
+    def test_a_loop_task_that_loses_its_host_names_the_items_error_not_all_items_completed(self) -> None:
+        collector = Collector()
+        dispatch(_event("runner_on_unreachable", "h1", {
+            "msg": "All items completed", "unreachable": True, "changed": False,
+            "results": [{"item": "/var/lib/a", "changed": False},
+                        {"item": "/var/lib/b", "unreachable": True,
+                         "msg": "Failed to connect to the host via ssh: mux_client_request_session: read from master failed"}]}),
+            collector, None)
+        (host,) = collector.results()
+        assert host.state is HostState.UNREACHABLE
+        assert host.message is not None and host.message.startswith("Failed to connect to the host via ssh: mux_client")
+
+    def test_a_loop_whose_items_carry_no_message_keeps_the_loops_own(self) -> None:
+        collector = Collector()
+        dispatch(_event("runner_on_failed", "h1", {"msg": "One or more items failed", "failed": True,
+                                                   "results": [{"item": 1, "failed": True}]}), collector, None)
+        assert collector.results()[0].message == "One or more items failed"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
-
 from hybridctl.render.listing import RICH_ROWS, print_table
+from rich.console import Console
 
 COLUMNS = ("workload", "site", "cost/mo>", "why")
 

@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,10 +36,17 @@ _MARKER_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 
 @contextlib.contextmanager
 def held_dir(directory: Path) -> Iterator[None]:
-    """Hold directory's lock for the body: remove_stale() leaves it alone meanwhile."""
-    descriptor = os.open(directory / _LOCK_NAME, os.O_WRONLY | os.O_CREAT, 0o600)
+    """Hold directory's lock for the body: remove_stale() leaves it alone meanwhile.
+
+    The lock file appears under its name already locked (locked, then renamed): a lock file that
+    exists unlocked reads as "its run is dead" to the sweep of a run in a parallel step, which
+    would remove the directory between this one's create and flock.
+    """
+    pending = directory / f"{_LOCK_NAME}.{uuid.uuid4().hex}"
+    descriptor = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+        os.rename(pending, directory / _LOCK_NAME)
         yield
     finally:
         os.close(descriptor)

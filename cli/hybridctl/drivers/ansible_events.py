@@ -101,6 +101,14 @@ EventCallback = Callable[[AnsibleEvent], None]
 
 
 def _message(result: Mapping[str, object]) -> str | None:
+    # A loop task's own msg is only "All items completed": what went wrong is in its items.
+    items = result.get("results")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, Mapping) and (item.get("failed") or item.get("unreachable")):
+                found = _message(item)
+                if found:
+                    return found
     for key in ("msg", "stderr", "module_stderr", "stdout"):
         value = result.get(key)
         if isinstance(value, str) and value.strip():
