@@ -43,3 +43,11 @@ def test_beyond_the_rich_limit_every_row_is_one_aligned_line() -> None:
     # each column as wide as its widest cell or its name
     assert rule.split() == ["─" * len("workload"), "─" * len("aws-eu-west-1"), "─" * len("cost/mo"),
                             "─" * len("[red]reason 200[/] ≤ quota")]
+
+
+def test_a_recording_console_keeps_a_long_listing_for_export() -> None:
+    console = Console(file=io.StringIO(), width=80, record=True, no_color=True)
+    print_table(console, "Placements", COLUMNS, _rows(RICH_ROWS + 1))
+    exported = console.export_text()
+    assert exported.splitlines()[0] == f"Placements ({RICH_ROWS + 1:,} rows)"
+    assert f"[red]reason {RICH_ROWS}[/] ≤ quota" in exported
