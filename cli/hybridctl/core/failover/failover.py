@@ -103,6 +103,23 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     return build
 
 
+def steps_once(steps_for: StepsFor) -> StepsFor:
+    """`steps_for`, building each plan's steps once: a failover's runbook and its rollback both need
+    the applied plan's and the failover plan's (the stack configurations of a fleet are most of it).
+
+    Keyed by the plan object, which the memo holds, so no identity passes to another plan meanwhile.
+    """
+    built: dict[int, tuple[Plan, StepPlan]] = {}
+
+    def build(plan: Plan) -> StepPlan:
+        known = built.get(id(plan))
+        if known is None:
+            known = built[id(plan)] = (plan, steps_for(plan))
+        return known[1]
+
+    return build
+
+
 def plan_rollback(inventory: Inventory, failover: Runbook, current: Plan, *, steps_for: StepsFor,
                   returning_sites: Sequence[str], base_serial: int | None = None) -> Runbook:
     """Back from the failover plan (`current`) to the plan that ran before the failover."""
