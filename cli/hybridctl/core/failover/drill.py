@@ -172,7 +172,9 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     options = options or FailoverOptions()
     started = time.perf_counter()
     cache = DemandCache()
-    cache.demands(inventory)  # filled before the scenarios run (and before any worker forks)
+    # filled before the scenarios run (and before any worker forks): the demands, and the data
+    # movements of the base plan's placements, which every scenario's replan keeps for most work
+    cache.movements.movements(inventory, cache.demands(inventory), base.placements)
     # the base plan's placements, checked once here: every scenario's plan keeps most of them
     memo = PlacementMemo()
     verified(inventory, base, "base plan of the drill", memo)
