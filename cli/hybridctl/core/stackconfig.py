@@ -258,8 +258,35 @@ def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], 
     return tuple(queues), tuple(sorted(assigned, key=lambda w: w.name))
 
 
-def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None) -> StackConfigs:
-    """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan)."""
+class QueuesMemo:
+    """Each cluster's queues stack configuration, kept for the next plan that places the same there.
+
+    A failover plan keeps most of the applied plan's placements as the very same objects
+    (failover/scope.py), so most clusters of a fleet get the queues they had: a cluster's queues
+    depend on the inventory, the plan digest, its planned pools, the placements at its sites,
+    its MultiKueue role and the tiers of the workloads mirrored into it, nothing else. Keyed by
+    the placements' and the inventory's identities; the memo holds them, so no identity can pass
+    to another object meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[object, ...], tuple[Inventory, tuple[Placement, ...], QueuesStackConfig]] = {}
+
+    def get(self, key: tuple[object, ...]) -> QueuesStackConfig | None:
+        known = self._known.get(key)
+        return None if known is None else known[2]
+
+    def put(self, key: tuple[object, ...], inventory: Inventory, placements: tuple[Placement, ...],
+            config: QueuesStackConfig) -> None:
+        self._known[key] = (inventory, placements, config)
+
+
+def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None,
+                  memo: QueuesMemo | None = None) -> StackConfigs:
+    """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan).
+
+    `memo` (optional) reuses the queues of clusters that earlier plans placed the same on.
+    """
     cat = cat or catalog()
     digest = digest or plan_digest(plan)
     planned = _planned_pools(inventory, plan, cat)
@@ -286,8 +313,23 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
         by_cluster[cluster_of[p.site.name]].append(p)
     queues = []
     index = _PlanIndex.of(inventory, plan)
+    placed_at: dict[str, list[Placement]] = defaultdict(list)
+    if memo is not None:
+        for pl in plan.placements:
+            placed_at[pl.site].append(pl)
     for cluster, pools in sorted(by_cluster.items()):
         sites = {p.site.name for p in pools}
+        key: tuple[object, ...] = ()
+        held: tuple[Placement, ...] = ()
+        if memo is not None:
+            held = tuple(pl for site in sorted(sites) for pl in placed_at[site])
+            dispatched = mirrored.get(cluster, set())
+            key = (id(inventory), digest, cluster, tuple(p.pool.name for p in pools), tuple(map(id, held)),
+                   tuple(sorted((w, index.tier_of[w]) for w in dispatched)), managers.get(cluster), cluster in managers)
+            reused = memo.get(key)
+            if reused is not None:
+                queues.append(reused)
+                continue
         workloads = {w for site in sites for w in index.at_site.get(site, ())} | mirrored.get(cluster, set())
         cluster_queues, assigned = _queues(inventory, index, pools, workloads, mirrored.get(cluster, set()),
                                            cluster in managers)
@@ -302,4 +344,6 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
             cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=managers.get(cluster, ()),
             region=pools[0].site.region or "",
         ))
+        if memo is not None:
+            memo.put(key, inventory, held, queues[-1])
     return StackConfigs(gpu_pools, tuple(queues))

@@ -45,9 +45,11 @@ def test_shared_work_and_processes_give_the_report_of_scenarios_run_alone(enterp
 
 
 def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise) -> None:
-    """steps_once hands the runbook and the rollback the steps it built for the same plan: the
-    runbooks it gives are byte for byte those built with every plan's steps derived afresh."""
+    """steps_once hands the runbook and the rollback the steps it built for the same plan, and
+    plain_steps reuses the queues of clusters placed the same: the runbooks they give are byte for
+    byte those built with every plan's steps derived afresh."""
     from hybridctl.core.failover.failover import (
+        REHEARSAL_DIGEST,
         plain_steps,
         plan_failover,
         plan_rollback,
@@ -55,13 +57,44 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
         steps_once,
     )
     from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.core.steps import apply_steps, cloud_stacks
 
     inventory, base, scenarios = enterprise
+
+    def fresh(p):  # type: ignore[no-untyped-def]
+        # every plan's steps and stacks derived from nothing (plain_steps reuses clusters' queues)
+        return apply_steps(p, inventory, stacks=cloud_stacks(inventory, p, REHEARSAL_DIGEST))
+
+    shared = plain_steps(inventory)  # one for all scenarios, as a drill has
     for scenario in scenarios:
         runbooks = []
-        for steps_for in (plain_steps(inventory), steps_once(plain_steps(inventory))):
+        for steps_for in (fresh, steps_once(shared)):
             runbook, _ = plan_failover(inventory, base, scenario.events, steps_for=steps_for)
             back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
                                  returning_sites=returning_sites([runbook]))
             runbooks.append((runbook_to_json(runbook), runbook_to_json(back)))
         assert runbooks[0] == runbooks[1], scenario.name
+
+
+def test_the_queues_memo_gives_what_stack_configs_gives_for_every_failover_plan(enterprise) -> None:
+    """Clusters a failover plan places the same on get the very queues of the applied plan; the others
+    are derived again, and every configuration equals the one derived without the memo."""
+    from hybridctl.core.failover.replan import replan
+    from hybridctl.core.stackconfig import QueuesMemo, stack_configs
+
+    inventory, base, scenarios = enterprise
+    memo = QueuesMemo()
+    first = stack_configs(inventory, base, "sha256:x", memo=memo)
+    assert first == stack_configs(inventory, base, "sha256:x")
+    reused = derived = 0
+    for scenario in scenarios:
+        after = replan(inventory, base, scenario.events).after
+        got = stack_configs(inventory, after, "sha256:x", memo=memo)
+        assert got == stack_configs(inventory, after, "sha256:x"), scenario.name
+        mine = {q.cluster_name: q for q in first.queues}
+        for q in got.queues:
+            if mine.get(q.cluster_name) is q:
+                reused += 1
+            else:
+                derived += 1
+    assert reused and derived  # both paths were taken
