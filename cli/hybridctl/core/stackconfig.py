@@ -267,18 +267,26 @@ class QueuesMemo:
     its MultiKueue role and the tiers of the workloads mirrored into it, nothing else. Keyed by
     the placements' and the inventory's identities; the memo holds them, so no identity can pass
     to another object meanwhile.
+
+    It keeps the configurations of the first plan it sees (a failover's applied plan, a drill's
+    base plan), which every later plan is a variant of: another scenario's plan holds other
+    placement objects, so keeping its configurations would only grow the memo.
     """
 
     def __init__(self) -> None:
         self._known: dict[tuple[object, ...], tuple[Inventory, tuple[Placement, ...], QueuesStackConfig]] = {}
+        self._first: Plan | None = None
 
     def get(self, key: tuple[object, ...]) -> QueuesStackConfig | None:
         known = self._known.get(key)
         return None if known is None else known[2]
 
-    def put(self, key: tuple[object, ...], inventory: Inventory, placements: tuple[Placement, ...],
+    def put(self, plan: Plan, key: tuple[object, ...], inventory: Inventory, placements: tuple[Placement, ...],
             config: QueuesStackConfig) -> None:
-        self._known[key] = (inventory, placements, config)
+        if self._first is None:
+            self._first = plan
+        if plan is self._first:
+            self._known[key] = (inventory, placements, config)
 
 
 def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None,
@@ -345,5 +353,5 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
             region=pools[0].site.region or "",
         ))
         if memo is not None:
-            memo.put(key, inventory, held, queues[-1])
+            memo.put(plan, key, inventory, held, queues[-1])
     return StackConfigs(gpu_pools, tuple(queues))
