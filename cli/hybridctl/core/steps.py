@@ -29,7 +29,7 @@ from enum import StrEnum
 from hybridctl.core.ansible_inventory import AnsibleInventory, build_ansible_inventory, group_name
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.stackconfig import QueuesMemo, stack_configs
+from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
 
 Params = Mapping[str, object]
 
@@ -224,7 +224,7 @@ def _stack_identity(stack: CloudStack) -> dict[str, object]:
 
 
 def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
-                 memo: QueuesMemo | None = None) -> tuple[CloudStack, ...]:
+                 memo: StackConfigMemo | None = None) -> tuple[CloudStack, ...]:
     """The Pulumi stacks the plan needs: GPU pools per cloud site, queues per cluster.
 
     `digest` (default: the plan file's) tags the stacks; it is no part of a step's identity.

@@ -80,10 +80,10 @@ def test_the_queues_memo_gives_what_stack_configs_gives_for_every_failover_plan(
     """Clusters a failover plan places the same on get the very queues of the applied plan; the others
     are derived again, and every configuration equals the one derived without the memo."""
     from hybridctl.core.failover.replan import replan
-    from hybridctl.core.stackconfig import QueuesMemo, stack_configs
+    from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
 
     inventory, base, scenarios = enterprise
-    memo = QueuesMemo()
+    memo = StackConfigMemo()
     first = stack_configs(inventory, base, "sha256:x", memo=memo)
     assert first == stack_configs(inventory, base, "sha256:x")
     reused = derived = 0
@@ -98,3 +98,22 @@ def test_the_queues_memo_gives_what_stack_configs_gives_for_every_failover_plan(
             else:
                 derived += 1
     assert reused and derived  # both paths were taken
+
+
+def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(enterprise) -> None:
+    """Same workloads and machines on a pool, but GPUs moved between tiers: its node group's minimum
+    (the fixed tier's machines) changes, and the memo must not hand back the applied plan's."""
+    import dataclasses
+
+    from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+
+    inventory, base, _ = enterprise
+    cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}
+    target = next(p for p in base.placements if p.site in cloud and p.tier != "fixed" and p.gpus)
+    variant = dataclasses.replace(base, placements=tuple(
+        dataclasses.replace(p, tier="fixed") if p is target else p for p in base.placements))
+    memo = StackConfigMemo()
+    before = stack_configs(inventory, base, "sha256:x", memo=memo)
+    got = stack_configs(inventory, variant, "sha256:x", memo=memo)
+    assert got == stack_configs(inventory, variant, "sha256:x")
+    assert got.gpu_pools != before.gpu_pools  # the change reached a node group

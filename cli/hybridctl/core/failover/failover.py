@@ -26,7 +26,7 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
-from hybridctl.core.stackconfig import QueuesMemo
+from hybridctl.core.stackconfig import StackConfigMemo
 from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
@@ -98,9 +98,9 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
     identity covers (serialising a fleet's plan for it would be most of a drill's time). The
     queues of a cluster that a later plan (the failover plan, a drill's next scenario) places the
-    same on are reused (QueuesMemo).
+    same on are reused (StackConfigMemo).
     """
-    memo = QueuesMemo()
+    memo = StackConfigMemo()
 
     def build(plan: Plan) -> StepPlan:
         return apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo))
