@@ -21,7 +21,7 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.catalog import Catalog, catalog
@@ -163,6 +163,14 @@ def _node_pool(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb:
     )
 
 
+def _node_pool_of(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
+                  machines: int | None, inventory: Inventory, plan: Plan, memo: StackConfigMemo | None) -> NodePoolConfig:
+    if memo is None:
+        return _node_pool(planned, known, dataset_gb, cat, machines)
+    return memo.node_pool(plan, inventory, cat, planned, machines,
+                          lambda: _node_pool(planned, known, dataset_gb, cat, machines))
+
+
 def _multikueue_groups(plan: Plan, cluster_of: dict[str, str]) -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
     """Manager cluster -> workers, and cluster -> burst workloads dispatched through MultiKueue.
 
@@ -258,8 +266,60 @@ def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], 
     return tuple(queues), tuple(sorted(assigned, key=lambda w: w.name))
 
 
-def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None) -> StackConfigs:
-    """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan)."""
+class StackConfigMemo:
+    """Each cluster's queues and each pool's node group, kept for the next plan that places the same.
+
+    A failover plan keeps most of the applied plan's placements as the very same objects
+    (failover/scope.py), so most clusters and pools of a fleet get the configuration they had:
+    a cluster's queues depend on the inventory, the plan digest, its planned pools, the
+    placements at its sites, its MultiKueue role and the tiers of the workloads mirrored into
+    it; a pool's node group on the inventory, its GPUs per tier, its workloads and its machines.
+    Keyed by the inventory's and the placements' identities; the memo holds them, so no identity
+    can pass to another object meanwhile.
+
+    It keeps the configurations of the first plan it sees (a failover's applied plan, a drill's
+    base plan), which every later plan is a variant of: another scenario's plan holds other
+    placement objects, so keeping its configurations would only grow the memo.
+    """
+
+    def __init__(self) -> None:
+        self._queues: dict[tuple[object, ...], tuple[Inventory, tuple[Placement, ...], QueuesStackConfig]] = {}
+        self._node_pools: dict[tuple[object, ...], tuple[Inventory, Catalog, NodePoolConfig]] = {}
+        self._first: Plan | None = None
+
+    def _keeps(self, plan: Plan) -> bool:
+        if self._first is None:
+            self._first = plan
+        return plan is self._first
+
+    def queues(self, key: tuple[object, ...]) -> QueuesStackConfig | None:
+        known = self._queues.get(key)
+        return None if known is None else known[2]
+
+    def put_queues(self, plan: Plan, key: tuple[object, ...], inventory: Inventory, placements: tuple[Placement, ...],
+                   config: QueuesStackConfig) -> None:
+        if self._keeps(plan):
+            self._queues[key] = (inventory, placements, config)
+
+    def node_pool(self, plan: Plan, inventory: Inventory, cat: Catalog, planned: _PlannedPool, machines: int | None,
+                  derive: Callable[[], NodePoolConfig]) -> NodePoolConfig:
+        key = (id(inventory), id(cat), planned.site.name, planned.pool.name, tuple(sorted(planned.gpus_by_tier.items())),
+               planned.workloads, machines)
+        known = self._node_pools.get(key)
+        if known is not None:
+            return known[2]
+        config = derive()
+        if self._keeps(plan):
+            self._node_pools[key] = (inventory, cat, config)
+        return config
+
+
+def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None,
+                  memo: StackConfigMemo | None = None) -> StackConfigs:
+    """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan).
+
+    `memo` (optional) reuses the queues and node groups that an earlier plan placed the same.
+    """
     cat = cat or catalog()
     digest = digest or plan_digest(plan)
     planned = _planned_pools(inventory, plan, cat)
@@ -273,7 +333,8 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
         GpuPoolsStackConfig(
             site=site_pools[0].site.name, region=site_pools[0].site.region or "",
             cluster_name=site_pools[0].site.cluster or "", inventory_name=inventory.name, plan_digest=digest,
-            node_pools=tuple(_node_pool(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)))
+            node_pools=tuple(_node_pool_of(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)),
+                                           inventory, plan, memo)
                              for p in site_pools),
         )
         for _, site_pools in sorted(by_site.items())
@@ -286,8 +347,23 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
         by_cluster[cluster_of[p.site.name]].append(p)
     queues = []
     index = _PlanIndex.of(inventory, plan)
+    placed_at: dict[str, list[Placement]] = defaultdict(list)
+    if memo is not None:
+        for pl in plan.placements:
+            placed_at[pl.site].append(pl)
     for cluster, pools in sorted(by_cluster.items()):
         sites = {p.site.name for p in pools}
+        key: tuple[object, ...] = ()
+        held: tuple[Placement, ...] = ()
+        if memo is not None:
+            held = tuple(pl for site in sorted(sites) for pl in placed_at[site])
+            dispatched = mirrored.get(cluster, set())
+            key = (id(inventory), digest, cluster, tuple(p.pool.name for p in pools), tuple(map(id, held)),
+                   tuple(sorted((w, index.tier_of[w]) for w in dispatched)), managers.get(cluster), cluster in managers)
+            reused = memo.queues(key)
+            if reused is not None:
+                queues.append(reused)
+                continue
         workloads = {w for site in sites for w in index.at_site.get(site, ())} | mirrored.get(cluster, set())
         cluster_queues, assigned = _queues(inventory, index, pools, workloads, mirrored.get(cluster, set()),
                                            cluster in managers)
@@ -302,4 +378,6 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
             cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=managers.get(cluster, ()),
             region=pools[0].site.region or "",
         ))
+        if memo is not None:
+            memo.put_queues(plan, key, inventory, held, queues[-1])
     return StackConfigs(gpu_pools, tuple(queues))

@@ -29,7 +29,7 @@ from enum import StrEnum
 from hybridctl.core.ansible_inventory import AnsibleInventory, build_ansible_inventory, group_name
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.stackconfig import stack_configs
+from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
 
 Params = Mapping[str, object]
 
@@ -223,12 +223,14 @@ def _stack_identity(stack: CloudStack) -> dict[str, object]:
     return params
 
 
-def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None) -> tuple[CloudStack, ...]:
+def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
+                 memo: StackConfigMemo | None = None) -> tuple[CloudStack, ...]:
     """The Pulumi stacks the plan needs: GPU pools per cloud site, queues per cluster.
 
     `digest` (default: the plan file's) tags the stacks; it is no part of a step's identity.
+    `memo`: see stack_configs.
     """
-    configs = stack_configs(inventory, plan, digest)
+    configs = stack_configs(inventory, plan, digest, memo=memo)
     pools = tuple(CloudStack(c.project, c.stack_name, c.values(), site=c.site) for c in configs.gpu_pools)
     cluster_of = {c.site: c.cluster_name for c in configs.gpu_pools}
     queues = tuple(CloudStack(q.project, q.stack_name, q.values(), cluster=q.cluster_name,

@@ -125,3 +125,20 @@ class TestRunbooksAreBuilt:
         assert not result.passed
         assert result.gate_failures[0] == ("its runbook cannot be built: the steps depend on each other in a cycle: "
                                            "['a', 'b']")
+
+    def test_each_plan_s_steps_are_built_once_per_scenario(self, two_sites) -> None:
+        """The runbook and its rollback both diff the applied plan's steps against the failover plan's:
+        a fleet's stack configurations are derived once per plan, not once per runbook."""
+        from hybridctl.core.failover.failover import plain_steps
+
+        base = plan(two_sites)
+        steps = plain_steps(two_sites)
+        built: list[object] = []
+
+        def counted(p):  # type: ignore[no-untyped-def]
+            built.append(p)
+            return steps(p)
+
+        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), counted)
+        assert result.runbook_problem is None and result.steps > 0
+        assert len(built) == 2 and built[0] is base and built[1] is not base

@@ -23,6 +23,7 @@ from hybridctl.core.failover.failover import (
     plain_steps,
     plan_rollback,
     returning_sites,
+    steps_once,
 )
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
@@ -130,7 +131,8 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
     result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
     verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}",  # a bug if not
              check_memo)
-    steps_for = steps_for or plain_steps(inventory)
+    # the runbook and its rollback share their two plans: each plan's steps are built once
+    steps_for = steps_once(steps_for or plain_steps(inventory))
     problem: str | None = None
     counts = (0, 0)
     effects: tuple[WorkloadImpact, ...] | None = None
@@ -170,7 +172,9 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     options = options or FailoverOptions()
     started = time.perf_counter()
     cache = DemandCache()
-    cache.demands(inventory)  # filled before the scenarios run (and before any worker forks)
+    # filled before the scenarios run (and before any worker forks): the demands, and the data
+    # movements of the base plan's placements, which every scenario's replan keeps for most work
+    cache.movements.movements(inventory, cache.demands(inventory), base.placements)
     # the base plan's placements, checked once here: every scenario's plan keeps most of them
     memo = PlacementMemo()
     verified(inventory, base, "base plan of the drill", memo)
@@ -186,18 +190,10 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
 
 
 def _base_once(base: Plan, steps_for: StepsFor) -> StepsFor:
-    """Every scenario's runbook starts from the base plan, and its rollback from the failover plan
-    its runbook ends in: build the base plan's steps once, and the last plan's once more."""
+    """Every scenario's runbook starts from the base plan: build the base plan's steps once for all."""
     base_steps = steps_for(base)
-    last: list[tuple[Plan, StepPlan]] = []
 
     def build(plan: Plan) -> StepPlan:
-        if plan is base:
-            return base_steps
-        if last and last[0][0] is plan:
-            return last[0][1]
-        built = steps_for(plan)
-        last[:] = [(plan, built)]
-        return built
+        return base_steps if plan is base else steps_for(plan)
 
     return build

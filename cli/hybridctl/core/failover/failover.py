@@ -26,6 +26,7 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.stackconfig import StackConfigMemo
 from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
@@ -95,10 +96,31 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     """apply's steps without bundles or deployed state, for a drill, which only builds them.
 
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
-    identity covers (serialising a fleet's plan for it would be most of a drill's time).
+    identity covers (serialising a fleet's plan for it would be most of a drill's time). The
+    queues of a cluster that a later plan (the failover plan, a drill's next scenario) places the
+    same on are reused (StackConfigMemo).
     """
+    memo = StackConfigMemo()
+
     def build(plan: Plan) -> StepPlan:
-        return apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST))
+        return apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo))
+
+    return build
+
+
+def steps_once(steps_for: StepsFor) -> StepsFor:
+    """`steps_for`, building each plan's steps once: a failover's runbook and its rollback both need
+    the applied plan's and the failover plan's (the stack configurations of a fleet are most of it).
+
+    Keyed by the plan object, which the memo holds, so no identity passes to another plan meanwhile.
+    """
+    built: dict[int, tuple[Plan, StepPlan]] = {}
+
+    def build(plan: Plan) -> StepPlan:
+        known = built.get(id(plan))
+        if known is None:
+            known = built[id(plan)] = (plan, steps_for(plan))
+        return known[1]
 
     return build
 

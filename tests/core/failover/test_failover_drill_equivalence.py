@@ -1,0 +1,119 @@
+"""The work a drill shares across scenarios (the base plan's steps and check, the demand and movement
+caches, the placement memo) and its spread over processes change nothing: the report is byte-identical
+to running each scenario alone, from scratch, one after the other."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import partial
+
+import pytest
+from hybridctl.core.failover.drill import DrillReport, drill, run_scenario
+from hybridctl.core.failover.replan import FailoverOptions
+from hybridctl.core.failover.scenario import standard_scenarios
+from hybridctl.core.failover.serialize import drill_to_json
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.plan.planner import plan
+from hybridctl.drivers.parallel import map_in_processes
+from hybridctl.paths import inventories_dir
+
+
+@pytest.fixture(scope="module")
+def enterprise():
+    inventory = load_inventory(inventories_dir() / "enterprise").inventory
+    # every third scenario: site losses, spot reclaims, capacity cuts and a link down, in a few seconds
+    return inventory, plan(inventory), standard_scenarios(inventory)[::3]
+
+
+def _timeless(report: DrillReport) -> str:
+    """The report's JSON with its timings zeroed: they are the only thing allowed to differ."""
+    report = dataclasses.replace(report, seconds=0.0,
+                                 results=tuple(dataclasses.replace(r, seconds=0.0) for r in report.results))
+    return drill_to_json(report)
+
+
+def test_shared_work_and_processes_give_the_report_of_scenarios_run_alone(enterprise) -> None:
+    inventory, base, scenarios = enterprise
+    serial = drill(inventory, base, scenarios)
+    spread = drill(inventory, base, scenarios, map_scenarios=partial(map_in_processes, workers=2, min_items=1))
+    alone = dataclasses.replace(serial, results=tuple(run_scenario(inventory, base, s, FailoverOptions())
+                                                      for s in scenarios))
+    assert _timeless(spread) == _timeless(serial)
+    assert _timeless(alone) == _timeless(serial)
+    assert [r["name"] for r in json.loads(_timeless(serial))["scenarios"]] == [s.name for s in scenarios]
+
+
+def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise) -> None:
+    """steps_once hands the runbook and the rollback the steps it built for the same plan, and
+    plain_steps reuses the queues of clusters placed the same: the runbooks they give are byte for
+    byte those built with every plan's steps derived afresh."""
+    from hybridctl.core.failover.failover import (
+        REHEARSAL_DIGEST,
+        plain_steps,
+        plan_failover,
+        plan_rollback,
+        returning_sites,
+        steps_once,
+    )
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.core.steps import apply_steps, cloud_stacks
+
+    inventory, base, scenarios = enterprise
+
+    def fresh(p):  # type: ignore[no-untyped-def]
+        # every plan's steps and stacks derived from nothing (plain_steps reuses clusters' queues)
+        return apply_steps(p, inventory, stacks=cloud_stacks(inventory, p, REHEARSAL_DIGEST))
+
+    shared = plain_steps(inventory)  # one for all scenarios, as a drill has
+    for scenario in scenarios:
+        runbooks = []
+        for steps_for in (fresh, steps_once(shared)):
+            runbook, _ = plan_failover(inventory, base, scenario.events, steps_for=steps_for)
+            back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
+                                 returning_sites=returning_sites([runbook]))
+            runbooks.append((runbook_to_json(runbook), runbook_to_json(back)))
+        assert runbooks[0] == runbooks[1], scenario.name
+
+
+def test_the_queues_memo_gives_what_stack_configs_gives_for_every_failover_plan(enterprise) -> None:
+    """Clusters a failover plan places the same on get the very queues of the applied plan; the others
+    are derived again, and every configuration equals the one derived without the memo."""
+    from hybridctl.core.failover.replan import replan
+    from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+
+    inventory, base, scenarios = enterprise
+    memo = StackConfigMemo()
+    first = stack_configs(inventory, base, "sha256:x", memo=memo)
+    assert first == stack_configs(inventory, base, "sha256:x")
+    reused = derived = 0
+    for scenario in scenarios:
+        after = replan(inventory, base, scenario.events).after
+        got = stack_configs(inventory, after, "sha256:x", memo=memo)
+        assert got == stack_configs(inventory, after, "sha256:x"), scenario.name
+        mine = {q.cluster_name: q for q in first.queues}
+        for q in got.queues:
+            if mine.get(q.cluster_name) is q:
+                reused += 1
+            else:
+                derived += 1
+    assert reused and derived  # both paths were taken
+
+
+def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(enterprise) -> None:
+    """Same workloads and machines on a pool, but GPUs moved between tiers: its node group's minimum
+    (the fixed tier's machines) changes, and the memo must not hand back the applied plan's."""
+    import dataclasses
+
+    from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+
+    inventory, base, _ = enterprise
+    cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}
+    target = next(p for p in base.placements if p.site in cloud and p.tier != "fixed" and p.gpus)
+    variant = dataclasses.replace(base, placements=tuple(
+        dataclasses.replace(p, tier="fixed") if p is target else p for p in base.placements))
+    memo = StackConfigMemo()
+    before = stack_configs(inventory, base, "sha256:x", memo=memo)
+    got = stack_configs(inventory, variant, "sha256:x", memo=memo)
+    assert got == stack_configs(inventory, variant, "sha256:x")
+    assert got.gpu_pools != before.gpu_pools  # the change reached a node group
