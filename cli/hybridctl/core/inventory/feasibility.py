@@ -34,6 +34,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
     fits_of: dict[tuple[tuple[int, ...], int], list[PoolInfo]] = {}
     domains_of: dict[tuple[int, ...], set[str]] = {}
+    costs_of: dict[tuple[object, ...], tuple[float, float]] = {}
     for demand in demands(inventory):
         path = ("workloads", workload_index[demand.workload.name])
         eligible, exclusion = index.explain(demand)
@@ -70,7 +71,13 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   "failure_domain counts), or lower `spread` / policies.spread_fixed_across")
         ceiling = demand.workload.max_usd_per_month
         if ceiling is not None:
-            cheapest = cheapest_usd(demand, fitting, index, egress_rate)
+            # per replica and least data movement depend on a handful of facts that twins share
+            reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets))
+            cost_key = (fit_key, demand.hours, reads, demand.workload.data_passes_per_month)
+            costs = costs_of.get(cost_key)
+            if costs is None:
+                costs = costs_of[cost_key] = _cheapest_parts(demand, fitting, index, egress_rate)
+            cheapest = demand.replicas * costs[0] + costs[1]
             if cheapest > ceiling + 0.005:
                 diagnostics.error("ceiling-below-cost", f"workload {demand.key}: max_usd_per_month "
                                   f"${ceiling:,.2f} is below its cheapest possible cost, ${cheapest:,.2f} "
@@ -85,11 +92,18 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
 def cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
                   egress_rate: dict[str, float]) -> float:
     """A lower bound of the whole workload's cost as ceilings count it (amortized compute and data)."""
+    per_replica, least_data = _cheapest_parts(demand, pools, index, egress_rate)
+    return demand.replicas * per_replica + least_data
+
+
+def _cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
+                    egress_rate: dict[str, float]) -> tuple[float, float]:
+    """The cheapest replica's amortized compute, and the least data movement."""
     per_replica = min(demand.usd_per_replica(p) for p in pools)
     eligible = tuple(p.index for p in pools)
     by_site = egress_usd_by_site(demand, index.pools, eligible, egress_rate)
     least_data = min((by_site.get(p.site.name, 0.0) for p in pools), default=0.0)
-    return demand.replicas * per_replica + least_data
+    return per_replica, least_data
 
 
 def _check_budget(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, pools: list[PoolInfo]) -> None:
