@@ -132,8 +132,9 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
                 always_on_gpus[p] += n * demand.gpu_count
             placed_of[demand.key] += n
             sites_of[demand.key][int(table.site[p])] = egress_at[p]
+        penalty = penalty_per_replica(unit, table.max_price)  # the same for every twin
         for demand in unit.members:
-            result.penalty += (demand.replicas - placed_of[demand.key]) * penalty_per_replica(unit, table.max_price)
+            result.penalty += (demand.replicas - placed_of[demand.key]) * penalty
             result.objective += sum(sites_of[demand.key].values())
         for p, n in unit.previous.items():
             moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
