@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from hybridctl.core.diagnostics import Diagnostic, Diagnostics, InvalidInventoryError
+from hybridctl.core.gcpause import paused_gc
 from hybridctl.core.inventory.models import SUPPORTED_VERSIONS, Inventory
 from hybridctl.core.yamlsource import SourceMap, Value, YamlError, load_plain, load_yaml
 from hybridctl.errors import Location, UsageError
@@ -308,9 +309,10 @@ def load_sources(sources: list[Source]) -> LoadedInventory:
     """Parse, merge, validate against the models and run the semantic checks."""
     from hybridctl.core.inventory.checks import check_inventory
 
-    locator = merge_documents(sources)
-    inventory = validate_document(locator)
-    diagnostics = check_inventory(inventory, locator)
+    with paused_gc():
+        locator = merge_documents(sources)
+        inventory = validate_document(locator)
+        diagnostics = check_inventory(inventory, locator)
     if diagnostics.errors:
         raise InvalidInventoryError(diagnostics.errors + diagnostics.warnings)
     return LoadedInventory(inventory, locator, tuple(sources), tuple(diagnostics.warnings))

@@ -10,6 +10,7 @@ import numpy as np
 
 from hybridctl import __version__
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, is_always_on, pool_infos
+from hybridctl.core.gcpause import paused_gc
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
 from hybridctl.core.plan.costs import data_movements, inventory_digest, pool_usage
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
@@ -152,7 +153,12 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
     `digest` and `tiers` (workload -> tier), the inventory's when the caller knows them, save working
     them out again for the whole inventory."""
-    options = options or PlanOptions()
+    with paused_gc():
+        return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers)
+
+
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo] | None,
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None) -> Plan:
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
     table = PoolTable.of(pools)
