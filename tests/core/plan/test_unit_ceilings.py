@@ -25,8 +25,10 @@ def test_ceilings_above_the_dearest_placement_merge_twins_and_a_binding_one_keep
     inv = inventory(SITES, [work("a", types=["L4"], replicas=2, max_usd_per_month=601.0),
                             work("b", types=["L4"], replicas=2, max_usd_per_month=10_000.0),
                             work("c", types=["L4"], replicas=2),
-                            work("d", types=["L4"], replicas=2, max_usd_per_month=599.0)])
-    assert _units(inv) == [("a", "b", "c"), ("d",)]
+                            work("d", types=["L4"], replicas=2, max_usd_per_month=599.0),
+                            # another eligibility signature that leaves the same pools: still a twin
+                            work("e", types=["L4"], replicas=2, latency={"region": "users", "p95_ms": 500})])
+    assert _units(inv) == [("a", "b", "c", "e"), ("d",)]
 
 
 def test_a_binding_ceiling_still_holds_in_the_plan() -> None:

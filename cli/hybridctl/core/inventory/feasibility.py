@@ -32,8 +32,8 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
     egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
-    fits_of: dict[tuple[tuple[int, ...], int], list[PoolInfo]] = {}
-    domains_of: dict[tuple[int, ...], set[str]] = {}
+    fits_of: dict[tuple[int, int], list[PoolInfo]] = {}
+    domains_of: dict[int, set[str]] = {}
     costs_of: dict[tuple[object, ...], tuple[float, float]] = {}
     for demand in demands(inventory):
         path = ("workloads", workload_index[demand.workload.name])
@@ -44,7 +44,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                               locator.location(path), _feasibility_hint(exclusion.constraint))
             continue
         # thousands of near-identical workloads share an eligible list: decide it once per list and size
-        fit_key = (eligible, demand.gpu_count)
+        # keyed by the list's identity (the index hands one tuple to a whole signature): hashing a
+        # hundred pools per demand cost more than the checks
+        fit_key = (id(eligible), demand.gpu_count)
         fitting = fits_of.get(fit_key)
         if fitting is None:
             fitting = fits_of[fit_key] = [index.pools[p] for p in eligible if replica_fits(demand, index.pools[p])]
@@ -60,9 +62,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
         required = min(demand.spread, demand.replicas)
         if demand.replicas >= 2 and required >= 2:
-            domains = domains_of.get(eligible)
+            domains = domains_of.get(id(eligible))
             if domains is None:
-                domains = domains_of[eligible] = {index.pools[p].domain for p in eligible}
+                domains = domains_of[id(eligible)] = {index.pools[p].domain for p in eligible}
             if len(domains) < required:
                 diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: {demand.tier.value} tier with "
                                   f"{demand.replicas} replicas must span {required} failure domains, but its "
