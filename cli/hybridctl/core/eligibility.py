@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from hybridctl.core.catalog import catalog
 from hybridctl.core.inventory.models import (
     DEFAULT_REALTIME_HOURS,
@@ -157,8 +160,14 @@ def spread_wanted(workload: Workload, tier: Tier, spread_fixed_across: int) -> i
 def demands(inventory: Inventory) -> list[Demand]:
     datasets = {d.name: d for d in inventory.datasets}
     result: list[Demand] = []
+    # the tier depends on four fields that a fleet's workloads share: decide it once per class
+    decided: dict[tuple[object, ...], TierDecision] = {}
     for workload in inventory.workloads:
-        decision = classify_workload(workload, inventory.policies)
+        facts = (workload.tier, workload.preemptible, workload.type, workload.hours)
+        same = decided.get(facts)
+        if same is None:
+            same = decided[facts] = classify_workload(workload, inventory.policies)
+        decision = TierDecision(workload.name, same.tier, same.rule, same.reason, same.capacity_types)
         spread = spread_wanted(workload, decision.tier, inventory.policies.spread_fixed_across)
         read = tuple(datasets[n] for n in workload.datasets if n in datasets)
         if workload.type is WorkloadType.FEDERATED_TRAINING:
@@ -215,6 +224,7 @@ class EligibilityIndex:
         self.inventory = inventory
         self.pools = pools if pools is not None else pool_infos(inventory)
         self._cache: dict[tuple[object, ...], tuple[tuple[int, ...], Exclusion | None]] = {}
+        self._facts: _PoolFacts | None = None
 
     @staticmethod
     def _signature(demand: Demand) -> tuple[object, ...]:
@@ -232,7 +242,11 @@ class EligibilityIndex:
         signature = self._signature(demand)
         cached = self._cache.get(signature)
         if cached is None:
-            cached = self._cache[signature] = self._compute(demand)
+            if self._facts is None:
+                self._facts = _PoolFacts(self.pools)
+            eligible = self._facts.eligible(demand)
+            # none left: the rules again one by one, to name the constraint that emptied the list
+            cached = self._cache[signature] = (eligible, None) if eligible else self._compute(demand)
         return cached
 
     def _compute(self, demand: Demand) -> tuple[tuple[int, ...], Exclusion | None]:
@@ -308,3 +322,52 @@ class EligibilityIndex:
                 return (), found
         return tuple(p.index for p in candidates), None
 
+
+
+class _PoolFacts:
+    """The pools' facts the eligibility rules read, as arrays: the rules become a few vector
+    operations per signature (a large fleet has thousands of signatures over a thousand pools).
+    The same rules as EligibilityIndex._compute, which runs only to explain an empty list."""
+
+    def __init__(self, pools: list[PoolInfo]) -> None:
+        def codes(values: list[str]) -> tuple[dict[str, int], npt.NDArray[np.int64]]:
+            code = {v: i for i, v in enumerate(sorted(set(values)))}
+            return code, np.array([code[v] for v in values], dtype=np.int64)
+
+        self.index = np.array([p.index for p in pools], dtype=np.int64)
+        self.site_code, self.site = codes([p.site.name for p in pools])
+        self.gpu_code, self.gpu = codes([p.pool.gpu for p in pools])
+        self.capacity_code, self.capacity_type = codes([p.pool.capacity_type.value for p in pools])
+        self.zone_code, self.zone = codes([p.site.jurisdiction for p in pools])
+        self.per_node = np.array([p.gpus_per_node for p in pools], dtype=np.int64)
+        self.premises = np.array([p.site.kind in _PREMISES for p in pools], dtype=np.bool_)
+        self.rank = np.array([SENSITIVITY_RANK[p.site.max_sensitivity_effective] for p in pools], dtype=np.int64)
+        regions = sorted({r for p in pools for r in p.site.latency_ms})
+        self.latency = {r: np.array([p.site.latency_ms.get(r, np.inf) for p in pools], dtype=np.float64)
+                        for r in regions}
+
+    @staticmethod
+    def _among(codes: dict[str, int], values: Iterable[str], of: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        return np.isin(of, [codes[v] for v in values if v in codes])
+
+    def eligible(self, demand: Demand) -> tuple[int, ...]:
+        w = demand.workload
+        keep = self._among(self.gpu_code, demand.gpu_types, self.gpu)
+        if w.sites is not None:
+            keep &= self._among(self.site_code, w.sites, self.site)
+        if demand.pinned_site is not None:
+            keep &= self._among(self.site_code, (demand.pinned_site,), self.site)
+        count = demand.gpu_count
+        keep &= (count <= self.per_node) | (demand.multi_node & (count % self.per_node == 0))
+        keep &= self._among(self.capacity_code, (c.value for c in demand.decision.capacity_types),
+                            self.capacity_type)
+        for dataset in demand.checked_datasets:
+            if dataset.sensitivity is Sensitivity.RESTRICTED:
+                keep &= self.premises
+            keep &= self.rank >= SENSITIVITY_RANK[dataset.sensitivity]
+            if dataset.residency is not None:
+                keep &= self._among(self.zone_code, dataset.residency, self.zone)
+        if w.latency is not None:
+            latency = self.latency.get(w.latency.region)
+            keep &= latency <= w.latency.p95_ms if latency is not None else False
+        return tuple(self.index[keep].tolist())

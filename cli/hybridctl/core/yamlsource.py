@@ -133,6 +133,94 @@ def load_yaml(text: str, filename: str) -> tuple[Value, SourceMap]:
     return builder.root[0], builder.source_map
 
 
+def load_plain(text: str) -> Value | None:
+    """The fast path of load_yaml: the same values, without positions, or None when the text is
+    anything but plain well-formed YAML (an error, a tag, a merge key, a duplicate key, too deep,
+    an alias bomb, several documents...). The caller then calls load_yaml, which reports the
+    problem at its line: positions cost two thirds of the load of a large inventory, and are only
+    needed to report an error, so they are read only then (by parsing again)."""
+    if "\x00" in text or not text.strip():
+        return None
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+    map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
+    scalars: dict[str, Scalar] = {}
+    anchors: dict[str, tuple[Value, int]] = {}
+    # each open container: (container, is_map, pending key, expanded count at its start, anchor)
+    stack: list[tuple[YamlMap | YamlSeq | None, bool, str | None, int, str | None]] = []
+    top: YamlMap | YamlSeq | None = None
+    is_map = False
+    key: str | None = None
+    root: list[Value] = []
+    expanded = 0  # values so far, counting alias expansions (the alias-bomb guard, as in _Builder)
+    documents = 0
+    missing = scalars  # a sentinel no scalar equals
+    value: Value
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            kind = type(event)
+            size = 1
+            if kind is scalar_event:
+                if event.tag is not None and event.tag != "!":
+                    return None
+                if event.implicit[0] and not event.style:
+                    raw = event.value
+                    value = scalars.get(raw, missing)  # type: ignore[arg-type]
+                    if value is missing:
+                        value = scalars[raw] = resolve_plain(raw)
+                else:
+                    value = event.value
+                if event.anchor:
+                    anchors[event.anchor] = (value, 1)
+            elif kind is map_start or kind is seq_start:
+                if len(stack) >= MAX_DEPTH or (event.tag is not None and event.tag != "!"):
+                    return None
+                stack.append((top, is_map, key, expanded, event.anchor))
+                is_map = kind is map_start
+                top = {} if is_map else []
+                key = None
+                continue
+            elif kind is map_end or kind is seq_end:
+                if is_map and key is not None:
+                    return None
+                value = top
+                top, is_map, key, began, anchor = stack.pop()
+                if anchor:
+                    anchors[anchor] = (value, expanded - began + 1)
+            elif kind is alias_event:
+                if event.anchor not in anchors:
+                    return None
+                value, size = anchors[event.anchor]
+            elif kind is yaml.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    return None
+                continue
+            else:
+                continue
+            expanded += size
+            if expanded > MAX_EXPANDED_NODES:
+                return None
+            if top is None:
+                root.append(value)
+            elif not is_map:
+                top.append(value)  # type: ignore[union-attr]
+            elif key is None:
+                if value is None or value.__class__ is dict or value.__class__ is list:
+                    return None
+                key = str(value)
+                if key == "<<" or key in top:
+                    return None
+            else:
+                top[key] = value  # type: ignore[call-overload]
+                key = None
+    except yaml.YAMLError:
+        return None
+    if not root or root[0] is None:
+        return None
+    return root[0]
+
+
 class _Builder:
     """Turns libyaml events into values; kept flat because it runs once per YAML node."""
 

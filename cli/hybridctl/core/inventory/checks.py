@@ -122,15 +122,15 @@ def _check_dataset_storage(inventory: Inventory, locator: Locator, diagnostics: 
     for i, dataset in enumerate(inventory.datasets):
         seen = {dataset.site}
         for j, name in enumerate(dataset.copies):
-            where = at(("datasets", i, "copies", j))
+            where = ("datasets", i, "copies", j)  # located only when reported: locating can parse again
             if name not in site_names:
                 diagnostics.error("unresolved-reference", f"dataset {dataset.name}: copy site '{name}' is not "
-                                  "defined", where, _unknown("site", name, site_names))
+                                  "defined", at(where), _unknown("site", name, site_names))
                 continue
             if name in seen:
                 diagnostics.error("duplicate-copy", f"dataset {dataset.name}: site '{name}' holds the data "
                                   "already" + (" (it is the primary site)" if name == dataset.site else ""),
-                                  where, "list each other site once in `copies`")
+                                  at(where), "list each other site once in `copies`")
             seen.add(name)
         for path, name in [(("datasets", i, "site"), dataset.site),
                            *((("datasets", i, "copies", j), n) for j, n in enumerate(dataset.copies))]:

@@ -32,8 +32,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
     egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
-    fits_of: dict[tuple[tuple[int, ...], int], list[PoolInfo]] = {}
-    domains_of: dict[tuple[int, ...], set[str]] = {}
+    fits_of: dict[tuple[int, int], list[PoolInfo]] = {}
+    domains_of: dict[int, set[str]] = {}
+    costs_of: dict[tuple[object, ...], tuple[float, float]] = {}
     for demand in demands(inventory):
         path = ("workloads", workload_index[demand.workload.name])
         eligible, exclusion = index.explain(demand)
@@ -43,7 +44,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                               locator.location(path), _feasibility_hint(exclusion.constraint))
             continue
         # thousands of near-identical workloads share an eligible list: decide it once per list and size
-        fit_key = (eligible, demand.gpu_count)
+        # keyed by the list's identity (the index hands one tuple to a whole signature): hashing a
+        # hundred pools per demand cost more than the checks
+        fit_key = (id(eligible), demand.gpu_count)
         fitting = fits_of.get(fit_key)
         if fitting is None:
             fitting = fits_of[fit_key] = [index.pools[p] for p in eligible if replica_fits(demand, index.pools[p])]
@@ -59,9 +62,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
         required = min(demand.spread, demand.replicas)
         if demand.replicas >= 2 and required >= 2:
-            domains = domains_of.get(eligible)
+            domains = domains_of.get(id(eligible))
             if domains is None:
-                domains = domains_of[eligible] = {index.pools[p].domain for p in eligible}
+                domains = domains_of[id(eligible)] = {index.pools[p].domain for p in eligible}
             if len(domains) < required:
                 diagnostics.error("spread-unsatisfiable", f"workload {demand.key}: {demand.tier.value} tier with "
                                   f"{demand.replicas} replicas must span {required} failure domains, but its "
@@ -70,7 +73,13 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   "failure_domain counts), or lower `spread` / policies.spread_fixed_across")
         ceiling = demand.workload.max_usd_per_month
         if ceiling is not None:
-            cheapest = cheapest_usd(demand, fitting, index, egress_rate)
+            # per replica and least data movement depend on a handful of facts that twins share
+            reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets))
+            cost_key = (fit_key, demand.hours, reads, demand.workload.data_passes_per_month)
+            costs = costs_of.get(cost_key)
+            if costs is None:
+                costs = costs_of[cost_key] = _cheapest_parts(demand, fitting, index, egress_rate)
+            cheapest = demand.replicas * costs[0] + costs[1]
             if cheapest > ceiling + 0.005:
                 diagnostics.error("ceiling-below-cost", f"workload {demand.key}: max_usd_per_month "
                                   f"${ceiling:,.2f} is below its cheapest possible cost, ${cheapest:,.2f} "
@@ -85,11 +94,18 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
 def cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
                   egress_rate: dict[str, float]) -> float:
     """A lower bound of the whole workload's cost as ceilings count it (amortized compute and data)."""
+    per_replica, least_data = _cheapest_parts(demand, pools, index, egress_rate)
+    return demand.replicas * per_replica + least_data
+
+
+def _cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
+                    egress_rate: dict[str, float]) -> tuple[float, float]:
+    """The cheapest replica's amortized compute, and the least data movement."""
     per_replica = min(demand.usd_per_replica(p) for p in pools)
     eligible = tuple(p.index for p in pools)
     by_site = egress_usd_by_site(demand, index.pools, eligible, egress_rate)
     least_data = min((by_site.get(p.site.name, 0.0) for p in pools), default=0.0)
-    return demand.replicas * per_replica + least_data
+    return per_replica, least_data
 
 
 def _check_budget(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, pools: list[PoolInfo]) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from hybridctl import __version__
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, is_always_on, pool_infos
+from hybridctl.core.gcpause import paused_gc
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
 from hybridctl.core.plan.costs import data_movements, inventory_digest, pool_usage
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
@@ -132,8 +133,9 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
                 always_on_gpus[p] += n * demand.gpu_count
             placed_of[demand.key] += n
             sites_of[demand.key][int(table.site[p])] = egress_at[p]
+        penalty = penalty_per_replica(unit, table.max_price)  # the same for every twin
         for demand in unit.members:
-            result.penalty += (demand.replicas - placed_of[demand.key]) * penalty_per_replica(unit, table.max_price)
+            result.penalty += (demand.replicas - placed_of[demand.key]) * penalty
             result.objective += sum(sites_of[demand.key].values())
         for p, n in unit.previous.items():
             moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
@@ -151,7 +153,12 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
     `digest` and `tiers` (workload -> tier), the inventory's when the caller knows them, save working
     them out again for the whole inventory."""
-    options = options or PlanOptions()
+    with paused_gc():
+        return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers)
+
+
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo] | None,
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None) -> Plan:
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
     table = PoolTable.of(pools)

@@ -12,7 +12,8 @@ then handed back replica by replica:
   when they have few (patterns.py), which is exact. Otherwise the bound stays proven; handing
   replicas back seldom pays more than it counted, and when it does the plan's objective and gap
   say so (and a small model is solved again unmerged: planner.py).
-Twins with a cost ceiling, a spread of 3 or more, or a previous placement stay apart.
+Twins with a cost ceiling that can bind, a spread of 3 or more, or a previous placement stay
+apart (a ceiling that no placement can break is left out: _binding_ceilings).
 """
 
 from __future__ import annotations
@@ -114,12 +115,27 @@ class _Memo:
         self.pools = pools
         self.table = table
         self.egress_rate = {p.site.name: p.site.egress_usd_per_gb for p in pools}
-        self._arrays: dict[tuple[int, ...], tuple[IntArray, int]] = {}
+        self._arrays: dict[int, tuple[IntArray, int]] = {}
         self._egress: dict[tuple[object, ...], tuple[FloatArray, tuple[object, ...] | None, float]] = {}
-        self._penalty_gpus: dict[tuple[tuple[int, ...], int], int] = {}
+        self._penalty_gpus: dict[tuple[int, int], int] = {}
+        self._token_by_id: dict[int, int] = {}
+        self._token: dict[tuple[int, ...], int] = {}
+        self._alive: list[tuple[int, ...]] = []
+
+    def token(self, eligible: tuple[int, ...]) -> int:
+        """A small integer per distinct eligible list, for the keys below: hashing a list of a
+        hundred pools in every key cost more than the rest of the loop at 100,000 demands. Looked
+        up by the list's identity (the index hands the same tuple to every demand of a signature),
+        then by value, so equal lists get the same integer."""
+        found = self._token_by_id.get(id(eligible))
+        if found is None:
+            found = self._token.setdefault(eligible, len(self._token))
+            self._token_by_id[id(eligible)] = found
+            self._alive.append(eligible)  # an id stays unique while its object lives
+        return found
 
     def penalty_gpus(self, eligible: tuple[int, ...], array: IntArray, gpu_count: int) -> int:
-        key = (eligible, gpu_count)
+        key = (self.token(eligible), gpu_count)
         found = self._penalty_gpus.get(key)
         if found is None:
             per_node = self.table.per_node[array]
@@ -129,20 +145,23 @@ class _Memo:
 
     def arrays(self, eligible: tuple[int, ...]) -> tuple[IntArray, int]:
         """The eligible pools as an array, and how many failure domains they span."""
-        found = self._arrays.get(eligible)
+        token = self.token(eligible)
+        found = self._arrays.get(token)
         if found is None:
             array = np.asarray(eligible, dtype=np.int64)
-            found = self._arrays[eligible] = (array, len(np.unique(self.table.domain[array])))
+            found = self._arrays[token] = (array, len(np.unique(self.table.domain[array])))
         return found
 
     def egress(self, demand: Demand, eligible: tuple[int, ...]) -> tuple[FloatArray, tuple[object, ...] | None, float]:
         """Data movement per eligible pool; the datasets read (None when it pays nothing); passes."""
         passes = demand.workload.data_passes_per_month
-        reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) \
-            if demand.remote_datasets else ()
-        key = (eligible, reads, passes)
+        # the dataset objects stand for what is read (holders and size) in the memo's key: cheaper
+        # to make, and they live as long as the demands do
+        key = (self.token(eligible), tuple(map(id, demand.remote_datasets)), passes)
         found = self._egress.get(key)
         if found is None:
+            reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) \
+                if demand.remote_datasets else ()
             by_site = egress_usd_by_site(demand, self.pools, eligible, self.egress_rate) if reads and passes else {}
             array = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible], dtype=np.float64)
             found = self._egress[key] = (array, reads if array.any() else None, passes)
@@ -159,6 +178,7 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
     pool_index = {p.name: p.index for p in pools}
     units: list[Unit] = []
     twins: dict[tuple[object, ...], Unit] = {}
+    binding = _binding_ceilings(demands, index, memo, table)
     for demand in demands:
         eligible = index.eligible(demand)
         if not eligible:
@@ -167,7 +187,7 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
         spread = min(demand.spread, demand.replicas, domains)
         egress, reads, passes = memo.egress(demand, eligible)
         paid = reads is not None
-        ceiling = demand.workload.name if demand.workload.max_usd_per_month is not None else None
+        ceiling = demand.workload.name if demand.workload.name in binding else None
         before: dict[int, int] = {}
         for name, n in (previous or {}).get(demand.key, {}).items():
             p = pool_index.get(name)
@@ -177,7 +197,7 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
         # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
         signature: tuple[object, ...] | None = None
         if not (spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress))):
-            signature = (eligible, demand.gpu_count, demand.hours, demand.tier, spread,
+            signature = (memo.token(eligible), demand.gpu_count, demand.hours, demand.tier, spread,
                          demand.replicas if spread > 1 or paid else 0, reads, passes if paid else 0.0)
             twin = twins.get(signature)
             if twin is not None:  # most demands of a large fleet: no unit of their own
@@ -191,6 +211,27 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
         if signature is not None:
             twins[signature] = unit
     return units
+
+
+def _binding_ceilings(demands: list[Demand], index: EligibilityIndex, memo: _Memo, table: PoolTable) -> set[str]:
+    """Workloads whose cost ceiling some placement could break. Any other ceiling holds whatever
+    the plan does (every replica in its dearest eligible pool, each paying the dearest data
+    movement, stays below it): its row can never bind, so it is left out and the workload merges
+    with its twins, which is exact. Generated and real fleets set most ceilings with headroom."""
+    worst: dict[str, float] = {}
+    for demand in demands:
+        if demand.workload.max_usd_per_month is None:
+            continue
+        eligible = index.eligible(demand)
+        if not eligible:
+            continue
+        array, _ = memo.arrays(eligible)
+        egress, _, _ = memo.egress(demand, eligible)
+        dearest = demand.gpu_count * demand.hours * float(table.price[array].max())
+        name = demand.workload.name
+        worst[name] = worst.get(name, 0.0) + demand.replicas * (dearest + float(egress.max(initial=0.0)))
+    return {d.workload.name for d in demands if d.workload.max_usd_per_month is not None
+            and worst.get(d.workload.name, 0.0) > d.workload.max_usd_per_month - 1e-6}
 
 
 def components(units: list[Unit]) -> list[list[int]]:
