@@ -4,8 +4,9 @@
 #   probe:    check trust (pinned keys), take the model's lock, clean up what earlier runs left,
 #             refuse a downgrade, check an installed copy of this version (by its recorded file
 #             metadata, or a full re-hash), prepare the upload dir and check free space for it.
-#   install:  verify the uploaded copy, rename it into versions/<version>, record its metadata,
-#             switch `current` (and `previous`), prune, release the lock.
+#   install:  write the small files sent inline, verify the uploaded copy, rename it into
+#             versions/<version>, record its metadata, switch `current` (and `previous`), prune,
+#             release the lock.
 #   abort:    release the lock after a failure, removing the upload when it is useless.
 #   rollback: switch `current` to an installed older version (verified first).
 #   trust:    pin, unpin or list model-signing keys.
@@ -14,6 +15,7 @@
 # verification of a copy and the trusted keys in module_utils/hybridctl_model_store.py.
 from __future__ import annotations
 
+import base64
 import errno
 import json
 import os
@@ -165,6 +167,7 @@ class Host(ModelStore):
                     # nobody else can change the files between the check and the rename.
                     _own_by_root(upload)
                     try:
+                        self.write_inline(upload)
                         record = self.verify(upload, p["version"], keys)
                     except Refused:
                         remove(upload)
@@ -193,6 +196,27 @@ class Host(ModelStore):
             if not check:
                 lock.release(p["token"])
                 self.drop_empty_incoming()
+
+    def write_inline(self, upload):
+        """Writes the files that came inside the arguments into the (root-owned) upload dir; what
+        they hold is checked with the rest by verify()."""
+        p = self.p
+        real_upload = os.path.realpath(upload)
+        for relative, encoded in sorted(p["inline_files"].items()):
+            path = os.path.normpath(os.path.join(upload, relative))
+            if relative not in p["files"] or os.path.isabs(relative) or not path.startswith(upload + os.sep):
+                raise Refused(f"{relative} was sent but is not a file of the bundle")
+            parent = os.path.dirname(path)
+            os.makedirs(parent, mode=0o755, exist_ok=True)
+            # A symlinked parent would lead the write out of the upload dir.
+            if os.path.realpath(parent) != real_upload and not os.path.realpath(parent).startswith(real_upload + os.sep):
+                raise Refused(f"{relative}: a parent directory in the upload is a symlink")
+            try:
+                data = base64.b64decode(encoded, validate=True)
+            except ValueError:
+                raise Refused(f"{relative} was sent garbled (not base64)") from None
+            remove(path)
+            write_atomic(path, data, 0o644)
 
     def drop_empty_incoming(self):
         if os.path.isdir(self.incoming) and not os.listdir(self.incoming):
@@ -361,6 +385,8 @@ def main():
             "trust_first_key": {"type": "bool", "default": True},
             "artifact_path_pattern": {"type": "str", "default": "^$"},
             "files": {"type": "dict", "default": {}},
+            # {relative path: base64} of small files; not logged, nor echoed back in the result.
+            "inline_files": {"type": "dict", "default": {}, "no_log": True},
             "token": {"type": "str", "default": ""},
             "stale_s": {"type": "int", "default": 60},
             "verify_full": {"type": "bool", "default": False},

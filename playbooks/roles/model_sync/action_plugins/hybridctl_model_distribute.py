@@ -8,13 +8,17 @@
 #      space; it answers which files are still missing in the upload dir (resumed uploads);
 #   3. sends each missing file straight into the upload dir on the models filesystem, from a
 #      descriptor opened with O_NOFOLLOW and checked with fstat (/proc/<pid>/fd/<n>), so what
-#      was checked is what is sent even if the directory changes meanwhile;
-#   4. install: the host verifies what it received (signature, list, sizes, sha256), renames it
-#      into versions/<version>, switches `current`, prunes and releases the lock.
+#      was checked is what is sent even if the directory changes meanwhile. Small files (the
+#      manifest, its signature, configs) travel inside the install's arguments instead: each
+#      file transfer is an sftp session, which cost as much CPU as the whole module run;
+#   4. install: the host writes the inlined files, verifies what it received (signature, list,
+#      sizes, sha256), renames it into versions/<version>, switches `current`, prunes and
+#      releases the lock.
 # A failure releases the lock (abort) and reports `status`: refused, busy, no_space or failed.
 # Either way the host's result is returned as the fact hybridctl_result.
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import hashlib
@@ -29,6 +33,9 @@ from ansible.plugins.action import ActionBase
 
 MODULE = "hybridctl_model_host"
 METADATA = ("manifest.json", "manifest.sig")
+# Files up to this size go inside the install's module arguments, up to this much in all.
+INLINE_FILE_MAX_BYTES = 256 * 1024
+INLINE_TOTAL_MAX_BYTES = 1024 * 1024
 
 
 class Refusal(Exception):
@@ -46,6 +53,18 @@ def _open_regular(path):
         os.close(fd)
         raise Refusal("not a regular file")
     return fd
+
+
+def _read_all(fd, size):
+    """The file's bytes, up to one more than `size` (so that a grown file shows)."""
+    chunks, left = [], size + 1
+    while left > 0:
+        chunk = os.read(fd, left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_manifest(source):
@@ -172,7 +191,7 @@ class ActionModule(ActionBase):
             self._abort(common, task_vars, remove_upload=False)
             return
         if not probe.get("version_ok") and not self._task.check_mode:
-            failure = self._send(source, files, probe, args["host"])
+            failure, inline = self._send(source, files, probe, args["host"])
             if failure is not None:
                 result.update(failed=True, **failure)
                 # A cut link keeps the upload for the next run to resume; anything else removes it.
@@ -185,36 +204,54 @@ class ActionModule(ActionBase):
                 result.pop("needed_bytes", None)
                 return
             result["sent"] = len(probe.get("send", []))
+        else:
+            inline = {}
         install = self._execute_module(
             MODULE, task_vars=task_vars,
-            module_args=dict(common, phase="install", version_ok=bool(probe.get("version_ok"))))
-        if install.get("failed"):
-            self._abort(common, task_vars, remove_upload=False)
+            module_args=dict(common, phase="install", version_ok=bool(probe.get("version_ok")), inline_files=inline))
+        install.pop("invocation", None)  # its arguments: up to a megabyte of inlined files, masked
         result.update(install)
+        if install.get("failed"):
+            # Writing the inlined files can fill the filesystem too: that upload is of no use.
+            full = install.get("status") == "no_space"
+            aborted = self._abort(common, task_vars, remove_upload=full,
+                                  needed_bytes=sum(files[r] for r in inline) if full else 0)
+            if aborted.get("disk"):
+                result["disk"] = aborted["disk"]
         result["changed"] = bool(install.get("changed") or probe.get("changed"))
 
     def _send(self, source, files, probe, host):
-        """Sends the files the host is missing; a failure as {status, msg}, else None."""
-        for relative in probe.get("send", []):
+        """Sends the large files the host is missing; returns (failure as {status, msg} or None,
+        {relative path: base64} of the small ones, for the install to write)."""
+        inline, inline_bytes = {}, 0
+        for relative in sorted(probe.get("send", []), key=lambda r: (files[r], r)):
             try:
                 fd = _open_regular(os.path.join(source, relative))
             except Refusal as exc:
-                return {"status": "refused", "msg": f"{relative}: {exc}"}
+                return {"status": "refused", "msg": f"{relative}: {exc}"}, {}
             try:
                 if os.fstat(fd).st_size != files[relative]:
                     return {"status": "refused",
-                            "msg": f"{relative} changed on the controller while the bundle was being sent"}
+                            "msg": f"{relative} changed on the controller while the bundle was being sent"}, {}
+                if files[relative] <= INLINE_FILE_MAX_BYTES and inline_bytes + files[relative] <= INLINE_TOTAL_MAX_BYTES:
+                    data = _read_all(fd, files[relative])
+                    if len(data) != files[relative]:
+                        return {"status": "refused",
+                                "msg": f"{relative} changed on the controller while the bundle was being sent"}, {}
+                    inline[relative] = base64.b64encode(data).decode("ascii")
+                    inline_bytes += len(data)
+                    continue
                 remote = self._connection._shell.join_path(probe["upload_dir"], relative)
                 self._transfer_file(f"/proc/{os.getpid()}/fd/{fd}", remote)
             except AnsibleError as exc:
                 if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
                     return {"status": "no_space", "msg": f"no space left on {host} while copying {relative}",
-                            "needed_bytes": files[relative]}
+                            "needed_bytes": files[relative]}, {}
                 return {"status": "failed", "msg": f"copying {relative} to {host} failed: {exc}",
-                        "needed_bytes": files[relative]}
+                        "needed_bytes": files[relative]}, {}
             finally:
                 os.close(fd)
-        return None
+        return None, inline
 
     def _abort(self, common, task_vars, *, remove_upload, needed_bytes=0):
         """Releases the host's lock; returns the module's answer ({} when the host is gone)."""
