@@ -22,6 +22,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.hybridctl_model_hold import hold
 from ansible.module_utils.hybridctl_model_store import ModelStore, sha256_hex
 from ansible.module_utils.hybridctl_models import (
     MANIFEST,
@@ -396,6 +397,8 @@ def main():
             "upload_owner": {"type": "str"},
             "remove_upload": {"type": "bool", "default": False},
             "needed_bytes": {"type": "int", "default": 0},
+            # probe: stay on the host for install or abort, for up to this long (see module_utils/hybridctl_model_hold.py)
+            "hold_s": {"type": "int", "default": 0},
             "target": {"type": "str"},
             "action": {"type": "str", "choices": ["add", "remove", "list"], "default": "list"},
             "key_id": {"type": "str"},
@@ -405,20 +408,36 @@ def main():
     )
     host = Host(module)
     result = {"changed": False, "status": "unchanged"}
+    phase = module.params["phase"]
+    failure = run_phase(host, phase, result)
+    if failure is not None:
+        module.fail_json(msg=failure, **result)
+    if phase == "probe" and module.params["hold_s"] > 0 and not module.check_mode:
+        hold(host, result, module.params["hold_s"], lambda then, into: run_phase(host, then, into))
+    module.exit_json(**result)
+
+
+def run_phase(host, phase, result):
+    """Runs one phase into result; returns why it failed, or None."""
     try:
-        getattr(host, module.params["phase"])(result)
+        getattr(host, phase)(result)
     except Refused as refusal:
         result["status"] = refusal.status
-        result.update((getattr(host, "module_result_disk", None) and {"disk": host.module_result_disk}) or {})
-        module.fail_json(msg=str(refusal), **result)
+        _add_disk(host, result)
+        return str(refusal)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             result["status"] = "no_space"
-            module.fail_json(msg=f"no space left on {module.params['host']}: {exc}", **result)
+            return f"no space left on {host.p['host']}: {exc}"
         raise
+    _add_disk(host, result)
+    return None
+
+
+def _add_disk(host, result):
+    # The probe's figures; a later phase (abort) in the same process may have its own.
     if getattr(host, "module_result_disk", None):
-        result["disk"] = host.module_result_disk
-    module.exit_json(**result)
+        result.setdefault("disk", host.module_result_disk)
 
 
 if __name__ == "__main__":
