@@ -288,10 +288,13 @@ class ActionModule(ActionBase):
         paths = {name: os.path.join(directory, name) for name in ("go", "stop", "result")}
         quoted = {name: shlex.quote(path) for name, path in paths.items()}
         staged = shlex.quote(paths[marker] + ".tmp")
+        pid = int(probe["holder_pid"])
         script = (f"umask 077 && printf '%s' {shlex.quote(json.dumps(arguments or {}))} > {staged} && "
-                  f"mv -f {staged} {quoted[marker]} && d=0.05 && n=0 && "
-                  f"while [ ! -e {quoted['result']} ] && kill -0 {int(probe['holder_pid'])} 2>/dev/null; do "
-                  "sleep $d; n=$((n+1)); [ $n -gt 40 ] && d=0.5; done; "
+                  f"mv -f {staged} {quoted[marker]} && "
+                  # The child exits once its result is written. GNU tail waits for that without
+                  # a process per poll (a sleep loop cost 30 forks a second per host); else poll.
+                  f"{{ tail --pid={pid} -s 0.05 -f /dev/null 2>/dev/null || "
+                  f"while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; }}; "
                   f"cat {quoted['result']}; rc=$?; rm -rf {shlex.quote(directory)}; exit $rc")
         command = f"{self._compute_environment_string()} /bin/sh -c {shlex.quote(script)}".strip()
         try:
