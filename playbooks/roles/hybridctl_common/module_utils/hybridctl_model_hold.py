@@ -44,7 +44,7 @@ def hold(host, probe_result, hold_s, run_phase):
             os.dup2(devnull, fd)
         result = {"changed": False, "status": "unchanged"}
         try:
-            phase = _wait(host, paths, hold_s, probe_result)
+            phase, told = _wait(host, paths, hold_s, probe_result)
             failure = run_phase(phase, result)
             if failure is not None:
                 result.update(failed=True, msg=failure)
@@ -52,7 +52,10 @@ def hold(host, probe_result, hold_s, run_phase):
                     _abort_after(host, result, run_phase)
         except Exception as exc:  # reported to the controller rather than lost with the child
             result.update(failed=True, status="failed", msg=f"{type(exc).__name__}: {exc}")
-        write_atomic(paths["result"], json.dumps(result).encode(), 0o600)
+        if told:
+            write_atomic(paths["result"], json.dumps(result).encode(), 0o600)
+        else:
+            remove(directory)  # nobody is left to read a result
     finally:
         os._exit(0)
 
@@ -74,13 +77,13 @@ def _wait(host, paths, hold_s, probe_result):
         if os.path.isfile(paths["go"]):
             remove(paths["go"])
             host.p["version_ok"] = bool(probe_result.get("version_ok"))
-            return "install"
+            return "install", True
         if os.path.isfile(paths["stop"]):
             with open(paths["stop"], "rb") as stream:
                 arguments = json.loads(stream.read() or b"{}")
             remove(paths["stop"])
             host.p["remove_upload"] = bool(arguments.get("remove_upload"))
             host.p["needed_bytes"] = int(arguments.get("needed_bytes") or 0)
-            return "abort"
+            return "abort", True
         time.sleep(_POLL_S)
-    return "abort"  # the controller is gone: release the lock, keep the upload for the next run
+    return "abort", False  # the controller is gone: release the lock, keep the upload for the next run
