@@ -15,7 +15,6 @@
 # verification of a copy and the trusted keys in module_utils/hybridctl_model_store.py.
 from __future__ import annotations
 
-import base64
 import errno
 import json
 import os
@@ -31,6 +30,8 @@ from ansible.module_utils.hybridctl_models import (
     entries,
     file_record,
     key_id_of_pem,
+    mount_point,
+    own_by_root,
     pin_key,
     pinned_keys,
     read_link,
@@ -143,12 +144,12 @@ class Host(ModelStore):
         needed = sum(expected[r] for r in send)
         fs = os.statvfs(upload)
         free = fs.f_bavail * fs.f_frsize
-        self.module_result_disk = {"filesystem": _mount_point(upload), "free_bytes": free, "needed_bytes": needed}
+        self.module_result_disk = {"filesystem": mount_point(upload), "free_bytes": free, "needed_bytes": needed}
         if free < needed + p["reserve_bytes"]:
             remove(upload)
             self.drop_empty_incoming()
             raise Refused(f"not enough space on {p['host']} for {p['model']} {p['version']}: "
-                          f"{_mount_point(upload)} has {free:,} bytes free, the bundle needs {needed:,} more"
+                          f"{mount_point(upload)} has {free:,} bytes free, the bundle needs {needed:,} more"
                           + (f" plus a reserve of {p['reserve_bytes']:,}" if p["reserve_bytes"] else ""),
                           status="no_space")
         return send
@@ -166,7 +167,7 @@ class Host(ModelStore):
                     upload = self.upload_dir()
                     # Root-owned first (the upload may belong to the connection user), then verified:
                     # nobody else can change the files between the check and the rename.
-                    _own_by_root(upload)
+                    own_by_root(upload)
                     try:
                         self.write_inline(upload)
                         record = self.verify(upload, p["version"], keys)
@@ -197,27 +198,6 @@ class Host(ModelStore):
             if not check:
                 lock.release(p["token"])
                 self.drop_empty_incoming()
-
-    def write_inline(self, upload):
-        """Writes the files that came inside the arguments into the (root-owned) upload dir; what
-        they hold is checked with the rest by verify()."""
-        p = self.p
-        real_upload = os.path.realpath(upload)
-        for relative, encoded in sorted(p["inline_files"].items()):
-            path = os.path.normpath(os.path.join(upload, relative))
-            if relative not in p["files"] or os.path.isabs(relative) or not path.startswith(upload + os.sep):
-                raise Refused(f"{relative} was sent but is not a file of the bundle")
-            parent = os.path.dirname(path)
-            os.makedirs(parent, mode=0o755, exist_ok=True)
-            # A symlinked parent would lead the write out of the upload dir.
-            if os.path.realpath(parent) != real_upload and not os.path.realpath(parent).startswith(real_upload + os.sep):
-                raise Refused(f"{relative}: a parent directory in the upload is a symlink")
-            try:
-                data = base64.b64decode(encoded, validate=True)
-            except ValueError:
-                raise Refused(f"{relative} was sent garbled (not base64)") from None
-            remove(path)
-            write_atomic(path, data, 0o644)
 
     def drop_empty_incoming(self):
         if os.path.isdir(self.incoming) and not os.listdir(self.incoming):
@@ -256,7 +236,7 @@ class Host(ModelStore):
                     fs = os.statvfs(self.model_dir)
                     free = fs.f_bavail * fs.f_frsize
                     result.update(no_space=free < self.p["needed_bytes"] or fs.f_favail == 0, disk={
-                        "filesystem": _mount_point(self.model_dir), "free_bytes": free,
+                        "filesystem": mount_point(self.model_dir), "free_bytes": free,
                         "needed_bytes": self.p["needed_bytes"], "free_inodes": fs.f_favail})
                 if self.p["remove_upload"] or result.get("no_space"):
                     remove(self.upload_dir())
@@ -349,25 +329,6 @@ class Host(ModelStore):
             models[name] = {"current": read_link(current), "activated_at": activated,
                             "previous": read_link(os.path.join(directory, "previous")) or None}
         result["models"] = models
-
-
-def _mount_point(path):
-    path = os.path.realpath(path)
-    while not os.path.ismount(path):
-        path = os.path.dirname(path)
-    return path
-
-
-def _own_by_root(directory):
-    for parent, _dirs, files in os.walk(directory):
-        for name in files:
-            path = os.path.join(parent, name)
-            if os.geteuid() == 0:
-                os.lchown(path, 0, 0)
-            os.chmod(path, 0o644)
-        if os.geteuid() == 0:
-            os.lchown(parent, 0, 0)
-        os.chmod(parent, 0o755)
 
 
 def main():
