@@ -32,9 +32,11 @@ class Bundles:
 
 
 def payload(version: str) -> dict[str, bytes]:
+    # The weights are larger than what model-sync sends inline with the install (256 KiB), so
+    # that every sync uses both ways: a file transfer for them, the arguments for the rest.
     return {
         "config.json": f'{{"version": "{version}"}}'.encode(),
-        "weights/model.safetensors": version.encode() * 4096,
+        "weights/model.safetensors": version.encode() * (160 * 1024),
         "tokenizer/vocab.txt": b"a\nb\nc\n",
     }
 
@@ -52,7 +54,8 @@ def make_bundle(directory: Path, version: str, private_key: Path, *, rollback_to
 
 def break_bundle(directory: Path, kind: str) -> None:
     if kind == "tampered":
-        (directory / "weights/model.safetensors").write_bytes(b"evil" * 2048)  # same size: only the digest differs
+        weights = directory / "weights/model.safetensors"
+        weights.write_bytes(b"e" * weights.stat().st_size)  # same size: only the digest differs
     elif kind == "unsigned":
         (directory / SIGNATURE_NAME).unlink()
     elif kind == "extra":

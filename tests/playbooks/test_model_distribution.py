@@ -6,13 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from hybridctl.drivers.ansible import HostState, PlaybookResult
+from hybridctl.paths import playbooks_dir
 
-from .support import Bundles, RunPlaybook, copy_roots, current_version, describe, model_dir, payload
+from .support import MODEL, Bundles, RunPlaybook, copy_roots, current_version, describe, model_dir, payload
 
 pytestmark = pytest.mark.slow
 
@@ -126,3 +129,39 @@ class TestLock:
         assert host.data["status"] == "activated", describe(result)
         assert current_version(roots["dead_lock"]) == "v3"
         assert not (model_dir(roots["dead_lock"]) / ".sync-owner").exists()
+
+
+class TestHeldProbe:
+    def test_a_held_probe_whose_controller_never_comes_back_releases_the_lock_and_keeps_the_upload(
+            self, base: Path, tmp_path: Path, bundles: Bundles) -> None:
+        root = copy_roots(base, ["orphan"], tmp_path / "hosts")["orphan"]
+        bundle = bundles.good["v3"]
+        manifest = (bundle / "manifest.json").read_bytes()
+        files = {f["path"]: f["size_bytes"] for f in json.loads(manifest)["files"]}
+        files.update({name: (bundle / name).stat().st_size for name in ("manifest.json", "manifest.sig")})
+        arguments = {"phase": "probe", "host": "orphan", "model": MODEL, "version": "v3",
+                     "model_dir": str(model_dir(root)), "trust_dir": str(root / "etc/hybridctl/trust"),
+                     "manifest_sha256": hashlib.sha256(manifest).hexdigest(), "files": files, "token": "gone",
+                     "artifact_path_pattern": "^[A-Za-z0-9._/-]+$", "hold_s": 1}
+        common = playbooks_dir() / "roles/hybridctl_common"
+        env = {**os.environ, "ANSIBLE_LIBRARY": str(common / "library"),
+               "ANSIBLE_MODULE_UTILS": str(common / "module_utils"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")}
+        # The probe as the action plugin runs it; then no go and no stop ever come.
+        probed = subprocess.run(
+            [str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-m", "hybridctl_model_host",
+             "-a", json.dumps(arguments), "-e", f"ansible_python_interpreter={sys.executable}"],
+            capture_output=True, text=True, env=env, timeout=60, check=False)
+        assert probed.returncode == 0, probed.stdout + probed.stderr
+        answer = json.loads(probed.stdout.split("=>", 1)[1])
+        assert answer["held"] is True and not answer["version_ok"]
+        owner = model_dir(root) / ".sync-owner"
+        assert json.loads(owner.read_text())["token"] == "gone"
+        upload = upload_dir(root, bundle, "v3")
+        (upload / "weights/model.safetensors").write_bytes(b"part")  # the copy had begun
+        deadline = time.monotonic() + 10
+        while owner.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not owner.exists()  # released after hold_s, not left for the stale-lock takeover
+        assert (upload / "weights/model.safetensors").read_bytes() == b"part"  # kept, to be resumed
+        assert current_version(root) == "v2"
+        assert not Path(answer["hold_dir"]).exists()

@@ -6,6 +6,7 @@ the test reads them through each host's root filesystem from outside.
 
 from __future__ import annotations
 
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,17 @@ def run(lab: HostLab, playbook: str, hosts: Sequence[TestHost],
         members.update((host_vars or {}).get(name, {}))
     ssh = SshOptions(known_hosts=lab.known_hosts_path, private_key=lab.client_key_path)
     return run_playbook(playbooks_dir() / playbook, inventory, ssh=ssh, extravars=extravars)
+
+
+def module_processes_left(host: TestHost, wait_s: float = 3.0) -> list[str]:
+    """Command lines of the python3 processes still running on the host, once they had wait_s to end."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        listing = host.exec("for p in /proc/[0-9]*; do tr '\\000' ' ' < $p/cmdline 2>/dev/null; echo; done").stdout
+        left = [line for line in listing.splitlines() if "python3" in line]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
 
 
 class TestPreflightOnHosts:
@@ -107,6 +119,11 @@ class TestModelSyncOnHosts:
             assert mixed.host(refused.name).state is HostState.FAILED
             assert current_version(refused.root) == "v2" and versions(refused.root) == ["v1", "v2"]
         assert current_version(good.root) == "v3"
+        # The probe's module run stays on the host for the install (hybridctl_model_hold.py): it
+        # ends with it, installed or refused, and its private dir is removed.
+        for host in hosts:
+            assert not module_processes_left(host), host.name
+            assert not list((host.root / "tmp").glob("hybridctl-hold-*")), host.name
 
         back = run(host_lab, "rollback.yml", [good], hybridctl_model=MODEL)
         assert back.host(good.name).data["status"] == "rolled_back", describe(back)

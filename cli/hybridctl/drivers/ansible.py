@@ -76,6 +76,7 @@ TASK_TIMEOUT_ENV = "HYBRIDCTL_TASK_TIMEOUT"
 _REAP_TIMEOUT_S = 30
 _MAX_FORKS = 50
 _POLL_S = 0.1
+PREFERRED_CIPHERS = "^aes128-gcm@openssh.com"  # "^": put at the head of ssh's default list
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,10 @@ class SshOptions:
             f"-o ConnectTimeout={self.connect_timeout_s}",
             f"-o ServerAliveInterval={self.keepalive_interval_s}",
             f"-o ServerAliveCountMax={self.keepalive_count_max}",
+            # AES-GCM first (the rest of ssh's default list after it): with AES-NI it took 0.63
+            # CPU-seconds for 64 MB on the lab hosts (client and server), chacha20-poly1305,
+            # ssh's default, 0.81; model sync is CPU-bound.
+            f"-o Ciphers={PREFERRED_CIPHERS}",
         ]
         if self.control_persist_s > 0:
             args += [

@@ -4,8 +4,9 @@
 #   probe:    check trust (pinned keys), take the model's lock, clean up what earlier runs left,
 #             refuse a downgrade, check an installed copy of this version (by its recorded file
 #             metadata, or a full re-hash), prepare the upload dir and check free space for it.
-#   install:  verify the uploaded copy, rename it into versions/<version>, record its metadata,
-#             switch `current` (and `previous`), prune, release the lock.
+#   install:  write the small files sent inline, verify the uploaded copy, rename it into
+#             versions/<version>, record its metadata, switch `current` (and `previous`), prune,
+#             release the lock.
 #   abort:    release the lock after a failure, removing the upload when it is useless.
 #   rollback: switch `current` to an installed older version (verified first).
 #   trust:    pin, unpin or list model-signing keys.
@@ -20,6 +21,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.hybridctl_model_hold import hold
 from ansible.module_utils.hybridctl_model_store import ModelStore, sha256_hex
 from ansible.module_utils.hybridctl_models import (
     MANIFEST,
@@ -28,6 +30,8 @@ from ansible.module_utils.hybridctl_models import (
     entries,
     file_record,
     key_id_of_pem,
+    mount_point,
+    own_by_root,
     pin_key,
     pinned_keys,
     read_link,
@@ -140,12 +144,12 @@ class Host(ModelStore):
         needed = sum(expected[r] for r in send)
         fs = os.statvfs(upload)
         free = fs.f_bavail * fs.f_frsize
-        self.module_result_disk = {"filesystem": _mount_point(upload), "free_bytes": free, "needed_bytes": needed}
+        self.module_result_disk = {"filesystem": mount_point(upload), "free_bytes": free, "needed_bytes": needed}
         if free < needed + p["reserve_bytes"]:
             remove(upload)
             self.drop_empty_incoming()
             raise Refused(f"not enough space on {p['host']} for {p['model']} {p['version']}: "
-                          f"{_mount_point(upload)} has {free:,} bytes free, the bundle needs {needed:,} more"
+                          f"{mount_point(upload)} has {free:,} bytes free, the bundle needs {needed:,} more"
                           + (f" plus a reserve of {p['reserve_bytes']:,}" if p["reserve_bytes"] else ""),
                           status="no_space")
         return send
@@ -163,8 +167,9 @@ class Host(ModelStore):
                     upload = self.upload_dir()
                     # Root-owned first (the upload may belong to the connection user), then verified:
                     # nobody else can change the files between the check and the rename.
-                    _own_by_root(upload)
+                    own_by_root(upload)
                     try:
+                        self.write_inline(upload)
                         record = self.verify(upload, p["version"], keys)
                     except Refused:
                         remove(upload)
@@ -231,7 +236,7 @@ class Host(ModelStore):
                     fs = os.statvfs(self.model_dir)
                     free = fs.f_bavail * fs.f_frsize
                     result.update(no_space=free < self.p["needed_bytes"] or fs.f_favail == 0, disk={
-                        "filesystem": _mount_point(self.model_dir), "free_bytes": free,
+                        "filesystem": mount_point(self.model_dir), "free_bytes": free,
                         "needed_bytes": self.p["needed_bytes"], "free_inodes": fs.f_favail})
                 if self.p["remove_upload"] or result.get("no_space"):
                     remove(self.upload_dir())
@@ -326,25 +331,6 @@ class Host(ModelStore):
         result["models"] = models
 
 
-def _mount_point(path):
-    path = os.path.realpath(path)
-    while not os.path.ismount(path):
-        path = os.path.dirname(path)
-    return path
-
-
-def _own_by_root(directory):
-    for parent, _dirs, files in os.walk(directory):
-        for name in files:
-            path = os.path.join(parent, name)
-            if os.geteuid() == 0:
-                os.lchown(path, 0, 0)
-            os.chmod(path, 0o644)
-        if os.geteuid() == 0:
-            os.lchown(parent, 0, 0)
-        os.chmod(parent, 0o755)
-
-
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -361,6 +347,8 @@ def main():
             "trust_first_key": {"type": "bool", "default": True},
             "artifact_path_pattern": {"type": "str", "default": "^$"},
             "files": {"type": "dict", "default": {}},
+            # {relative path: base64} of small files; not logged, nor echoed back in the result.
+            "inline_files": {"type": "dict", "default": {}, "no_log": True},
             "token": {"type": "str", "default": ""},
             "stale_s": {"type": "int", "default": 60},
             "verify_full": {"type": "bool", "default": False},
@@ -370,6 +358,8 @@ def main():
             "upload_owner": {"type": "str"},
             "remove_upload": {"type": "bool", "default": False},
             "needed_bytes": {"type": "int", "default": 0},
+            # probe: stay on the host for install or abort, for up to this long (see module_utils/hybridctl_model_hold.py)
+            "hold_s": {"type": "int", "default": 0},
             "target": {"type": "str"},
             "action": {"type": "str", "choices": ["add", "remove", "list"], "default": "list"},
             "key_id": {"type": "str"},
@@ -379,20 +369,36 @@ def main():
     )
     host = Host(module)
     result = {"changed": False, "status": "unchanged"}
+    phase = module.params["phase"]
+    failure = run_phase(host, phase, result)
+    if failure is not None:
+        module.fail_json(msg=failure, **result)
+    if phase == "probe" and module.params["hold_s"] > 0 and not module.check_mode:
+        hold(host, result, module.params["hold_s"], lambda then, into: run_phase(host, then, into))
+    module.exit_json(**result)
+
+
+def run_phase(host, phase, result):
+    """Runs one phase into result; returns why it failed, or None."""
     try:
-        getattr(host, module.params["phase"])(result)
+        getattr(host, phase)(result)
     except Refused as refusal:
         result["status"] = refusal.status
-        result.update((getattr(host, "module_result_disk", None) and {"disk": host.module_result_disk}) or {})
-        module.fail_json(msg=str(refusal), **result)
+        _add_disk(host, result)
+        return str(refusal)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             result["status"] = "no_space"
-            module.fail_json(msg=f"no space left on {module.params['host']}: {exc}", **result)
+            return f"no space left on {host.p['host']}: {exc}"
         raise
+    _add_disk(host, result)
+    return None
+
+
+def _add_disk(host, result):
+    # The probe's figures; a later phase (abort) in the same process may have its own.
     if getattr(host, "module_result_disk", None):
-        result["disk"] = host.module_result_disk
-    module.exit_json(**result)
+        result.setdefault("disk", host.module_result_disk)
 
 
 if __name__ == "__main__":

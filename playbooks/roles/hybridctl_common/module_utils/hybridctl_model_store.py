@@ -6,6 +6,7 @@
 # are in the module.
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ from ansible.module_utils.hybridctl_models import (
     pin_key,
     pinned_keys,
     read_regular,
+    remove,
     write_atomic,
 )
 
@@ -116,6 +118,27 @@ class ModelStore:
             record[name] = file_record(os.lstat(os.path.join(directory, name)))
         return {"manifest_sha256": sha256_hex(manifest_bytes), "signed_by": signed_by, "files": record,
                 "rollback_to": manifest.get("rollback_to")}
+
+    def write_inline(self, upload):
+        """Writes the files that came inside the arguments into the (root-owned) upload dir; what
+        they hold is checked with the rest by verify()."""
+        p = self.p
+        real_upload = os.path.realpath(upload)
+        for relative, encoded in sorted(p["inline_files"].items()):
+            path = os.path.normpath(os.path.join(upload, relative))
+            if relative not in p["files"] or os.path.isabs(relative) or not path.startswith(upload + os.sep):
+                raise Refused(f"{relative} was sent but is not a file of the bundle")
+            parent = os.path.dirname(path)
+            os.makedirs(parent, mode=0o755, exist_ok=True)
+            # A symlinked parent would lead the write out of the upload dir.
+            if os.path.realpath(parent) != real_upload and not os.path.realpath(parent).startswith(real_upload + os.sep):
+                raise Refused(f"{relative}: a parent directory in the upload is a symlink")
+            try:
+                data = base64.b64decode(encoded, validate=True)
+            except ValueError:
+                raise Refused(f"{relative} was sent garbled (not base64)") from None
+            remove(path)
+            write_atomic(path, data, 0o644)
 
     def recorded(self, version):
         try:

@@ -248,3 +248,22 @@ class ModelLock:
         record = self.owner()
         if record and record.get("token") == token:
             os.unlink(self.owner_path)
+
+
+def mount_point(path):
+    path = os.path.realpath(path)
+    while not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def own_by_root(directory):
+    for parent, _dirs, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(parent, name)
+            if os.geteuid() == 0:
+                os.lchown(path, 0, 0)
+            os.chmod(path, 0o644)
+        if os.geteuid() == 0:
+            os.lchown(parent, 0, 0)
+        os.chmod(parent, 0o755)

@@ -8,19 +8,24 @@
 #      space; it answers which files are still missing in the upload dir (resumed uploads);
 #   3. sends each missing file straight into the upload dir on the models filesystem, from a
 #      descriptor opened with O_NOFOLLOW and checked with fstat (/proc/<pid>/fd/<n>), so what
-#      was checked is what is sent even if the directory changes meanwhile;
-#   4. install: the host verifies what it received (signature, list, sizes, sha256), renames it
-#      into versions/<version>, switches `current`, prunes and releases the lock.
+#      was checked is what is sent even if the directory changes meanwhile. Small files (the
+#      manifest, its signature, configs) travel inside the install's arguments instead: each
+#      file transfer is an sftp session, which cost as much CPU as the whole module run;
+#   4. install: the host writes the inlined files, verifies what it received (signature, list,
+#      sizes, sha256), renames it into versions/<version>, switches `current`, prunes and
+#      releases the lock.
 # A failure releases the lock (abort) and reports `status`: refused, busy, no_space or failed.
 # Either way the host's result is returned as the fact hybridctl_result.
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import hashlib
 import json
 import os
 import re
+import shlex
 import stat
 import uuid
 
@@ -29,6 +34,10 @@ from ansible.plugins.action import ActionBase
 
 MODULE = "hybridctl_model_host"
 METADATA = ("manifest.json", "manifest.sig")
+# Files up to this size go inside the install's module arguments, up to this much in all.
+INLINE_FILE_MAX_BYTES = 256 * 1024
+INLINE_TOTAL_MAX_BYTES = 1024 * 1024
+HOLD_DIR = re.compile(r"^/[A-Za-z0-9_./-]*/hybridctl-hold-[A-Za-z0-9_]+$")  # tempfile.mkdtemp's on the host
 
 
 class Refusal(Exception):
@@ -46,6 +55,18 @@ def _open_regular(path):
         os.close(fd)
         raise Refusal("not a regular file")
     return fd
+
+
+def _read_all(fd, size):
+    """The file's bytes, up to one more than `size` (so that a grown file shows)."""
+    chunks, left = [], size + 1
+    while left > 0:
+        chunk = os.read(fd, left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_manifest(source):
@@ -164,20 +185,32 @@ class ActionModule(ActionBase):
                       files=files)
         if self._play_context.become and self._play_context.remote_user not in (None, "root"):
             common["upload_owner"] = self._play_context.remote_user
-        probe = self._execute_module(MODULE, module_args=dict(common, phase="probe"), task_vars=task_vars)
+        check = self._task.check_mode
+        failure, inline = (None, {}) if check else self._read_small(source, files)
+        if failure is not None:
+            result.update(failed=True, **failure)
+            return
+        # The probe's module run stays on the host for the install (hybridctl_model_hold.py).
+        probe = self._execute_module(MODULE, task_vars=task_vars, module_args=dict(
+            common, phase="probe", inline_files=inline, hold_s=0 if check else max(60, int(self._task.timeout or 0))))
+        probe.pop("invocation", None)  # its arguments: up to a megabyte of inlined files, masked
         result["probe"] = {k: probe.get(k) for k in ("current_before", "previous_version", "version_ok", "repaired",
                                                      "key_pinned", "disk", "installed_check")}
         if probe.get("failed"):
             result.update(probe)
             self._abort(common, task_vars, remove_upload=False)
             return
-        if not probe.get("version_ok") and not self._task.check_mode:
-            failure = self._send(source, files, probe, args["host"])
+        held = probe.get("held")  # not in check mode, nor where the host has no temporary dir to hold in
+        if not probe.get("version_ok") and not check:
+            failure = self._send(source, files, probe["upload_dir"],
+                                 [r for r in probe.get("send", []) if r not in inline], args["host"])
             if failure is not None:
                 result.update(failed=True, **failure)
                 # A cut link keeps the upload for the next run to resume; anything else removes it.
-                aborted = self._abort(common, task_vars, remove_upload=failure["status"] != "failed",
-                                      needed_bytes=failure.get("needed_bytes", 0))
+                stop = {"remove_upload": failure["status"] != "failed", "needed_bytes": failure.get("needed_bytes", 0)}
+                aborted = (self._release(probe, "stop", stop) if held
+                           else self._abort(common, task_vars, remove_upload=stop["remove_upload"],
+                                            needed_bytes=stop["needed_bytes"]))
                 if failure["status"] == "failed" and aborted.get("no_space"):
                     result.update(status="no_space", msg=f"no space left on {args['host']}: {failure['msg']}")
                 if aborted.get("disk"):
@@ -185,17 +218,47 @@ class ActionModule(ActionBase):
                 result.pop("needed_bytes", None)
                 return
             result["sent"] = len(probe.get("send", []))
-        install = self._execute_module(
-            MODULE, task_vars=task_vars,
-            module_args=dict(common, phase="install", version_ok=bool(probe.get("version_ok"))))
-        if install.get("failed"):
-            self._abort(common, task_vars, remove_upload=False)
+        if held:
+            install = self._release(probe, "go")
+        else:
+            install = self._execute_module(MODULE, task_vars=task_vars, module_args=dict(
+                common, phase="install", version_ok=bool(probe.get("version_ok")), inline_files=inline))
+            install.pop("invocation", None)
+            if install.get("failed"):
+                # Writing the inlined files can fill the filesystem too: that upload is of no use.
+                full = install.get("status") == "no_space"
+                aborted = self._abort(common, task_vars, remove_upload=full,
+                                      needed_bytes=sum(files[r] for r in inline) if full else 0)
+                if aborted.get("disk"):
+                    install["disk"] = aborted["disk"]
         result.update(install)
         result["changed"] = bool(install.get("changed") or probe.get("changed"))
 
-    def _send(self, source, files, probe, host):
-        """Sends the files the host is missing; a failure as {status, msg}, else None."""
-        for relative in probe.get("send", []):
+    def _read_small(self, source, files):
+        """(failure as {status, msg} or None, {relative path: base64}) of the small files, which
+        travel inside the module's arguments: each file transfer is an sftp session of its own."""
+        inline, inline_bytes = {}, 0
+        for relative in sorted(files, key=lambda r: (files[r], r)):
+            if files[relative] > INLINE_FILE_MAX_BYTES or inline_bytes + files[relative] > INLINE_TOTAL_MAX_BYTES:
+                break
+            try:
+                fd = _open_regular(os.path.join(source, relative))
+            except Refusal as exc:
+                return {"status": "refused", "msg": f"{relative}: {exc}"}, {}
+            try:
+                data = _read_all(fd, files[relative])
+            finally:
+                os.close(fd)
+            if len(data) != files[relative]:
+                return {"status": "refused",
+                        "msg": f"{relative} changed on the controller while the bundle was being sent"}, {}
+            inline[relative] = base64.b64encode(data).decode("ascii")
+            inline_bytes += len(data)
+        return None, inline
+
+    def _send(self, source, files, upload_dir, relatives, host):
+        """Sends these files into the upload dir; a failure as {status, msg}, else None."""
+        for relative in relatives:
             try:
                 fd = _open_regular(os.path.join(source, relative))
             except Refusal as exc:
@@ -204,7 +267,7 @@ class ActionModule(ActionBase):
                 if os.fstat(fd).st_size != files[relative]:
                     return {"status": "refused",
                             "msg": f"{relative} changed on the controller while the bundle was being sent"}
-                remote = self._connection._shell.join_path(probe["upload_dir"], relative)
+                remote = self._connection._shell.join_path(upload_dir, relative)
                 self._transfer_file(f"/proc/{os.getpid()}/fd/{fd}", remote)
             except AnsibleError as exc:
                 if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
@@ -215,6 +278,37 @@ class ActionModule(ActionBase):
             finally:
                 os.close(fd)
         return None
+
+    def _release(self, probe, marker, arguments=None):
+        """Tells the module run held on the host to go on (`go`: install; `stop`: abort, with these
+        arguments) and returns its result; a failure result when it ended without one."""
+        directory = probe.get("hold_dir")
+        if not isinstance(directory, str) or not HOLD_DIR.match(directory):
+            return {"failed": True, "status": "failed", "msg": f"the host holds its install in {directory!r}"}
+        paths = {name: os.path.join(directory, name) for name in ("go", "stop", "result")}
+        quoted = {name: shlex.quote(path) for name, path in paths.items()}
+        staged = shlex.quote(paths[marker] + ".tmp")
+        pid = int(probe["holder_pid"])
+        script = (f"umask 077 && printf '%s' {shlex.quote(json.dumps(arguments or {}))} > {staged} && "
+                  f"mv -f {staged} {quoted[marker]} && "
+                  # The child exits once its result is written. GNU tail waits for that without
+                  # a process per poll (a sleep loop cost 30 forks a second per host); else poll.
+                  f"{{ tail --pid={pid} -s 0.05 -f /dev/null 2>/dev/null || "
+                  f"while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; }}; "
+                  f"cat {quoted['result']}; rc=$?; rm -rf {shlex.quote(directory)}; exit $rc")
+        command = f"{self._compute_environment_string()} /bin/sh -c {shlex.quote(script)}".strip()
+        try:
+            done = self._low_level_execute_command(command, sudoable=True)
+        except AnsibleError as exc:
+            return {"failed": True, "status": "failed", "msg": f"lost the host while it installed: {exc}"}
+        try:
+            answer = json.loads(done.get("stdout") or "")
+        except ValueError:
+            answer = None
+        if done.get("rc") != 0 or not isinstance(answer, dict):
+            return {"failed": True, "status": "failed",
+                    "msg": f"the install on the host ended without a result ({(done.get('stderr') or '').strip()})"}
+        return answer
 
     def _abort(self, common, task_vars, *, remove_upload, needed_bytes=0):
         """Releases the host's lock; returns the module's answer ({} when the host is gone)."""
