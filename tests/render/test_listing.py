@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 
-from hybridctl.render.listing import RICH_ROWS, print_table
+from hybridctl.render.listing import RICH_ROWS, print_capped, print_table
 from rich.console import Console
+from rich.text import Text
 
 COLUMNS = ("workload", "site", "cost/mo>", "why")
 
@@ -51,3 +52,15 @@ def test_a_recording_console_keeps_a_long_listing_for_export() -> None:
     exported = console.export_text()
     assert exported.splitlines()[0] == f"Placements ({RICH_ROWS + 1:,} rows)"
     assert f"[red]reason {RICH_ROWS}[/] ≤ quota" in exported
+
+
+def test_capped_tables_say_how_many_rows_they_leave_out_and_styled_cells_keep_their_text() -> None:
+    console = Console(file=io.StringIO(), width=200, no_color=True, highlight=False)
+    items = list(range(RICH_ROWS * 3))
+    print_capped(console, "Cloud changes", ("name", "action"), items,
+                 lambda i: (f"queue-{i}", Text("delete", style="bold red") if i % 2 else "update"),
+                 RICH_ROWS + 50, "cloud changes")
+    lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert lines[0] == f"Cloud changes ({RICH_ROWS + 50:,} rows)"
+    assert lines[3].split() == ["queue-0", "update"] and lines[4].split() == ["queue-1", "delete"]
+    assert lines[-1] == f"… and {RICH_ROWS * 3 - RICH_ROWS - 50:,} more cloud changes (--max-rows 0 shows all; --format json has everything)"

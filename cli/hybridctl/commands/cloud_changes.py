@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
+from hybridctl.render.listing import print_capped, print_table
 
 CONFIG_DIFF = "config-diff"
 PULUMI_PREVIEW = "pulumi-preview"
@@ -85,20 +86,17 @@ def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: str | None) -> C
     return CloudChanges(PULUMI_PREVIEW, tuple(rows))
 
 
-def render_cloud_changes(console: Console, changes: CloudChanges) -> None:
+def render_cloud_changes(console: Console, changes: CloudChanges, max_rows: int = 0) -> None:
     label = ("from a pulumi preview" if changes.source == PULUMI_PREVIEW
              else "from the plan-to-stack-configuration diff, not a pulumi preview (--cloud-preview runs one)")
     moving = [r for r in changes.rows if r.action != "same"]
     if not moving:
         console.print(f"Cloud changes: none ({label})")
         return
-    table = Table(title=f"Cloud changes ({label})", title_justify="left")
-    for column in ("stack", "kind", "name", "action", "detail"):
-        table.add_column(column)
-    for row in moving:
-        action = f"[bold red]{row.action}[/]" if row.destructive else row.action
-        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, action, row.detail)
-    console.print(table)
+    print_capped(console, f"Cloud changes ({label})", ("stack", "kind", "name", "action", "detail"), moving,
+                 lambda r: (f"{r.project}/{r.stack}", r.kind, r.name,
+                            Text(r.action, style="bold red") if r.destructive else r.action, r.detail),
+                 max_rows, "cloud changes")
 
 
 def approve_destructive(console: Console, inventory: Inventory, plan: Plan, applied: Plan | None, *,
@@ -114,13 +112,10 @@ def approve_destructive(console: Console, inventory: Inventory, plan: Plan, appl
     destructive = CloudChanges(changes.source, changes.destructive)
     if not destructive.rows:
         return destructive
-    table = Table(title="Destructive cloud changes (replace or delete)", title_justify="left")
-    for column in ("stack", "kind", "name", "action", "detail"):
-        table.add_column(column)
-    for row in destructive.rows:
-        machines = " — removes running machines" if row.removes_machines else ""
-        table.add_row(f"{row.project}/{row.stack}", row.kind, row.name, row.action, row.detail + machines)
-    console.print(table)
+    # every one of them, uncapped: this is what the approval is for
+    print_table(console, "Destructive cloud changes (replace or delete)", ("stack", "kind", "name", "action", "detail"),
+                [(f"{r.project}/{r.stack}", r.kind, r.name, r.action,
+                  r.detail + (" — removes running machines" if r.removes_machines else "")) for r in destructive.rows])
     removing = [r for r in destructive.rows if r.removes_machines]
     if removing and auto_approve and not allow_machine_removal:
         raise RefusedError(

@@ -124,7 +124,7 @@ def plan(
         summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
                             "previous" if before is not None else "applied")
         render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
-        render_cloud_changes(stdout(), cloud)
+        render_cloud_changes(stdout(), cloud, max_rows)
     if out is not None:
         stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     violation = budget_violation(result)

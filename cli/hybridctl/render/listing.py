@@ -8,24 +8,39 @@ padded to the widest cell and never folded, written straight to the console's fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+T = TypeVar("T")
+Cell = str | Text  # a str is plain text, never markup; a Text carries its own style
 
 # The plan commands' default --max-rows: what they show unasked stays a rich table.
 RICH_ROWS = 200
 
 
-def print_table(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+def print_capped(console: Console, title: str, columns: Sequence[str], items: Sequence[T],
+                 row: Callable[[T], Sequence[Cell]], max_rows: int, what: str, *, fold_last: bool = False) -> None:
+    """A table of at most max_rows items (0: all), one row each, and a line saying how many were left out."""
+    shown = items if max_rows <= 0 else items[:max_rows]
+    print_table(console, title, columns, [row(item) for item in shown], fold_last=fold_last)
+    if len(items) > len(shown):
+        console.print(f"[dim]… and {len(items) - len(shown):,} more {what} "
+                      "(--max-rows 0 shows all; --format json has everything)[/]")
+
+
+def print_table(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]],
                 *, fold_last: bool = False) -> None:
     """One table; the title is markup, written by us. A column name ending in ">" is right-aligned (numbers). Cells are plain text,
     never markup; with `fold_last`, a rich table folds its last column (an explanation) and never
     the others (names people grep for)."""
     if len(rows) > RICH_ROWS:
-        _print_columns(console, title, columns, rows)
+        _print_columns(console, title, columns, [[c.plain if isinstance(c, Text) else c for c in r] for r in rows])
         return
     table = Table(title=title, title_justify="left")
     for i, column in enumerate(columns):
@@ -34,7 +49,7 @@ def print_table(console: Console, title: str, columns: Sequence[str], rows: Sequ
                          no_wrap=fold_last and not last, ratio=1 if fold_last and last else None,
                          min_width=16 if fold_last and last else None)
     for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
+        table.add_row(*(cell if isinstance(cell, Text) else escape(cell) for cell in row))
     console.print(table)
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -12,14 +11,12 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
 from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
-from hybridctl.render.listing import print_table
+from hybridctl.render.listing import print_capped, print_table
 from hybridctl.render.plan_summary import render_summary, usd
 from hybridctl.render.templates import render
 
 if TYPE_CHECKING:
     from hybridctl.commands.cloud_changes import CloudChanges
-
-T = TypeVar("T")
 
 BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDimension.capacity_type)
 
@@ -36,38 +33,18 @@ def print_cost_table(console: Console, title: str, lines: list[CostLine], label:
                   usd(line.total_usd_per_month)) for line in lines])
 
 
-def _capped(rows: Sequence[T], max_rows: int) -> tuple[Sequence[T], int]:
-    """The rows to draw and how many were left out: a 10,000-row table helps nobody on a terminal."""
-    if max_rows <= 0 or len(rows) <= max_rows:
-        return rows, 0
-    return rows[:max_rows], len(rows) - max_rows
-
-
-def _more(console: Console, hidden: int, what: str) -> None:
-    if hidden:
-        console.print(f"[dim]… and {hidden:,} more {what} (--max-rows 0 shows all; --format json has everything)[/]")
-
-
-def _print_capped(console: Console, title: str, columns: Sequence[str], items: Sequence[T],
-                  row: Callable[[T], Sequence[str]], max_rows: int, what: str, *, fold_last: bool = False) -> None:
-    """A table of at most max_rows items, one row each, and a line saying how many were left out."""
-    shown, hidden = _capped(items, max_rows)
-    print_table(console, title, columns, [row(item) for item in shown], fold_last=fold_last)
-    _more(console, hidden, what)
-
-
 def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0, *,
                 detailed: bool = False, summary: PlanSummary | None = None, cloud: CloudChanges | None = None) -> None:
     """The summary first, then the placements (and what is unplaced, and the diff); the pools, the
     cost breakdowns and the data movements only when `detailed`."""
     render_summary(console, plan, summary or summarize(plan, diff, "previous"), cloud)
-    _print_capped(console, "Placements", ("workload", "tier", "site", "pool", "replicas>", "GPUs>", "cost/mo>", "why"),
+    print_capped(console, "Placements", ("workload", "tier", "site", "pool", "replicas>", "GPUs>", "cost/mo>", "why"),
                   sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
                   lambda p: (p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
                              str(p.replicas), str(p.gpus), usd(p.usd_per_month), p.reason),
                   max_rows, "placements (the dearest are shown)", fold_last=True)
     if plan.unplaced:
-        _print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas>", "reason"), plan.unplaced,
+        print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas>", "reason"), plan.unplaced,
                       lambda u: (u.demand or u.workload, u.tier, str(u.replicas), u.reason),
                       max_rows, "unplaced workloads")
     if detailed:
@@ -78,7 +55,7 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
 
 def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
     """The tables behind --detailed: pools, cost by tier/type/site/capacity type, data movements."""
-    _print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
+    print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
                                      "$/GPU-h>", "cost/mo>"), plan.pools,
                   lambda p: (p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
                              f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month)),
@@ -87,7 +64,7 @@ def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
         print_cost_table(console, f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                          dimension.value)
     if plan.data_movements:
-        _print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
+        print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
                       plan.data_movements,
                       lambda m: (m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
                                  usd(m.usd_per_month)),
