@@ -122,6 +122,10 @@ class Demand:
     def multi_node(self) -> bool:
         return self.workload.multi_node
 
+    def reads(self) -> tuple[tuple[tuple[str, ...], float], ...]:
+        """What its data movement depends on, in a stable order: each remote dataset's holders and size."""
+        return tuple(sorted((d.holders, d.size_gb) for d in self.remote_datasets))
+
     def usd_per_replica(self, pool: PoolInfo) -> float:
         """Amortized compute of one replica: the showback share and what cost ceilings compare."""
         return self.gpu_count * self.hours * pool.usd_per_gpu_hour
@@ -321,7 +325,6 @@ class EligibilityIndex:
             if found:
                 return (), found
         return tuple(p.index for p in candidates), None
-
 
 
 class _PoolFacts:

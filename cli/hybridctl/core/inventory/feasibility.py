@@ -74,8 +74,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
         ceiling = demand.workload.max_usd_per_month
         if ceiling is not None:
             # per replica and least data movement depend on a handful of facts that twins share
-            reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets))
-            cost_key = (fit_key, demand.hours, reads, demand.workload.data_passes_per_month)
+            cost_key = (fit_key, demand.hours, demand.reads(), demand.workload.data_passes_per_month)
             costs = costs_of.get(cost_key)
             if costs is None:
                 costs = costs_of[cost_key] = _cheapest_parts(demand, fitting, index, egress_rate)

@@ -160,8 +160,7 @@ class _Memo:
         key = (self.token(eligible), tuple(map(id, demand.remote_datasets)), passes)
         found = self._egress.get(key)
         if found is None:
-            reads = tuple(sorted((d.holders, d.size_gb) for d in demand.remote_datasets)) \
-                if demand.remote_datasets else ()
+            reads = demand.reads()
             by_site = egress_usd_by_site(demand, self.pools, eligible, self.egress_rate) if reads and passes else {}
             array = np.array([by_site.get(self.pools[p].site.name, 0.0) for p in eligible], dtype=np.float64)
             found = self._egress[key] = (array, reads if array.any() else None, passes)
