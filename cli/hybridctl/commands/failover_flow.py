@@ -63,7 +63,6 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
     would deploy, so the runbook is the one the applied state would give.
     """
     from hybridctl.commands.apply_flow import assets_digest, deployed_steps
-    from hybridctl.core.failover.failover import steps_once
     from hybridctl.core.steps import DeployedStep, apply_steps
 
     digests = dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
@@ -79,7 +78,7 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
         return apply_steps(plan, inventory, bundles=refs, bundle_public_key=key, deployed=deployed,
                            asset_digests=digests)
 
-    return steps_once(build)  # a runbook and its rollback both need the applied and failover plans' steps
+    return build
 
 
 def _load_inventory(option: Path | None, state: State) -> Inventory:
