@@ -36,9 +36,10 @@ def print_capped(console: Console, title: str, columns: Sequence[str], items: Se
 
 def print_table(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[Cell]],
                 *, fold_last: bool = False) -> None:
-    """One table; the title is markup, written by us. A column name ending in ">" is right-aligned (numbers). Cells are plain text,
-    never markup; with `fold_last`, a rich table folds its last column (an explanation) and never
-    the others (names people grep for)."""
+    """One table; the title is markup, written by us. A column name ending in ">" is right-aligned
+    (numbers). A str cell is plain text, never markup; a Text cell keeps its style in a rich table
+    and its text in plain columns. With `fold_last`, a rich table folds its last column (an
+    explanation) and never the others (names people grep for)."""
     if len(rows) > RICH_ROWS:
         _print_columns(console, title, columns, [[c.plain if isinstance(c, Text) else c for c in r] for r in rows])
         return
