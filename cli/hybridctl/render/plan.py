@@ -39,14 +39,14 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
     cost breakdowns and the data movements only when `detailed`."""
     render_summary(console, plan, summary or summarize(plan, diff, "previous"), cloud)
     print_capped(console, "Placements", ("workload", "tier", "site", "pool", "replicas>", "GPUs>", "cost/mo>", "why"),
-                  sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
-                  lambda p: (p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
-                             str(p.replicas), str(p.gpus), usd(p.usd_per_month), p.reason),
-                  max_rows, "placements (the dearest are shown)", fold_last=True)
+                 sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
+                 lambda p: (p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
+                            str(p.replicas), str(p.gpus), usd(p.usd_per_month), p.reason),
+                 max_rows, "placements (the dearest are shown)", fold_last=True)
     if plan.unplaced:
         print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas>", "reason"), plan.unplaced,
-                      lambda u: (u.demand or u.workload, u.tier, str(u.replicas), u.reason),
-                      max_rows, "unplaced workloads")
+                     lambda u: (u.demand or u.workload, u.tier, str(u.replicas), u.reason),
+                     max_rows, "unplaced workloads")
     if detailed:
         render_details(console, plan, max_rows)
     if diff is not None:
@@ -56,19 +56,19 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
 def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
     """The tables behind --detailed: pools, cost by tier/type/site/capacity type, data movements."""
     print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
-                                     "$/GPU-h>", "cost/mo>"), plan.pools,
-                  lambda p: (p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
-                             f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month)),
-                  max_rows, "pools")
+                                    "$/GPU-h>", "cost/mo>"), plan.pools,
+                 lambda p: (p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
+                            f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month)),
+                 max_rows, "pools")
     for dimension in BREAKDOWNS:
         print_cost_table(console, f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),
                          dimension.value)
     if plan.data_movements:
         print_capped(console, "Data movements", ("workload", "dataset", "from", "to", "GB/mo>", "cost/mo>"),
-                      plan.data_movements,
-                      lambda m: (m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
-                                 usd(m.usd_per_month)),
-                      max_rows, "data movements")
+                     plan.data_movements,
+                     lambda m: (m.workload, m.dataset, m.from_site, m.to_site, f"{m.gb_per_month:,.0f}",
+                                usd(m.usd_per_month)),
+                     max_rows, "data movements")
 
 
 def render_diff(console: Console, diff: PlanDiff) -> None:
