@@ -132,10 +132,9 @@ class TestLock:
 
 
 class TestHeldProbe:
-    def test_a_held_probe_whose_controller_never_comes_back_releases_the_lock_and_keeps_the_upload(
-            self, base: Path, tmp_path: Path, bundles: Bundles) -> None:
-        root = copy_roots(base, ["orphan"], tmp_path / "hosts")["orphan"]
-        bundle = bundles.good["v3"]
+    @staticmethod
+    def _probe(root: Path, bundle: Path, tmp_path: Path, host_tmp: Path) -> dict[str, object]:
+        """The probe as the action plugin runs it, with hold_s 1, on a host whose temp dir is host_tmp."""
         manifest = (bundle / "manifest.json").read_bytes()
         files = {f["path"]: f["size_bytes"] for f in json.loads(manifest)["files"]}
         files.update({name: (bundle / name).stat().st_size for name in ("manifest.json", "manifest.sig")})
@@ -144,15 +143,23 @@ class TestHeldProbe:
                      "manifest_sha256": hashlib.sha256(manifest).hexdigest(), "files": files, "token": "gone",
                      "artifact_path_pattern": "^[A-Za-z0-9._/-]+$", "hold_s": 1}
         common = playbooks_dir() / "roles/hybridctl_common"
-        env = {**os.environ, "ANSIBLE_LIBRARY": str(common / "library"),
+        host_tmp.mkdir(exist_ok=True)
+        env = {**os.environ, "ANSIBLE_LIBRARY": str(common / "library"), "TMPDIR": str(host_tmp),
                "ANSIBLE_MODULE_UTILS": str(common / "module_utils"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")}
-        # The probe as the action plugin runs it; then no go and no stop ever come.
         probed = subprocess.run(
             [str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local", "-m", "hybridctl_model_host",
              "-a", json.dumps(arguments), "-e", f"ansible_python_interpreter={sys.executable}"],
             capture_output=True, text=True, env=env, timeout=60, check=False)
         assert probed.returncode == 0, probed.stdout + probed.stderr
-        answer = json.loads(probed.stdout.split("=>", 1)[1])
+        answer: dict[str, object] = json.loads(probed.stdout.split("=>", 1)[1])
+        return answer
+
+    def test_a_held_probe_whose_controller_never_comes_back_releases_the_lock_and_keeps_the_upload(
+            self, base: Path, tmp_path: Path, bundles: Bundles) -> None:
+        root = copy_roots(base, ["orphan"], tmp_path / "hosts")["orphan"]
+        bundle = bundles.good["v3"]
+        # The probe; then no go and no stop ever come.
+        answer = self._probe(root, bundle, tmp_path, tmp_path / "host-tmp")
         assert answer["held"] is True and not answer["version_ok"]
         owner = model_dir(root) / ".sync-owner"
         assert json.loads(owner.read_text())["token"] == "gone"
@@ -164,4 +171,21 @@ class TestHeldProbe:
         assert not owner.exists()  # released after hold_s, not left for the stale-lock takeover
         assert (upload / "weights/model.safetensors").read_bytes() == b"part"  # kept, to be resumed
         assert current_version(root) == "v2"
-        assert not Path(answer["hold_dir"]).exists()
+        assert not Path(str(answer["hold_dir"])).exists()
+
+    def test_the_dir_of_a_killed_holder_is_removed_by_the_next_hold_and_live_ones_are_left(
+            self, base: Path, tmp_path: Path, bundles: Bundles) -> None:
+        root = copy_roots(base, ["orphan"], tmp_path / "hosts")["orphan"]
+        host_tmp = tmp_path / "host-tmp"
+        host_tmp.mkdir()
+        ended = subprocess.Popen(["true"])
+        ended.wait()
+        dirs = {name: host_tmp / f"hybridctl-hold-{name}" for name in ("killed", "live", "being-made")}
+        for name, directory in dirs.items():
+            directory.mkdir(mode=0o700)
+            if name != "being-made":
+                (directory / "holder").write_text(str(ended.pid if name == "killed" else os.getpid()))
+        answer = self._probe(root, bundles.good["v3"], tmp_path, host_tmp)
+        assert answer["held"] is True
+        assert not dirs["killed"].exists()
+        assert dirs["live"].is_dir() and dirs["being-made"].is_dir()

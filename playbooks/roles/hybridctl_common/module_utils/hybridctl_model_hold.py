@@ -9,10 +9,13 @@
 #     That dir is a fresh 0700 dir in the host's temporary dir, not on the models filesystem,
 #     which may be the one that is full; where none can be made, the probe does not hold;
 # A child that hears nothing for hold_s seconds aborts (releases the lock, keeps the upload).
+# A child killed meanwhile (a cancel, a task timeout) leaves its dir: the next hold removes the
+# dirs whose recorded holder no longer runs.
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import time
 
@@ -22,11 +25,14 @@ _POLL_S = 0.05
 
 
 HOLD_PREFIX = "hybridctl-hold-"
+_HOLDER = "holder"  # the child's pid, written by the parent
+_UNRECORDED_GRACE_S = 3600.0  # a dir without a holder is being made now, or is an hour old
 
 
 def hold(host, probe_result, hold_s, run_phase):
     """In the parent: returns at once (probe_result says held, the child's pid and dir). The
     child never returns: it runs install or abort through run_phase(phase, result) -> failure."""
+    _sweep(tempfile.gettempdir())
     try:
         directory = tempfile.mkdtemp(prefix=HOLD_PREFIX)
     except OSError:
@@ -34,6 +40,7 @@ def hold(host, probe_result, hold_s, run_phase):
     paths = {name: os.path.join(directory, name) for name in ("go", "stop", "result")}
     child = os.fork()
     if child:
+        write_atomic(os.path.join(directory, _HOLDER), str(child).encode(), 0o600)
         probe_result.update(held=True, holder_pid=child, hold_dir=directory)
         return
     try:
@@ -58,6 +65,43 @@ def hold(host, probe_result, hold_s, run_phase):
             remove(directory)  # nobody is left to read a result
     finally:
         os._exit(0)
+
+
+def _sweep(parent):
+    """Removes the hold dirs of children that were killed: their holder no longer runs."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(HOLD_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(parent, name)
+        try:
+            info = os.lstat(path)
+            # never a link, nor another user's dir, in a directory everyone may write to
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                continue
+            try:
+                with open(os.path.join(path, _HOLDER), "rb") as stream:
+                    pid = int(stream.read())
+            except (OSError, ValueError):
+                if time.time() - info.st_mtime < _UNRECORDED_GRACE_S:
+                    continue
+            else:
+                if _alive(pid):
+                    continue
+            remove(path)
+        except OSError:
+            continue
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _abort_after(host, result, run_phase):
