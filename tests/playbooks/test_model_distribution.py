@@ -180,12 +180,14 @@ class TestHeldProbe:
         host_tmp.mkdir()
         ended = subprocess.Popen(["true"])
         ended.wait()
-        dirs = {name: host_tmp / f"hybridctl-hold-{name}" for name in ("killed", "live", "being-made")}
+        dirs = {name: host_tmp / f"hybridctl-hold-{name}" for name in ("killed", "live", "being-made", "ended")}
         for name, directory in dirs.items():
             directory.mkdir(mode=0o700)
             if name != "being-made":
-                (directory / "holder").write_text(str(ended.pid if name == "killed" else os.getpid()))
+                (directory / "holder").write_text(str(os.getpid() if name == "live" else ended.pid))
+        # a child that ended after writing its result, which its controller is about to read
+        (dirs["ended"] / "result").write_text("{}")
         answer = self._probe(root, bundles.good["v3"], tmp_path, host_tmp)
         assert answer["held"] is True
         assert not dirs["killed"].exists()
-        assert dirs["live"].is_dir() and dirs["being-made"].is_dir()
+        assert dirs["live"].is_dir() and dirs["being-made"].is_dir() and dirs["ended"].is_dir()

@@ -10,7 +10,7 @@
 #     which may be the one that is full; where none can be made, the probe does not hold;
 # A child that hears nothing for hold_s seconds aborts (releases the lock, keeps the upload).
 # A child killed meanwhile (a cancel, a task timeout) leaves its dir: the next hold removes the
-# dirs whose recorded holder no longer runs.
+# dirs whose recorded holder no longer runs and that hold no result still to be read.
 from __future__ import annotations
 
 import json
@@ -26,7 +26,9 @@ _POLL_S = 0.05
 
 HOLD_PREFIX = "hybridctl-hold-"
 _HOLDER = "holder"  # the child's pid, written by the parent
-_UNRECORDED_GRACE_S = 3600.0  # a dir without a holder is being made now, or is an hour old
+# A dir without a holder is being made now; a result is read by the controller at once: either,
+# an hour old, is left over.
+_UNRECORDED_GRACE_S = 3600.0
 
 
 def hold(host, probe_result, hold_s, run_phase):
@@ -87,11 +89,21 @@ def _sweep(parent):
                 if time.time() - info.st_mtime < _UNRECORDED_GRACE_S:
                     continue
             else:
-                if _alive(pid):
+                if _alive(pid) or _unread_result(path):
                     continue
             remove(path)
         except OSError:
             continue
+
+
+def _unread_result(path):
+    """A child ends once it has written its result, which the controller reads just after: until
+    then its dir is still in use, though its holder no longer runs."""
+    try:
+        written = os.lstat(os.path.join(path, "result")).st_mtime
+    except OSError:
+        return False
+    return time.time() - written < _UNRECORDED_GRACE_S
 
 
 def _alive(pid):
