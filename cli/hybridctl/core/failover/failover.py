@@ -24,7 +24,7 @@ from hybridctl.core.failover.runbook import (
 )
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import inventory_digest
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.planner import budget_violation
 from hybridctl.core.stackconfig import StackConfigMemo
 from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
@@ -98,14 +98,36 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
     identity covers (serialising a fleet's plan for it would be most of a drill's time). The
     queues of a cluster that a later plan (the failover plan, a drill's next scenario) places the
-    same on are reused (StackConfigMemo).
+    same on are reused (StackConfigMemo). A plan that reads the same as the first plan built (a
+    drill's base plan) gets that plan's steps: a scenario that moves nothing (a reclaimed spot
+    pool nobody used, a link down with nothing behind it) replans into such a plan.
     """
     memo = StackConfigMemo()
+    first: list[tuple[StepsInputs, StepPlan]] = []
 
     def build(plan: Plan) -> StepPlan:
-        return apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo))
+        inputs = steps_inputs(plan)
+        if first and first[0][0] == inputs:
+            return first[0][1]
+        steps = apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo))
+        if not first:
+            first.append((inputs, steps))
+        return steps
 
     return build
+
+
+StepsInputs = tuple[tuple[Placement, ...], dict[str, str], tuple[tuple[str, str, int], ...]]
+
+
+def steps_inputs(plan: Plan) -> StepsInputs:
+    """All that apply's steps (ansible_inventory, stackconfig, steps) read of a plan whose stacks are tagged
+    with a fixed digest: its placements, its tiers and each pool's machines.
+
+    Compared by value; a failover plan keeps most placements as the very objects of the applied plan,
+    so comparing it with the applied plan's inputs costs little.
+    """
+    return plan.placements, plan.tiers, tuple((u.site, u.pool, u.machines) for u in plan.pools)
 
 
 def steps_once(steps_for: StepsFor) -> StepsFor:
