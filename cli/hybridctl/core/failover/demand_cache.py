@@ -9,6 +9,7 @@ The cache holds those objects, so an identity cannot be reused by another object
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -24,9 +25,22 @@ class DemandCache:
     def __init__(self) -> None:
         self._known: dict[int, _Known] = {}
         self.movements = MovementMemo()  # shared by the scenarios' replans, as the demands are
+        # the first inventory's workloads, datasets, policies and demands: most disrupted copies (all but
+        # site losses) keep every one of those objects, and get its demands without a look at each workload
+        self._first: tuple[list[Workload], list[Dataset], Policies, list[Demand]] | None = None
 
     def demands(self, inventory: Inventory) -> list[Demand]:
         """What eligibility.demands(inventory) returns, in the same order."""
+        first = self._first
+        if first is not None and first[2] is inventory.policies and _same(first[0], inventory.workloads) \
+                and _same(first[1], inventory.datasets):
+            return list(first[3])
+        found = self._worked_out(inventory)
+        if first is None:
+            self._first = (list(inventory.workloads), list(inventory.datasets), inventory.policies, list(found))
+        return found
+
+    def _worked_out(self, inventory: Inventory) -> list[Demand]:
         datasets = {d.name: d for d in inventory.datasets}
         reads = {id(w): tuple(datasets[n] for n in w.datasets if n in datasets) for w in inventory.workloads}
         missing = [w for w in inventory.workloads if not self._fits(w, reads[id(w)], inventory.policies)]
@@ -42,6 +56,11 @@ class DemandCache:
         known = self._known.get(id(workload))
         return (known is not None and known[0] is workload and known[2] is policies and len(known[1]) == len(read)
                 and all(a is b for a, b in zip(known[1], read, strict=True)))
+
+
+def _same(known: Sequence[object], now: Sequence[object]) -> bool:
+    """The very same objects, in the same order."""
+    return len(known) == len(now) and all(map(operator.is_, known, now))
 
 
 class MovementMemo:
