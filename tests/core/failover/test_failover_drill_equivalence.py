@@ -132,10 +132,30 @@ def test_plain_steps_reuses_the_first_plan_s_steps_only_for_a_plan_that_reads_th
     same = dataclasses.replace(base, unplaced=(), solver=dataclasses.replace(base.solver, seconds=99.0),
                                pools=tuple(dataclasses.replace(u, capacity_gpus=u.capacity_gpus + 1) for u in base.pools))
     assert shared(same) is first
+    # nor a placement's reason, price or hours
+    reasons = dataclasses.replace(base, placements=tuple(
+        dataclasses.replace(p, reason="moved", usd_per_month=p.usd_per_month + 1, hours_per_month=1.0)
+        for p in base.placements))
+    assert shared(reasons) is first
     cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}
     on_cloud = next(p for p in base.placements if p.site in cloud and p.tier != "fixed" and p.gpus)
     busy = next(u for u in base.pools if u.site in cloud and u.machines)
+    hosted = {h.pool for s in inventory.sites for h in s.hosts}
+    on_hosts = next(p for p in base.placements if p.pool in hosted and p.replicas)
     variants = {
+        "a placement's GPUs": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, gpus=p.gpus * 8) if p is on_cloud else p for p in base.placements)),
+        "a placement's replicas": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, replicas=0) if p is on_hosts else p for p in base.placements)),
+        "a placement's workload": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, workload="w-new") if p is on_hosts else p for p in base.placements)),
+        "a placement's site": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, site=next(s for s in sorted(cloud) if s != p.site)) if p is on_cloud else p
+            for p in base.placements)),
+        "a placement's pool": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, pool=next(q.name for s in inventory.sites if s.name == p.site for q in s.pools
+                                             if q.name != p.pool)) if p is on_cloud else p
+            for p in base.placements)),
         "a placement's tier": dataclasses.replace(base, placements=tuple(
             dataclasses.replace(p, tier="fixed") if p is on_cloud else p for p in base.placements)),
         "a pool's machines": dataclasses.replace(base, pools=tuple(

@@ -103,31 +103,34 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     pool nobody used, a link down with nothing behind it) replans into such a plan.
     """
     memo = StackConfigMemo()
-    first: list[tuple[StepsInputs, StepPlan]] = []
+    first: list[tuple[Plan, StepPlan]] = []
 
     def build(plan: Plan) -> StepPlan:
-        inputs = steps_inputs(plan)
-        if first and first[0][0] == inputs:
+        if first and same_steps_inputs(plan, first[0][0]):
             return first[0][1]
         steps = apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo))
         if not first:
-            first.append((inputs, steps))
+            first.append((plan, steps))
         return steps
 
     return build
 
 
-StepsInputs = tuple[tuple[Placement, ...], dict[str, str], tuple[tuple[str, str, int], ...]]
+def same_steps_inputs(plan: Plan, other: Plan) -> bool:
+    """Whether apply's steps (steps, ansible_inventory, stackconfig) for the two plans are the same when their
+    stacks are tagged with one digest: they read a plan's tiers, each pool's machines and, of each placement,
+    its workload, tier, site, pool, replicas and GPUs (a reason, a price or a data movement goes in no step).
 
-
-def steps_inputs(plan: Plan) -> StepsInputs:
-    """All that apply's steps (ansible_inventory, stackconfig, steps) read of a plan whose stacks are tagged
-    with a fixed digest: its placements, its tiers and each pool's machines.
-
-    Compared by value; a failover plan keeps most placements as the very objects of the applied plan,
-    so comparing it with the applied plan's inputs costs little.
+    A failover plan keeps most placements as the very objects of the applied plan: comparing costs little.
     """
-    return plan.placements, plan.tiers, tuple((u.site, u.pool, u.machines) for u in plan.pools)
+    return (plan.tiers == other.tiers and len(plan.placements) == len(other.placements)
+            and [(u.site, u.pool, u.machines) for u in plan.pools] == [(u.site, u.pool, u.machines) for u in other.pools]
+            and all(map(_placed_alike, plan.placements, other.placements)))
+
+
+def _placed_alike(one: Placement, other: Placement) -> bool:
+    return one is other or (one.workload, one.tier, one.site, one.pool, one.replicas, one.gpus) == (
+        other.workload, other.tier, other.site, other.pool, other.replicas, other.gpus)
 
 
 def steps_once(steps_for: StepsFor) -> StepsFor:
