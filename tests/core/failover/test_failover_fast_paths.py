@@ -67,3 +67,26 @@ def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, 
             assert (i.usd_per_month_before, i.usd_per_month_after) == (
                 _usd(result.before, i.workload), _usd(result.after, i.workload)), i.workload
     assert any(fast)  # some scenario changes something
+
+
+def test_the_movement_memo_gives_what_data_movements_gives(replans) -> None:
+    """Only demands that read data from elsewhere are looked at; the memo's movements for each replan's
+    plan, and for the applied plan on the disrupted inventory, are data_movements' own."""
+    from hybridctl.core.eligibility import demands
+    from hybridctl.core.failover.demand_cache import MovementMemo
+    from hybridctl.core.plan.costs import data_movements
+
+    inventory, results = replans
+    memo = MovementMemo()
+    wanted = demands(inventory)
+    assert memo.movements(inventory, wanted, results[0].before.placements) == \
+        data_movements(inventory, wanted, results[0].before.placements)
+    moved = 0
+    for result in results:
+        disrupted = result.disruption.inventory
+        wanted = demands(disrupted)
+        for placements in (result.after.placements, result.before.placements):
+            got = memo.movements(disrupted, wanted, placements)
+            assert got == data_movements(disrupted, wanted, placements), result.disruption.events
+            moved += len(got)
+    assert moved or not results[0].before.data_movements  # the memo was exercised where data moves

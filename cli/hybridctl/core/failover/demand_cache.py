@@ -12,6 +12,8 @@ from __future__ import annotations
 import operator
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Workload
@@ -81,12 +83,17 @@ class MovementMemo:
         """What plan.costs.data_movements(inventory, demands_, placements) gives."""
         egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),
                                          len(self._egress))
+        # a demand that reads nothing from elsewhere moves no data wherever it runs (most of a fleet):
+        # only the readers and their placements are looked at, picked out without a Python step each
+        readers = list(compress(demands_, map(_REMOTE, demands_)))
+        reading = {d.workload.name for d in readers}
+        theirs = list(compress(placements, map(reading.__contains__, map(_WORKLOAD, placements))))
         sites_of: dict[str, set[str]] = defaultdict(set)
-        for placement in placements:
+        for placement in theirs:
             if placement.replicas > 0:
                 sites_of[placement.demand or placement.workload].add(placement.site)
         by_workload: dict[str, list[Demand]] = defaultdict(list)
-        for demand in demands_:
+        for demand in readers:
             by_workload[demand.workload.name].append(demand)
         found: list[DataMovement] = []
         missing: dict[tuple[object, ...], tuple[Demand, ...]] = {}
@@ -101,9 +108,14 @@ class MovementMemo:
             keys = {d.key for ds in missing.values() for d in ds}
             fresh: dict[str, list[DataMovement]] = defaultdict(list)
             for movement in data_movements(inventory, [d for ds in missing.values() for d in ds],
-                                           [p for p in placements if (p.demand or p.workload) in keys]):
+                                           [p for p in theirs if (p.demand or p.workload) in keys]):
                 fresh[movement.workload].append(movement)
             for new_key, ds in missing.items():
                 self._known[new_key] = (ds, fresh[ds[0].workload.name])
                 found += fresh[ds[0].workload.name]
-        return sorted(found, key=lambda m: (m.workload, m.dataset, m.to_site))
+        return sorted(found, key=_MOVEMENT_ORDER)
+
+
+_REMOTE = attrgetter("remote_datasets")
+_WORKLOAD = attrgetter("workload")
+_MOVEMENT_ORDER = attrgetter("workload", "dataset", "to_site")  # data_movements' order
