@@ -127,6 +127,8 @@ def _by_workload(result: Plan, only: set[str]) -> tuple[
 
 
 _WORKLOAD = attrgetter("workload")
+_DEGRADED = attrgetter("degraded")
+_NAME = attrgetter("name")
 
 
 def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
@@ -187,7 +189,8 @@ def _wanted(workload: Workload, site_of: Mapping[str, str]) -> int:
 def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
     """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
     pool_site = {p.name: s for s in inventory.sites for p in s.pools}
-    degraded_workloads = {p.workload: p for p in replan.after.placements if p.degraded}
+    after_placements = replan.after.placements
+    degraded_workloads = {p.workload: p for p in compress(after_placements, map(_DEGRADED, after_placements))}
     # a workload can be affected only if a placement of it changed, or it runs degraded
     changed = _changed_workloads(replan.before, replan.after) | set(degraded_workloads)
     before_all, usd_before, _ = _by_workload(replan.before, changed)
@@ -198,9 +201,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
         unplaced_of[u.workload].append(u)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
-    for w in inventory.workloads:
-        if w.name not in changed:
-            continue
+    for w in compress(inventory.workloads, map(changed.__contains__, map(_NAME, inventory.workloads))):
         before, after = before_all.get(w.name, {}), after_all.get(w.name, {})
         degraded = w.name in degraded_workloads
         if before == after and not degraded:

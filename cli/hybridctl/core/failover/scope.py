@@ -13,8 +13,11 @@ where moved work would save more than the move threshold (a cheaper survival).
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.failover.demand_cache import MovementMemo
@@ -39,7 +42,8 @@ class Scope:
     free: frozenset[str]  # demand keys the planner places; the others are pinned
     disruption: Disruption
     movements: MovementMemo | None = None  # the pinned work's data movements, kept from pass to pass
-
+    # each workload's tier, as its demands were classified (worked out once for all of a replan's passes)
+    tiers: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
@@ -50,7 +54,8 @@ class Scope:
         free |= set(disruption.cut_off) | set(disruption.down)
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
-                     frozenset(_whole_workloads(free, demands)), disruption, movements)
+                     frozenset(_whole_workloads(free, demands)), disruption, movements,
+                     _tiers(disruption.inventory, demands))
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -86,7 +91,10 @@ class Scope:
         free = [self._barred(shaped.get(d.key, d)) for d in self.demands if d.key in self.free]
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = {key.split("@", 1)[0] for key in self.free}
-        pinned = [p for p in self.applied.placements if p.workload not in free_workloads]
+        # which applied placements are free work's, told apart without a Python step per placement of a fleet
+        applied = self.applied.placements
+        of_free = list(map(free_workloads.__contains__, map(_WORKLOAD, applied)))
+        pinned = list(compress(applied, map(operator.not_, of_free)))
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
         pinned_usage = pool_usage(self.pools, pinned)
@@ -94,23 +102,15 @@ class Scope:
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
         # the stability term concerns the free demands alone: the pinned placements need not be read again
-        previous = dataclasses.replace(self.applied, placements=tuple(
-            p for p in self.applied.placements if p.workload in free_workloads))
+        previous = dataclasses.replace(self.applied, placements=tuple(compress(applied, of_free)))
         # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
         # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
         # (and the tiers its demands already carry)
         partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
-                       digest=self.applied.inventory_digest or None, tiers=self._tiers())
+                       digest=self.applied.inventory_digest or None, tiers=dict(self.tiers))
         if not pinned and len(free) == len(self.demands):
             return partial
         return self._assemble(partial, pinned, pinned_usage, [shaped.get(d.key, d) for d in self.demands])
-
-    def _tiers(self) -> dict[str, str]:
-        """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
-        of_demands = {d.workload.name: d.tier.value for d in self.demands}
-        policies = self.inventory.policies
-        return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value
-                for w in self.inventory.workloads}
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
@@ -118,22 +118,35 @@ class Scope:
 
     def _assemble(self, partial: Plan, pinned: list[Placement], pinned_usage: Sequence[PoolUsage],
                   demands: list[Demand]) -> Plan:
-        placements = sorted([*pinned, *partial.placements],
-                            key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
+        placements = sorted([*pinned, *partial.placements], key=_PLACEMENT_ORDER)
         free_workloads = {key.split("@", 1)[0] for key in self.free}
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
         # a pool's usage depends on its own placements alone: only the pools the free work went to change
         touched = {p.pool for p in partial.placements}
         fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
-                                                [p for p in placements if p.pool in touched])}
+                                                list(compress(placements, map(touched.__contains__,
+                                                                              map(_POOL, placements)))))}
         pools = tuple(fresh.get(u.pool, u) for u in pinned_usage)
         movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
                      else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
             partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),
-            pools=pools, compute_usd_per_month=round(sum(p.usd_per_month for p in placements), 2),
-            data_usd_per_month=round(sum(m.usd_per_month for m in movements), 2))
+            pools=pools, compute_usd_per_month=round(sum(map(_USD, placements)), 2),
+            data_usd_per_month=round(sum(map(_USD, movements)), 2))
+
+
+_WORKLOAD = attrgetter("workload")
+_POOL = attrgetter("pool")
+_USD = attrgetter("usd_per_month")
+_PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the planner's order of placements
+
+
+def _tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str, str]:
+    """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
+    of_demands = {d.workload.name: d.tier.value for d in demands}
+    policies = inventory.policies
+    return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value for w in inventory.workloads}
 
 
 def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:
