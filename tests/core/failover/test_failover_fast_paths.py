@@ -56,7 +56,7 @@ def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, 
         back = Replan(quiet, result.after, result.before, {}, 0)  # a rollback's view
         fast += [impacts(inventory, result), impacts(inventory, back, returning=True)]
     with monkeypatch.context() as patched:
-        patched.setattr(impact, "_changed_workloads", _every_workload(inventory))
+        patched.setattr(impact, "changed_workloads", _every_workload(inventory))
         plain: list[list[impact.WorkloadImpact]] = []
         for result in results:
             back = Replan(quiet, result.after, result.before, {}, 0)

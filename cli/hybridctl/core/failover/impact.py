@@ -98,7 +98,7 @@ class WorkloadImpact:
         return round(self.usd_per_month_after - self.usd_per_month_before, 2)
 
 
-def _changed_workloads(before: Plan, after: Plan) -> set[str]:
+def changed_workloads(before: Plan, after: Plan) -> set[str]:
     """Workloads with a placement that is not the very same object in both plans.
 
     A replan keeps the placements it pins as they are (scope.py), so on a fleet most workloads
@@ -192,7 +192,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
     after_placements = replan.after.placements
     degraded_workloads = {p.workload: p for p in compress(after_placements, map(_DEGRADED, after_placements))}
     # a workload can be affected only if a placement of it changed, or it runs degraded
-    changed = _changed_workloads(replan.before, replan.after) | set(degraded_workloads)
+    changed = changed_workloads(replan.before, replan.after) | set(degraded_workloads)
     before_all, usd_before, _ = _by_workload(replan.before, changed)
     after_all, usd_after, gpu_after = _by_workload(replan.after, changed)
     site_of = {d.name: d.site for d in inventory.datasets}

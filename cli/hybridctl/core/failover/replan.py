@@ -199,6 +199,17 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     return Replan(disruption, applied, _finish(result, disruption, degraded, applied), degraded, passes)
 
 
+def replanned_inventory(result: Replan) -> Inventory:
+    """The inventory a failover plan is checked against: the disrupted one, each workload the replan
+    re-placed or left unplaced seen as the planner saw it (Disruption.as_replanned)."""
+    from hybridctl.core.failover.impact import changed_workloads  # impact reads Replan: imported when used
+
+    if not result.disruption.down_links:
+        return result.disruption.inventory
+    moved = changed_workloads(result.before, result.after) | {u.workload for u in result.after.unplaced}
+    return result.disruption.as_replanned(moved)
+
+
 def _newly_short(result: Plan, applied: Plan) -> set[str]:
     """Fixed and burst demands with more replicas unplaced than the applied plan had unplaced.
 
