@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
@@ -50,7 +50,7 @@ class Scope:
                 applied: Plan, movements: MovementMemo | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
-        free = {key_of(p.demand, p.workload) for p in applied.placements if p.pool in touched}
+        free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
         free |= set(disruption.cut_off) | set(disruption.down)
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
@@ -68,7 +68,9 @@ class Scope:
                 wanted.update(index.eligible(by_key[key]))
         price = {p.name: p.usd_per_gpu_hour for p in self.pools}
         dearest: dict[str, float] = {}  # free demand -> the dearest pool it was placed in
-        for placement in result.placements:
+        free_workloads = {key.split("@", 1)[0] for key in self.free}
+        for placement in compress(result.placements, map(free_workloads.__contains__,
+                                                          map(_WORKLOAD, result.placements))):
             key = key_of(placement.demand, placement.workload)
             if key in self.free:
                 dearest[key] = max(dearest.get(key, 0.0), price[placement.pool])
@@ -78,7 +80,7 @@ class Scope:
             cheaper_than = paid - move_threshold_usd / max(demand.gpu_count * demand.hours, 1e-9)
             wanted.update(p for p in index.eligible(demand) if self.pools[p].usd_per_gpu_hour < cheaper_than)
         names = {self.pools[p].name for p in wanted}
-        extra = {key_of(p.demand, p.workload) for p in self.applied.placements if p.pool in names}
+        extra = {key_of(p.demand, p.workload) for p in _on_pools(self.applied.placements, names)}
         return dataclasses.replace(self, free=frozenset(_whole_workloads(self.free | extra, self.demands)))
 
     @property
@@ -88,9 +90,10 @@ class Scope:
     def plan(self, options: PlanOptions, shaped: Mapping[str, Demand] | None = None) -> Plan:
         """Place the free demands (in the shapes given) around the pinned ones; a whole plan comes back."""
         shaped = shaped or {}
-        free = [self._barred(shaped.get(d.key, d)) for d in self.demands if d.key in self.free]
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = {key.split("@", 1)[0] for key in self.free}
+        free = [self._barred(shaped.get(d.key, d)) for d in _of_workloads(self.demands, free_workloads)
+                if d.key in self.free]
         # which applied placements are free work's, told apart without a Python step per placement of a fleet
         applied = self.applied.placements
         of_free = list(map(free_workloads.__contains__, map(_WORKLOAD, applied)))
@@ -125,8 +128,7 @@ class Scope:
         # a pool's usage depends on its own placements alone: only the pools the free work went to change
         touched = {p.pool for p in partial.placements}
         fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
-                                                list(compress(placements, map(touched.__contains__,
-                                                                              map(_POOL, placements)))))}
+                                                list(_on_pools(placements, touched)))}
         pools = tuple(fresh.get(u.pool, u) for u in pinned_usage)
         movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
                      else data_movements(self.inventory, demands, placements))
@@ -136,7 +138,13 @@ class Scope:
             data_usd_per_month=round(sum(map(_USD, movements)), 2))
 
 
+def _on_pools(placements: Sequence[Placement], pools: Collection[str]) -> Iterator[Placement]:
+    """The placements in these pools, picked out without a Python step per placement of a fleet."""
+    return compress(placements, map(pools.__contains__, map(_POOL, placements)))
+
+
 _WORKLOAD = attrgetter("workload")
+_WORKLOAD_NAME = attrgetter("workload.name")
 _POOL = attrgetter("pool")
 _USD = attrgetter("usd_per_month")
 _PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the planner's order of placements
@@ -152,4 +160,9 @@ def _tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str, str]:
 def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:
     """A workload's trainer groups share its cost ceiling: free one, free them all."""
     workloads = {key.split("@", 1)[0] for key in keys}
-    return {d.key for d in demands if d.workload.name in workloads}
+    return {d.key for d in _of_workloads(demands, workloads)}
+
+
+def _of_workloads(demands: Sequence[Demand], workloads: Collection[str]) -> Iterator[Demand]:
+    """The demands of these workloads, in order, picked out without a Python step per demand of a fleet."""
+    return compress(demands, map(workloads.__contains__, map(_WORKLOAD_NAME, demands)))
