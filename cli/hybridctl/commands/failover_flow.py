@@ -258,7 +258,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.core.failover.events import check_events, parse_events
     from hybridctl.core.failover.failover import plan_failover
-    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.replan import FailoverOptions, replanned_inventory
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.core.plan.verify import verified
@@ -284,7 +284,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
                                    steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
                                    options=FailoverOptions(move_threshold_usd, time_limit_s),
                                    base_serial=current.serial)
-        verified(result.disruption.inventory, result.after, "failover plan")
+        verified(replanned_inventory(result), result.after, "failover plan")
         _emit(runbook, output_format)
         if out is not None:
             atomic_write_text(out, runbook_to_json(runbook))
@@ -314,12 +314,13 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     applied, the_inventory = rehearsal_base(plan_file, inventory)
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})
+    from hybridctl.core.failover.replan import replanned_inventory
     from hybridctl.core.plan.verify import verified
 
     runbook, result = plan_failover(the_inventory, applied, events, options=options,
                                     steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
                                                             applied=applied))
-    verified(result.disruption.inventory, result.after, "failover plan")
+    verified(replanned_inventory(result), result.after, "failover plan")
     _emit(runbook, output_format)
     if out is not None:
         atomic_write_text(out, runbook_to_json(runbook))

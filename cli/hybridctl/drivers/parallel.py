@@ -8,6 +8,7 @@ available, the jobs run here, one after the other (a pool costs more than it sav
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -37,9 +38,13 @@ def map_in_processes(fn: Callable[[T], R], items: Sequence[T], *, workers: int |
         yield from map(fn, items)
         return
     _job = fn  # type: ignore[assignment]
+    # what exists now (a fleet's inventory, base plan and caches) is never garbage: frozen, the workers'
+    # collections do not walk it again and again, nor touch (and so copy) the pages they share with us
+    gc.freeze()
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             yield from pool.map(_call, items, chunksize=1)  # type: ignore[misc]
     finally:
+        gc.unfreeze()
         _job = None

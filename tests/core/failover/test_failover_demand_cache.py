@@ -47,6 +47,23 @@ def test_a_changed_workload_or_dataset_is_worked_out_again(enterprise) -> None:
     assert "federated-retail@edge-nyc-01" in got and "federated-retail@edge-paris-01" not in got
 
 
+def test_a_copy_with_the_same_workloads_and_other_data_or_policies_is_worked_out_again(enterprise) -> None:
+    """The first inventory's demands go to a copy only when its workloads, datasets and policies are the
+    very same objects: a dataset moved, or other policies, give the demands that demands() gives."""
+    inventory, _ = enterprise
+    cache = DemandCache()
+    first = cache.demands(inventory)
+    same = inventory.model_copy(update={"workloads": list(inventory.workloads)})
+    assert cache.demands(same) == first
+    moved = inventory.model_copy(update={"datasets": [
+        d.model_copy(update={"site": "edge-nyc-01"}) if d.name == "store-video-paris" else d
+        for d in inventory.datasets]})
+    stricter = inventory.model_copy(update={"policies": inventory.policies.model_copy(update={"spread_fixed_across": 1})})
+    for copy in (moved, stricter):
+        got = cache.demands(copy)
+        assert got == demands(copy) and got != first
+
+
 def test_a_drill_replans_each_scenario_as_replan_does(enterprise) -> None:
     inventory, base = enterprise
     scenarios = standard_scenarios(inventory)

@@ -117,3 +117,52 @@ def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(ent
     got = stack_configs(inventory, variant, "sha256:x", memo=memo)
     assert got == stack_configs(inventory, variant, "sha256:x")
     assert got.gpu_pools != before.gpu_pools  # the change reached a node group
+
+
+def test_plain_steps_reuses_the_first_plan_s_steps_only_for_a_plan_that_reads_the_same(enterprise) -> None:
+    """A plan equal to the first in all that apply's steps read (a scenario that moved nothing) gets the
+    first plan's steps; a change to a placement or to a pool's machines gets steps derived afresh."""
+    from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps
+    from hybridctl.core.steps import apply_steps, cloud_stacks
+
+    inventory, base, _ = enterprise
+    shared = plain_steps(inventory)
+    first = shared(base)
+    # another plan object, other solver figures and unplaced work: the steps read none of that
+    same = dataclasses.replace(base, unplaced=(), solver=dataclasses.replace(base.solver, seconds=99.0),
+                               pools=tuple(dataclasses.replace(u, capacity_gpus=u.capacity_gpus + 1) for u in base.pools))
+    assert shared(same) is first
+    # nor a placement's reason, price or hours
+    reasons = dataclasses.replace(base, placements=tuple(
+        dataclasses.replace(p, reason="moved", usd_per_month=p.usd_per_month + 1, hours_per_month=1.0)
+        for p in base.placements))
+    assert shared(reasons) is first
+    cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}
+    on_cloud = next(p for p in base.placements if p.site in cloud and p.tier != "fixed" and p.gpus)
+    busy = next(u for u in base.pools if u.site in cloud and u.machines)
+    hosted = {h.pool for s in inventory.sites for h in s.hosts}
+    on_hosts = next(p for p in base.placements if p.pool in hosted and p.replicas)
+    variants = {
+        "a placement's GPUs": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, gpus=p.gpus * 8) if p is on_cloud else p for p in base.placements)),
+        "a placement's replicas": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, replicas=0) if p is on_hosts else p for p in base.placements)),
+        "a placement's workload": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, workload="w-new") if p is on_hosts else p for p in base.placements)),
+        "a placement's site": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, site=next(s for s in sorted(cloud) if s != p.site)) if p is on_cloud else p
+            for p in base.placements)),
+        "a placement's pool": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, pool=next(q.name for s in inventory.sites if s.name == p.site for q in s.pools
+                                             if q.name != p.pool)) if p is on_cloud else p
+            for p in base.placements)),
+        "a placement's tier": dataclasses.replace(base, placements=tuple(
+            dataclasses.replace(p, tier="fixed") if p is on_cloud else p for p in base.placements)),
+        "a pool's machines": dataclasses.replace(base, pools=tuple(
+            dataclasses.replace(u, machines=u.machines + 1) if u is busy else u for u in base.pools)),
+        "a placement gone": dataclasses.replace(base, placements=tuple(p for p in base.placements if p is not on_cloud)),
+    }
+    for what, variant in variants.items():
+        got = shared(variant)
+        assert got == apply_steps(variant, inventory, stacks=cloud_stacks(inventory, variant, REHEARSAL_DIGEST)), what
+        assert got.graph != first.graph, what  # the change reaches the steps: reusing the first plan's would be wrong

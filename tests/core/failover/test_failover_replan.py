@@ -262,3 +262,19 @@ class TestSpreadAfterALoss:
         web = impact_of(inv, result, "web")
         assert web.reason == ("its capacity changed: site-lost dc-a; it now runs in 1 failure domain(s): "
                               "spread_fixed_across 2 cannot be met with the capacity that is left")
+
+
+def test_work_that_may_not_start_behind_a_down_link_is_checked_as_the_replan_placed_it() -> None:
+    """A fixed workload left one replica short in the applied plan (its other domains were full) is
+    replanned while an edge site is cut off: the replan may place it in the one domain it can still
+    reach. Checked against the workload barred from the cut-off site, as the replan saw it, that is
+    valid; checked against the unbarred workload, the checker would fault the spread (a drill of this
+    synthetic fleet crashed on it with exit 70)."""
+    from hybridctl.core.failover.replan import replanned_inventory
+    from hybridctl.core.inventory.models import Inventory
+    from inventory_gen import generate
+
+    fleet = Inventory.model_validate(generate(1000, 60, 1))
+    result = replan(fleet, plan(fleet), parse_events(["link-down edge-5"]))
+    assert check_plan(result.disruption.inventory, result.after)  # what the unbarred view says
+    assert check_plan(replanned_inventory(result), result.after) == []

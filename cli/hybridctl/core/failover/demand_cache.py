@@ -9,8 +9,11 @@ The cache holds those objects, so an identity cannot be reused by another object
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Workload
@@ -24,9 +27,22 @@ class DemandCache:
     def __init__(self) -> None:
         self._known: dict[int, _Known] = {}
         self.movements = MovementMemo()  # shared by the scenarios' replans, as the demands are
+        # the first inventory's workloads, datasets, policies and demands: most disrupted copies (all but
+        # site losses) keep every one of those objects, and get its demands without a look at each workload
+        self._first: tuple[list[Workload], list[Dataset], Policies, list[Demand]] | None = None
 
     def demands(self, inventory: Inventory) -> list[Demand]:
         """What eligibility.demands(inventory) returns, in the same order."""
+        first = self._first
+        if first is not None and first[2] is inventory.policies and _same(first[0], inventory.workloads) \
+                and _same(first[1], inventory.datasets):
+            return list(first[3])
+        found = self._worked_out(inventory)
+        if first is None:
+            self._first = (list(inventory.workloads), list(inventory.datasets), inventory.policies, list(found))
+        return found
+
+    def _worked_out(self, inventory: Inventory) -> list[Demand]:
         datasets = {d.name: d for d in inventory.datasets}
         reads = {id(w): tuple(datasets[n] for n in w.datasets if n in datasets) for w in inventory.workloads}
         missing = [w for w in inventory.workloads if not self._fits(w, reads[id(w)], inventory.policies)]
@@ -42,6 +58,11 @@ class DemandCache:
         known = self._known.get(id(workload))
         return (known is not None and known[0] is workload and known[2] is policies and len(known[1]) == len(read)
                 and all(a is b for a, b in zip(known[1], read, strict=True)))
+
+
+def _same(known: Sequence[object], now: Sequence[object]) -> bool:
+    """The very same objects, in the same order."""
+    return len(known) == len(now) and all(map(operator.is_, known, now))
 
 
 class MovementMemo:
@@ -62,12 +83,17 @@ class MovementMemo:
         """What plan.costs.data_movements(inventory, demands_, placements) gives."""
         egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),
                                          len(self._egress))
+        # a demand that reads nothing from elsewhere moves no data wherever it runs (most of a fleet):
+        # only the readers and their placements are looked at, picked out without a Python step each
+        readers = list(compress(demands_, map(_REMOTE, demands_)))
+        reading = {d.workload.name for d in readers}
+        theirs = list(compress(placements, map(reading.__contains__, map(_WORKLOAD, placements))))
         sites_of: dict[str, set[str]] = defaultdict(set)
-        for placement in placements:
+        for placement in theirs:
             if placement.replicas > 0:
                 sites_of[placement.demand or placement.workload].add(placement.site)
         by_workload: dict[str, list[Demand]] = defaultdict(list)
-        for demand in demands_:
+        for demand in readers:
             by_workload[demand.workload.name].append(demand)
         found: list[DataMovement] = []
         missing: dict[tuple[object, ...], tuple[Demand, ...]] = {}
@@ -82,9 +108,14 @@ class MovementMemo:
             keys = {d.key for ds in missing.values() for d in ds}
             fresh: dict[str, list[DataMovement]] = defaultdict(list)
             for movement in data_movements(inventory, [d for ds in missing.values() for d in ds],
-                                           [p for p in placements if (p.demand or p.workload) in keys]):
+                                           [p for p in theirs if (p.demand or p.workload) in keys]):
                 fresh[movement.workload].append(movement)
             for new_key, ds in missing.items():
                 self._known[new_key] = (ds, fresh[ds[0].workload.name])
                 found += fresh[ds[0].workload.name]
-        return sorted(found, key=lambda m: (m.workload, m.dataset, m.to_site))
+        return sorted(found, key=_MOVEMENT_ORDER)
+
+
+_REMOTE = attrgetter("remote_datasets")
+_WORKLOAD = attrgetter("workload")
+_MOVEMENT_ORDER = attrgetter("workload", "dataset", "to_site")  # data_movements' order

@@ -8,8 +8,9 @@ eligible for nothing and no longer counts as a failure domain a fixed workload m
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
@@ -63,6 +64,23 @@ class Disruption:
                 workload.sites is not None and not down & set(workload.sites)):
             return workload
         return _without_sites(workload, down, [s.name for s in self.inventory.sites])
+
+    def as_replanned(self, workloads: Collection[str]) -> Inventory:
+        """The disrupted inventory with the named workloads as the replan saw them (barred, see above): what
+        a failover plan that re-placed them is checked against.
+
+        Behind a down link nothing new can start, so a spread over failure domains counts only the domains
+        the workload could still reach; checked against the workloads unbarred, a replan that spread over
+        those would be faulted for not reaching a site it may not start at. Only the re-placed workloads
+        are barred: the others keep the applied plan's placements, already checked.
+        """
+        if not self.down_links:
+            return self.inventory
+        named = set(workloads)
+        barred = [self.barred(w) if w.name in named else w for w in self.inventory.workloads]
+        if all(map(operator.is_, barred, self.inventory.workloads)):
+            return self.inventory
+        return self.inventory.model_copy(update={"workloads": barred})
 
     def change_of(self, pool: str) -> PoolChange | None:
         for change in self.pool_changes:

@@ -26,7 +26,7 @@ from hybridctl.core.failover.failover import (
     steps_once,
 )
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
-from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
+from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, replanned_inventory
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
@@ -129,7 +129,7 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
     """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
-    verified(result.disruption.inventory, result.after, f"replan of scenario {scenario.name}",  # a bug if not
+    verified(replanned_inventory(result), result.after, f"replan of scenario {scenario.name}",  # a bug if not
              check_memo)
     # the runbook and its rollback share their two plans: each plan's steps are built once
     steps_for = steps_once(steps_for or plain_steps(inventory))

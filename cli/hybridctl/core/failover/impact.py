@@ -12,6 +12,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
@@ -96,19 +98,17 @@ class WorkloadImpact:
         return round(self.usd_per_month_after - self.usd_per_month_before, 2)
 
 
-def _changed_workloads(before: Plan, after: Plan) -> set[str]:
-    """Workloads with a placement or data movement that is not the very same object in both plans.
+def changed_workloads(before: Plan, after: Plan) -> set[str]:
+    """Workloads with a placement that is not the very same object in both plans.
 
     A replan keeps the placements it pins as they are (scope.py), so on a fleet most workloads
-    share every placement object with the applied plan: only the others can have changed.
+    share every placement object with the applied plan: only the others can have changed (a
+    workload whose placements are the same has no impact, whatever its data movements cost now).
+    The objects are matched by identity in sets, without a Python step per placement of the fleet.
     """
-    changed: set[str] = set()
-    for one, other in ((before, after), (after, before)):
-        kept = {id(p) for p in other.placements}
-        changed.update(p.workload for p in one.placements if id(p) not in kept)
-        kept = {id(m) for m in other.data_movements}
-        changed.update(m.workload for m in one.data_movements if id(m) not in kept)
-    return changed
+    mine = dict(zip(map(id, before.placements), before.placements, strict=True))
+    theirs = dict(zip(map(id, after.placements), after.placements, strict=True))
+    return {(mine.get(key) or theirs[key]).workload for key in mine.keys() ^ theirs.keys()}
 
 
 def _by_workload(result: Plan, only: set[str]) -> tuple[
@@ -116,15 +116,19 @@ def _by_workload(result: Plan, only: set[str]) -> tuple[
     replicas: dict[str, dict[str, int]] = defaultdict(dict)
     usd: dict[str, float] = defaultdict(float)
     gpu: dict[str, dict[str, str]] = defaultdict(dict)
-    for p in result.placements:
-        if p.workload in only:
-            replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
-            usd[p.workload] += p.usd_per_month
-            gpu[p.workload][p.pool] = p.gpu_type
-    for m in result.data_movements:
-        if m.workload in only:
-            usd[m.workload] += m.usd_per_month
+    # the few placements of `only` picked out of a fleet's without a Python step per placement
+    for p in compress(result.placements, map(only.__contains__, map(_WORKLOAD, result.placements))):
+        replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
+        usd[p.workload] += p.usd_per_month
+        gpu[p.workload][p.pool] = p.gpu_type
+    for m in compress(result.data_movements, map(only.__contains__, map(_WORKLOAD, result.data_movements))):
+        usd[m.workload] += m.usd_per_month
     return replicas, usd, gpu
+
+
+_WORKLOAD = attrgetter("workload")
+_DEGRADED = attrgetter("degraded")
+_NAME = attrgetter("name")
 
 
 def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
@@ -174,36 +178,30 @@ def _spread_note(tier: str, before: dict[str, int], after: dict[str, int], pool_
     return ""
 
 
-def _wanted(inventory: Inventory) -> dict[str, int]:
-    """Replicas each workload wants: a federated one wants its replicas at each site holding its data
+def _wanted(workload: Workload, site_of: Mapping[str, str]) -> int:
+    """Replicas a workload wants: a federated one wants its replicas at each site holding its data
     (as eligibility.demands() splits it, without classifying every workload again)."""
-    site_of = {d.name: d.site for d in inventory.datasets}
-    wanted: dict[str, int] = {}
-    for w in inventory.workloads:
-        if w.type is WorkloadType.FEDERATED_TRAINING:
-            wanted[w.name] = w.replicas * len({site_of[n] for n in w.datasets if n in site_of})
-        else:
-            wanted[w.name] = w.replicas
-    return wanted
+    if workload.type is WorkloadType.FEDERATED_TRAINING:
+        return workload.replicas * len({site_of[n] for n in workload.datasets if n in site_of})
+    return workload.replicas
 
 
 def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
     """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
     pool_site = {p.name: s for s in inventory.sites for p in s.pools}
-    degraded_workloads = {p.workload: p for p in replan.after.placements if p.degraded}
+    after_placements = replan.after.placements
+    degraded_workloads = {p.workload: p for p in compress(after_placements, map(_DEGRADED, after_placements))}
     # a workload can be affected only if a placement of it changed, or it runs degraded
-    changed = _changed_workloads(replan.before, replan.after) | set(degraded_workloads)
+    changed = changed_workloads(replan.before, replan.after) | set(degraded_workloads)
     before_all, usd_before, _ = _by_workload(replan.before, changed)
     after_all, usd_after, gpu_after = _by_workload(replan.after, changed)
-    wanted = _wanted(inventory)
+    site_of = {d.name: d.site for d in inventory.datasets}
     unplaced_of: dict[str, list[Unplaced]] = defaultdict(list)
     for u in replan.after.unplaced:
         unplaced_of[u.workload].append(u)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
-    for w in inventory.workloads:
-        if w.name not in changed:
-            continue
+    for w in compress(inventory.workloads, map(changed.__contains__, map(_NAME, inventory.workloads))):
         before, after = before_all.get(w.name, {}), after_all.get(w.name, {})
         degraded = w.name in degraded_workloads
         if before == after and not degraded:
@@ -235,7 +233,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
         result.append(WorkloadImpact(
             workload=w.name, tier=replan.after.tiers.get(w.name, ""), type=w.type.value, status=status,
             before=dict(sorted(before.items())), after=dict(sorted(after.items())),
-            replicas_wanted=wanted[w.name], replicas_running=running_after, arrivals=arrivals,
+            replicas_wanted=_wanted(w, site_of), replicas_running=running_after, arrivals=arrivals,
             fallback=fallbacks.get(w.name) if degraded else None,
             reason=_reason(status, w.name, replan, before, after, returning, unplaced_of) + _spread_note(
                 replan.after.tiers.get(w.name, ""), before, after, pool_site, inventory.policies.spread_fixed_across),

@@ -13,8 +13,11 @@ where moved work would save more than the move threshold (a cheaper survival).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import operator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.failover.demand_cache import MovementMemo
@@ -39,18 +42,20 @@ class Scope:
     free: frozenset[str]  # demand keys the planner places; the others are pinned
     disruption: Disruption
     movements: MovementMemo | None = None  # the pinned work's data movements, kept from pass to pass
-
+    # each workload's tier, as its demands were classified (worked out once for all of a replan's passes)
+    tiers: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
                 applied: Plan, movements: MovementMemo | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
-        free = {key_of(p.demand, p.workload) for p in applied.placements if p.pool in touched}
+        free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
         free |= set(disruption.cut_off) | set(disruption.down)
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
-                     frozenset(_whole_workloads(free, demands)), disruption, movements)
+                     frozenset(_whole_workloads(free, demands)), disruption, movements,
+                     _tiers(disruption.inventory, demands))
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -63,7 +68,9 @@ class Scope:
                 wanted.update(index.eligible(by_key[key]))
         price = {p.name: p.usd_per_gpu_hour for p in self.pools}
         dearest: dict[str, float] = {}  # free demand -> the dearest pool it was placed in
-        for placement in result.placements:
+        free_workloads = {key.split("@", 1)[0] for key in self.free}
+        for placement in compress(result.placements, map(free_workloads.__contains__,
+                                                          map(_WORKLOAD, result.placements))):
             key = key_of(placement.demand, placement.workload)
             if key in self.free:
                 dearest[key] = max(dearest.get(key, 0.0), price[placement.pool])
@@ -73,7 +80,7 @@ class Scope:
             cheaper_than = paid - move_threshold_usd / max(demand.gpu_count * demand.hours, 1e-9)
             wanted.update(p for p in index.eligible(demand) if self.pools[p].usd_per_gpu_hour < cheaper_than)
         names = {self.pools[p].name for p in wanted}
-        extra = {key_of(p.demand, p.workload) for p in self.applied.placements if p.pool in names}
+        extra = {key_of(p.demand, p.workload) for p in _on_pools(self.applied.placements, names)}
         return dataclasses.replace(self, free=frozenset(_whole_workloads(self.free | extra, self.demands)))
 
     @property
@@ -83,10 +90,14 @@ class Scope:
     def plan(self, options: PlanOptions, shaped: Mapping[str, Demand] | None = None) -> Plan:
         """Place the free demands (in the shapes given) around the pinned ones; a whole plan comes back."""
         shaped = shaped or {}
-        free = [self._barred(shaped.get(d.key, d)) for d in self.demands if d.key in self.free]
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = {key.split("@", 1)[0] for key in self.free}
-        pinned = [p for p in self.applied.placements if p.workload not in free_workloads]
+        free = [self._barred(shaped.get(d.key, d)) for d in _of_workloads(self.demands, free_workloads)
+                if d.key in self.free]
+        # which applied placements are free work's, told apart without a Python step per placement of a fleet
+        applied = self.applied.placements
+        of_free = list(map(free_workloads.__contains__, map(_WORKLOAD, applied)))
+        pinned = list(compress(applied, map(operator.not_, of_free)))
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
         pinned_usage = pool_usage(self.pools, pinned)
@@ -94,23 +105,15 @@ class Scope:
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
         # the stability term concerns the free demands alone: the pinned placements need not be read again
-        previous = dataclasses.replace(self.applied, placements=tuple(
-            p for p in self.applied.placements if p.workload in free_workloads))
+        previous = dataclasses.replace(self.applied, placements=tuple(compress(applied, of_free)))
         # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
         # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
         # (and the tiers its demands already carry)
         partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
-                       digest=self.applied.inventory_digest or None, tiers=self._tiers())
+                       digest=self.applied.inventory_digest or None, tiers=dict(self.tiers))
         if not pinned and len(free) == len(self.demands):
             return partial
         return self._assemble(partial, pinned, pinned_usage, [shaped.get(d.key, d) for d in self.demands])
-
-    def _tiers(self) -> dict[str, str]:
-        """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
-        of_demands = {d.workload.name: d.tier.value for d in self.demands}
-        policies = self.inventory.policies
-        return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value
-                for w in self.inventory.workloads}
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
@@ -118,25 +121,48 @@ class Scope:
 
     def _assemble(self, partial: Plan, pinned: list[Placement], pinned_usage: Sequence[PoolUsage],
                   demands: list[Demand]) -> Plan:
-        placements = sorted([*pinned, *partial.placements],
-                            key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
+        placements = sorted([*pinned, *partial.placements], key=_PLACEMENT_ORDER)
         free_workloads = {key.split("@", 1)[0] for key in self.free}
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
         # a pool's usage depends on its own placements alone: only the pools the free work went to change
         touched = {p.pool for p in partial.placements}
         fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
-                                                [p for p in placements if p.pool in touched])}
+                                                list(_on_pools(placements, touched)))}
         pools = tuple(fresh.get(u.pool, u) for u in pinned_usage)
         movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
                      else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
             partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),
-            pools=pools, compute_usd_per_month=round(sum(p.usd_per_month for p in placements), 2),
-            data_usd_per_month=round(sum(m.usd_per_month for m in movements), 2))
+            pools=pools, compute_usd_per_month=round(sum(map(_USD, placements)), 2),
+            data_usd_per_month=round(sum(map(_USD, movements)), 2))
+
+
+def _on_pools(placements: Sequence[Placement], pools: Collection[str]) -> Iterator[Placement]:
+    """The placements in these pools, picked out without a Python step per placement of a fleet."""
+    return compress(placements, map(pools.__contains__, map(_POOL, placements)))
+
+
+_WORKLOAD = attrgetter("workload")
+_WORKLOAD_NAME = attrgetter("workload.name")
+_POOL = attrgetter("pool")
+_USD = attrgetter("usd_per_month")
+_PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the planner's order of placements
+
+
+def _tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str, str]:
+    """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
+    of_demands = {d.workload.name: d.tier.value for d in demands}
+    policies = inventory.policies
+    return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value for w in inventory.workloads}
 
 
 def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:
     """A workload's trainer groups share its cost ceiling: free one, free them all."""
     workloads = {key.split("@", 1)[0] for key in keys}
-    return {d.key for d in demands if d.workload.name in workloads}
+    return {d.key for d in _of_workloads(demands, workloads)}
+
+
+def _of_workloads(demands: Sequence[Demand], workloads: Collection[str]) -> Iterator[Demand]:
+    """The demands of these workloads, in order, picked out without a Python step per demand of a fleet."""
+    return compress(demands, map(workloads.__contains__, map(_WORKLOAD_NAME, demands)))

@@ -1,0 +1,92 @@
+"""The drill's fast paths give what the plain computation gives, on every example inventory and a
+synthetic fleet, for every scenario the standard drill generates (and its rollback)."""
+
+from __future__ import annotations
+
+import pytest
+from hybridctl.core.failover.demand_cache import DemandCache
+from hybridctl.core.failover.disrupt import Disruption
+from hybridctl.core.failover.impact import impacts
+from hybridctl.core.failover.replan import Replan, replan
+from hybridctl.core.failover.scenario import standard_scenarios
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.planner import plan
+from hybridctl.paths import inventories_dir
+from inventory_gen import generate
+
+_EXAMPLES = sorted(p.name for p in inventories_dir().iterdir() if p.name != "scenarios")
+
+
+def _inventory(name: str) -> Inventory:
+    if name == "synthetic":
+        return Inventory.model_validate(generate(300, 40, 1))
+    return load_inventory(inventories_dir() / name).inventory
+
+
+@pytest.fixture(scope="module", params=[*_EXAMPLES, "synthetic"])
+def replans(request: pytest.FixtureRequest) -> tuple[Inventory, list[Replan]]:
+    inventory = _inventory(request.param)
+    base = plan(inventory)
+    cache = DemandCache()
+    return inventory, [replan(inventory, base, s.events, demand_cache=cache) for s in standard_scenarios(inventory)]
+
+
+def _every_workload(inventory: Inventory):  # type: ignore[no-untyped-def]
+    """impacts() told that every workload may have changed: the plain computation."""
+    names = {w.name for w in inventory.workloads}
+    return lambda before, after: set(names)
+
+
+def _usd(result: Plan, workload: str) -> float:
+    return round(sum(p.usd_per_month for p in result.placements if p.workload == workload)
+                 + sum(m.usd_per_month for m in result.data_movements if m.workload == workload), 2)
+
+
+def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, monkeypatch) -> None:
+    """impacts() looks only at workloads with a placement or movement object not shared by both plans;
+    looking at every workload gives the same entries, with each workload's costs summed plainly."""
+    from hybridctl.core.failover import impact
+
+    inventory, results = replans
+    quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
+    fast: list[list[impact.WorkloadImpact]] = []
+    for result in results:
+        back = Replan(quiet, result.after, result.before, {}, 0)  # a rollback's view
+        fast += [impacts(inventory, result), impacts(inventory, back, returning=True)]
+    with monkeypatch.context() as patched:
+        patched.setattr(impact, "changed_workloads", _every_workload(inventory))
+        plain: list[list[impact.WorkloadImpact]] = []
+        for result in results:
+            back = Replan(quiet, result.after, result.before, {}, 0)
+            plain += [impacts(inventory, result), impacts(inventory, back, returning=True)]
+    assert fast == plain
+    for result, found in zip(results, fast[::2], strict=True):
+        for i in found:
+            assert (i.usd_per_month_before, i.usd_per_month_after) == (
+                _usd(result.before, i.workload), _usd(result.after, i.workload)), i.workload
+    assert any(fast)  # some scenario changes something
+
+
+def test_the_movement_memo_gives_what_data_movements_gives(replans) -> None:
+    """Only demands that read data from elsewhere are looked at; the memo's movements for each replan's
+    plan, and for the applied plan on the disrupted inventory, are data_movements' own."""
+    from hybridctl.core.eligibility import demands
+    from hybridctl.core.failover.demand_cache import MovementMemo
+    from hybridctl.core.plan.costs import data_movements
+
+    inventory, results = replans
+    memo = MovementMemo()
+    wanted = demands(inventory)
+    assert memo.movements(inventory, wanted, results[0].before.placements) == \
+        data_movements(inventory, wanted, results[0].before.placements)
+    moved = 0
+    for result in results:
+        disrupted = result.disruption.inventory
+        wanted = demands(disrupted)
+        for placements in (result.after.placements, result.before.placements):
+            got = memo.movements(disrupted, wanted, placements)
+            assert got == data_movements(disrupted, wanted, placements), result.disruption.events
+            moved += len(got)
+    assert moved or not results[0].before.data_movements  # the memo was exercised where data moves
