@@ -17,9 +17,15 @@ from typing import Any
 
 import pytest
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented
+from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented, dumps_indented_utf8
 from hybridctl.core.plan.planner import plan
-from hybridctl.core.plan.serialize import content_digest, plan_to_dict, plan_to_json, verify_content_digest
+from hybridctl.core.plan.serialize import (
+    content_digest,
+    plan_to_dict,
+    plan_to_json,
+    plan_to_json_utf8,
+    verify_content_digest,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_PLAN_FILE = ROOT / "tests/data/plan-files/digest-before-orjson.json"
@@ -75,6 +81,7 @@ def documents() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("document", documents(), ids=["every-kind", "plain", "key-order"])
 def test_the_file_text_and_the_canonical_bytes_are_json_s(document: dict[str, Any]) -> None:
     assert dumps_indented(document) == reference_file_text(document)
+    assert dumps_indented_utf8(document) == reference_file_text(document).encode()
     assert dumps_canonical_numbers_as_floats(document) == reference_canonical(document)
 
 
@@ -102,6 +109,7 @@ class Opaque:
                          ids=["object", "number-keys", "lone-surrogate", "mixed-keys", "int-beyond-floats"])
 def test_what_orjson_will_not_write_is_json_s_text_or_json_s_error(document: dict[str, Any]) -> None:
     assert _outcome(dumps_indented, document) == _outcome(reference_file_text, document)
+    assert _outcome(dumps_indented_utf8, document) == _outcome(lambda d: reference_file_text(d).encode(), document)
     assert _outcome(dumps_canonical_numbers_as_floats, document) == _outcome(reference_canonical, document)
 
 
@@ -121,6 +129,7 @@ def test_a_real_plan_file_is_what_json_wrote(real_plan: Any) -> None:
         body = {k: v for k, v in document.items() if k != "content_digest"}
         assert document["content_digest"] == "sha256:" + hashlib.sha256(reference_canonical(body)).hexdigest()
         assert plan_to_json(the_plan, plan_file=True) == reference_file_text(document) + "\n"
+        assert plan_to_json_utf8(the_plan, plan_file=True) == (reference_file_text(document) + "\n").encode()
         assert plan_to_json(the_plan) == reference_file_text(plan_to_dict(the_plan)) + "\n"
 
 

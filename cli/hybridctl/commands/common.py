@@ -68,12 +68,12 @@ def require_state_dir(path: Path) -> Path:
     return path
 
 
-def write_atomically(path: Path, text: str, option: str = "--out") -> None:
-    from hybridctl.drivers.files import atomic_write_text
+def write_atomically(path: Path, text: str | bytes, option: str = "--out") -> None:
+    from hybridctl.drivers.files import atomic_write_bytes
 
     check_output_path(path, option)
     try:
-        atomic_write_text(path, text)
+        atomic_write_bytes(path, text if isinstance(text, bytes) else text.encode("utf-8"))
     except OSError as exc:
         if exc.filename is None:  # a failed write() names no file; the message should
             exc.filename = str(path)

@@ -85,17 +85,17 @@ def plan(
                                           help="Exit 1 when any workload, of any tier, is left unplaced."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
-    import json
     from functools import partial
 
     from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
     from hybridctl.core.gcpause import paused_gc
     from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.jsontext import dumps_indented
     from hybridctl.core.plan.checker import check_plan
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.planner import PlanOptions, budget_violation, unplaced_failure
     from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json
+    from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json_utf8
     from hybridctl.core.plan.verify import accepted
     from hybridctl.core.plan_summary import summarize
     from hybridctl.drivers.background import Background
@@ -107,61 +107,64 @@ def plan(
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
     check_output_path(out, "--out")
     require_state_dir(resolve_state_dir(state))
-    loaded = load_inventory(inventory)
-    before = read_plan(previous) if previous else None
-    result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
-        time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
-    # The independent checker runs on the other core while the cloud changes and the plan file's
-    # text are worked out (a large plan: seconds each); nothing is shown, saved or previewed before
-    # its verdict. With the collector paused: these build a few million objects and free no cycles.
-    with paused_gc(), Background(partial(check_plan, loaded.inventory, result),
-                                 fork=len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS) as checking:
-        try:
-            diff = diff_plans(before, result) if before else None
-            baseline = before if before is not None else applied_plan(state)
-            cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
-            text = None
-            if out is not None:
-                from dataclasses import replace
+    # The collector paused throughout, as loading and planning pause it: what follows builds a few
+    # million objects and frees no cycles, and each full collection would walk the whole fleet.
+    with paused_gc():
+        loaded = load_inventory(inventory)
+        before = read_plan(previous) if previous else None
+        result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
+            time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+        # The independent checker runs on the other core while the cloud changes and the plan file's
+        # text are worked out (a large plan: seconds each); nothing is shown, saved or previewed before
+        # its verdict.
+        with Background(partial(check_plan, loaded.inventory, result),
+                        fork=len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS) as checking:
+            try:
+                diff = diff_plans(before, result) if before else None
+                baseline = before if before is not None else applied_plan(state)
+                cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
+                text = None
+                if out is not None:
+                    from dataclasses import replace
 
-                from hybridctl.drivers.state import current_serial
+                    from hybridctl.drivers.state import current_serial
 
-                text = plan_to_json(replace(result, base_serial=current_serial(state)), plan_file=True)
-        except Exception:
-            accepted(result, checking.result())  # a plan the checker rejects is reported as that first
-            raise
-        accepted(result, checking.result())
-    if cloud is None:
-        cloud = pulumi_preview(loaded.inventory, result, state)
-    if out is not None and text is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
-        write_atomically(out, text)
-    if output_format is ReportFormat.json:
-        document = plan_to_dict(result)
-        document["cloud_changes"] = cloud.to_dict()
-        typer.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
-    elif output_format is ReportFormat.markdown:
-        typer.echo(render_markdown(result, diff, cloud), nl=False)
-    else:
-        summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
-                            "previous" if before is not None else "applied")
-        render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
-        render_cloud_changes(stdout(), cloud, max_rows)
-    if out is not None:
-        stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
-    violation = budget_violation(result)
-    if violation:
-        stderr().print(f"[red]error:[/] {violation}")
-        stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
-        raise typer.Exit(ExitCode.FAILED)
-    failing = unplaced_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
-    if failing:
-        stderr().print(f"[red]error:[/] {failing}")
-        stderr().print("[cyan]hint:[/] the Unplaced table says which constraint bound each one; "
-                       + ("pass --allow-unplaced to accept it" if not fail_on_unplaced
-                          else "drop --fail-on-unplaced to accept unplaced work outside the fixed tier"))
-        raise typer.Exit(ExitCode.FAILED)
-    if detailed_exitcode and (diff is None or diff.has_changes):
-        raise typer.Exit(CHANGES)
+                    text = plan_to_json_utf8(replace(result, base_serial=current_serial(state)), plan_file=True)
+            except Exception:
+                accepted(result, checking.result())  # a plan the checker rejects is reported as that first
+                raise
+            accepted(result, checking.result())
+        if cloud is None:
+            cloud = pulumi_preview(loaded.inventory, result, state)
+        if out is not None and text is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
+            write_atomically(out, text)
+        if output_format is ReportFormat.json:
+            document = plan_to_dict(result)
+            document["cloud_changes"] = cloud.to_dict()
+            typer.echo(dumps_indented(document))  # json.dumps(indent=2, sort_keys=True, ensure_ascii=False)
+        elif output_format is ReportFormat.markdown:
+            typer.echo(render_markdown(result, diff, cloud), nl=False)
+        else:
+            summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
+                                "previous" if before is not None else "applied")
+            render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
+            render_cloud_changes(stdout(), cloud, max_rows)
+        if out is not None:
+            stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
+        violation = budget_violation(result)
+        if violation:
+            stderr().print(f"[red]error:[/] {violation}")
+            stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
+            raise typer.Exit(ExitCode.FAILED)
+        failing = unplaced_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+        if failing:
+            stderr().print(f"[red]error:[/] {failing}")
+            stderr().print("[cyan]hint:[/] the Unplaced table says which constraint bound each one; "
+                           + ("pass --allow-unplaced to accept it" if not fail_on_unplaced
+                              else "drop --fail-on-unplaced to accept unplaced work outside the fixed tier"))
+            raise typer.Exit(ExitCode.FAILED)
+        if detailed_exitcode and (diff is None or diff.has_changes):
+            raise typer.Exit(CHANGES)
 
 
 @app.command()

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented
+from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented, dumps_indented_utf8
 from hybridctl.core.plan.model import (
     FORMAT_VERSION,
     DataMovement,
@@ -96,6 +96,11 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
 
 def plan_to_json(plan: Plan, *, plan_file: bool = False) -> str:
     return dumps_indented(plan_to_dict(plan, plan_file=plan_file)) + "\n"
+
+
+def plan_to_json_utf8(plan: Plan, *, plan_file: bool = False) -> bytes:
+    """plan_to_json's text in UTF-8: what a plan file holds, byte for byte."""
+    return dumps_indented_utf8(plan_to_dict(plan, plan_file=plan_file)) + b"\n"
 
 
 def _build(cls: type[Any], raw: Any, where: str) -> Any:
