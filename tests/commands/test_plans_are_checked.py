@@ -83,6 +83,7 @@ class TestPlan:
             result = run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "s"), *extra)
             assert_flagged(result, "plan")
             assert result.stdout == "" and not out.exists()
+            assert not list(tmp_path.glob(".plan.json.*")), "the staged plan file is left behind"
 
     @staticmethod
     def _good_plan(inventory: Path, tmp_path: Path) -> Path:

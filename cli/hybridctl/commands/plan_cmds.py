@@ -10,18 +10,25 @@ import typer
 from hybridctl.commands.app import app
 from hybridctl.commands.common import (
     ReportFormat,
+    StagedFile,
     check_output_path,
     looks_like_plan,
     read_plan,
     require_state_dir,
-    write_atomically,
 )
+from hybridctl.core.plan.model import Plan  # light: dataclasses
 from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import CHANGES, ExitCode, UsageError
 
 # From this many placements the checker runs in a forked child beside the rest of `plan` (about
 # 0.3 s of checking at 10,000); below, a fork costs more than it saves.
 BACKGROUND_CHECK_PLACEMENTS = 10_000
+
+
+def _fill_plan_file(staged: StagedFile, plan: Plan) -> None:
+    from hybridctl.core.plan.serialize import plan_to_json_utf8
+
+    staged.fill(plan_to_json_utf8(plan, plan_file=True))
 
 
 class TableOrJson(StrEnum):
@@ -85,6 +92,7 @@ def plan(
                                           help="Exit 1 when any workload, of any tier, is left unplaced."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
+    from contextlib import ExitStack
     from functools import partial
 
     from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
@@ -95,7 +103,7 @@ def plan(
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.planner import PlanOptions, budget_violation, unplaced_failure
     from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json_utf8
+    from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.core.plan.verify import accepted
     from hybridctl.core.plan_summary import summarize
     from hybridctl.drivers.background import Background
@@ -114,30 +122,37 @@ def plan(
         before = read_plan(previous) if previous else None
         result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
             time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
-        # The independent checker runs on the other core while the cloud changes and the plan file's
-        # text are worked out (a large plan: seconds each); nothing is shown, saved or previewed before
-        # its verdict.
-        with Background(partial(check_plan, loaded.inventory, result),
-                        fork=len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS) as checking:
+        # The independent checker, and the plan file (under a temp name), are worked out in forked
+        # children while this process works out the cloud changes (a large plan: seconds each; the
+        # planner leaves the second core idle). Nothing is shown, saved or previewed before the
+        # checker's verdict: the file is renamed into place only after it.
+        forking = len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS
+        with ExitStack() as children:
+            checking = children.enter_context(Background(partial(check_plan, loaded.inventory, result), fork=forking))
             try:
-                diff = diff_plans(before, result) if before else None
-                baseline = before if before is not None else applied_plan(state)
-                cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
-                text = None
+                staged = writing = None
                 if out is not None:
                     from dataclasses import replace
 
                     from hybridctl.drivers.state import current_serial
 
-                    text = plan_to_json_utf8(replace(result, base_serial=current_serial(state)), plan_file=True)
+                    saved = replace(result, base_serial=current_serial(state))
+                    staged = children.enter_context(StagedFile(out))
+                    writing = children.enter_context(Background(partial(_fill_plan_file, staged, saved),
+                                                                fork=forking))
+                diff = diff_plans(before, result) if before else None
+                baseline = before if before is not None else applied_plan(state)
+                cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
+                if writing is not None:
+                    writing.result()
             except Exception:
                 accepted(result, checking.result())  # a plan the checker rejects is reported as that first
                 raise
             accepted(result, checking.result())
-        if cloud is None:
-            cloud = pulumi_preview(loaded.inventory, result, state)
-        if out is not None and text is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
-            write_atomically(out, text)
+            if cloud is None:
+                cloud = pulumi_preview(loaded.inventory, result, state)
+            if staged is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
+                staged.commit()
         if output_format is ReportFormat.json:
             document = plan_to_dict(result)
             document["cloud_changes"] = cloud.to_dict()
