@@ -203,7 +203,9 @@ def _placement_violations(inventory: Inventory, pl: Placement, w: Workload, site
     gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
     if pl.gpus != pl.replicas * gpu.count:
         problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
-    problems.extend(f"{where}: {p}" for p in rules.violations(w, pl.degraded, gpu.types, gpu.count, site, pool))
+    pair = rules.violations(w, pl.degraded, gpu.types, gpu.count, site, pool)
+    if pair:
+        problems.extend(f"{where}: {p}" for p in pair)
     cost = pl.replicas * gpu.count * w.hours * rules.price(pool)
     if abs(cost - pl.usd_per_month) > _TOLERANCE_USD:
         problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
