@@ -92,11 +92,33 @@ def plan(
                                           help="Exit 1 when any workload, of any tier, is left unplaced."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
+    from hybridctl.core.gcpause import paused_gc
+    from hybridctl.drivers.state import resolve_state_dir
+
+    if allow_unplaced and fail_on_unplaced:
+        raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
+    check_output_path(out, "--out")
+    require_state_dir(resolve_state_dir(state))
+    # The collector paused throughout, as loading and planning pause it: what follows builds a few
+    # million objects and frees no cycles. They are all freed when _plan_and_show returns, inside the
+    # pause: the collector, back on, then has no fleet to walk (about a second at 100,000 workloads).
+    with paused_gc():
+        code = _plan_and_show(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap,
+                              move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced,
+                              fail_on_unplaced)
+    if code:
+        raise typer.Exit(code)
+
+
+def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, output_format: ReportFormat,
+                   detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
+                   detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
+                   fail_on_unplaced: bool) -> int:
+    """`plan` once its options are checked: the exit code."""
     from contextlib import ExitStack
     from functools import partial
 
     from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
-    from hybridctl.core.gcpause import paused_gc
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.jsontext import dumps_indented
     from hybridctl.core.plan.checker import check_plan
@@ -107,79 +129,75 @@ def plan(
     from hybridctl.core.plan.verify import accepted
     from hybridctl.core.plan_summary import summarize
     from hybridctl.drivers.background import Background
-    from hybridctl.drivers.state import applied_plan, resolve_state_dir
+    from hybridctl.drivers.state import applied_plan
     from hybridctl.render.console import stderr, stdout
     from hybridctl.render.plan import render_markdown, render_plan
 
-    if allow_unplaced and fail_on_unplaced:
-        raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
-    check_output_path(out, "--out")
-    require_state_dir(resolve_state_dir(state))
-    # The collector paused throughout, as loading and planning pause it: what follows builds a few
-    # million objects and frees no cycles, and each full collection would walk the whole fleet.
-    with paused_gc():
-        loaded = load_inventory(inventory)
-        before = read_plan(previous) if previous else None
-        result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
-            time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
-        # The independent checker, and the plan file (under a temp name), are worked out in forked
-        # children while this process works out the cloud changes (a large plan: seconds each; the
-        # planner leaves the second core idle). Nothing is shown, saved or previewed before the
-        # checker's verdict: the file is renamed into place only after it.
-        forking = len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS
-        with ExitStack() as children:
-            checking = children.enter_context(Background(partial(check_plan, loaded.inventory, result), fork=forking))
-            try:
-                staged = writing = None
-                if out is not None:
-                    from dataclasses import replace
+    loaded = load_inventory(inventory)
+    before = read_plan(previous) if previous else None
+    result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
+        time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+    # The independent checker, and the plan file (under a temp name), are worked out in forked
+    # children while this process works out the cloud changes (a large plan: seconds each; the
+    # planner leaves the second core idle). Nothing is shown, saved or previewed before the
+    # checker's verdict: the file is renamed into place only after it.
+    forking = len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS
+    with ExitStack() as children:
+        checking = children.enter_context(Background(partial(check_plan, loaded.inventory, result), fork=forking))
+        try:
+            staged = writing = None
+            if out is not None:
+                from dataclasses import replace
 
-                    from hybridctl.drivers.state import current_serial
+                from hybridctl.drivers.state import current_serial
 
-                    saved = replace(result, base_serial=current_serial(state))
-                    staged = children.enter_context(StagedFile(out))
-                    writing = children.enter_context(Background(partial(_fill_plan_file, staged, saved),
-                                                                fork=forking))
-                diff = diff_plans(before, result) if before else None
-                baseline = before if before is not None else applied_plan(state)
-                cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
-                if writing is not None:
-                    writing.result()
-            except Exception:
-                accepted(result, checking.result())  # a plan the checker rejects is reported as that first
-                raise
-            accepted(result, checking.result())
-            if cloud is None:
-                cloud = pulumi_preview(loaded.inventory, result, state)
-            if staged is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
-                staged.commit()
-        if output_format is ReportFormat.json:
-            document = plan_to_dict(result)
-            document["cloud_changes"] = cloud.to_dict()
-            typer.echo(dumps_indented(document))  # json.dumps(indent=2, sort_keys=True, ensure_ascii=False)
-        elif output_format is ReportFormat.markdown:
-            typer.echo(render_markdown(result, diff, cloud), nl=False)
-        else:
-            summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
-                                "previous" if before is not None else "applied")
-            render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
-            render_cloud_changes(stdout(), cloud, max_rows)
-        if out is not None:
-            stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
-        violation = budget_violation(result)
-        if violation:
-            stderr().print(f"[red]error:[/] {violation}")
-            stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
-            raise typer.Exit(ExitCode.FAILED)
-        failing = unplaced_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
-        if failing:
-            stderr().print(f"[red]error:[/] {failing}")
-            stderr().print("[cyan]hint:[/] the Unplaced table says which constraint bound each one; "
-                           + ("pass --allow-unplaced to accept it" if not fail_on_unplaced
-                              else "drop --fail-on-unplaced to accept unplaced work outside the fixed tier"))
-            raise typer.Exit(ExitCode.FAILED)
-        if detailed_exitcode and (diff is None or diff.has_changes):
-            raise typer.Exit(CHANGES)
+                saved = replace(result, base_serial=current_serial(state))
+                staged = children.enter_context(StagedFile(out))
+                writing = children.enter_context(Background(partial(_fill_plan_file, staged, saved),
+                                                            fork=forking))
+            diff = diff_plans(before, result) if before else None
+            baseline = before if before is not None else applied_plan(state)
+            cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
+            if writing is not None:
+                writing.result()
+        except Exception:
+            accepted(result, checking.result())  # a plan the checker rejects is reported as that first
+            raise
+        accepted(result, checking.result())
+        if cloud is None:
+            cloud = pulumi_preview(loaded.inventory, result, state)
+        if staged is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
+            staged.commit()
+    if output_format is ReportFormat.json:
+        document = plan_to_dict(result)
+        document["cloud_changes"] = cloud.to_dict()
+        typer.echo(dumps_indented(document))  # json.dumps(indent=2, sort_keys=True, ensure_ascii=False)
+    elif output_format is ReportFormat.markdown:
+        typer.echo(render_markdown(result, diff, cloud), nl=False)
+    else:
+        summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
+                            "previous" if before is not None else "applied")
+        render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
+        render_cloud_changes(stdout(), cloud, max_rows)
+    if out is not None:
+        stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
+    violation = budget_violation(result)
+    if violation:
+        stderr().print(f"[red]error:[/] {violation}")
+        stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
+        return ExitCode.FAILED
+    failing = unplaced_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+    if failing:
+        stderr().print(f"[red]error:[/] {failing}")
+        stderr().print("[cyan]hint:[/] the Unplaced table says which constraint bound each one; "
+                       + ("pass --allow-unplaced to accept it" if not fail_on_unplaced
+                          else "drop --fail-on-unplaced to accept unplaced work outside the fixed tier"))
+        return ExitCode.FAILED
+    if detailed_exitcode and (diff is None or diff.has_changes):
+        return CHANGES
+    return 0
+
+
 
 
 @app.command()
