@@ -23,6 +23,8 @@ from hybridctl.errors import CHANGES, ExitCode, UsageError
 # From this many placements the checker runs in a forked child beside the rest of `plan` (about
 # 0.3 s of checking at 10,000); below, a fork costs more than it saves.
 BACKGROUND_CHECK_PLACEMENTS = 10_000
+# From this many workloads the feasibility checks run in a forked child beside the planner.
+BACKGROUND_FEASIBILITY_WORKLOADS = 10_000
 
 
 def _fill_plan_file(staged: StagedFile, plan: Plan) -> None:
@@ -119,7 +121,7 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
     from functools import partial
 
     from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.inventory.loader import check_feasible, feasibility_diagnostics, load_inventory
     from hybridctl.core.jsontext import dumps_indented
     from hybridctl.core.plan.checker import check_plan
     from hybridctl.core.plan.diff import diff_plans
@@ -133,10 +135,24 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
     from hybridctl.render.console import stderr, stdout
     from hybridctl.render.plan import render_markdown, render_plan
 
-    loaded = load_inventory(inventory)
-    before = read_plan(previous) if previous else None
-    result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
-        time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+    loaded = load_inventory(inventory, feasibility=False)
+    # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
+    # run in a forked child beside the planner; when they fail, they are reported exactly as loading
+    # reports them and the plan is dropped unseen. A small inventory is checked here first.
+    beside = len(loaded.inventory.workloads) >= BACKGROUND_FEASIBILITY_WORKLOADS
+    with Background(partial(feasibility_diagnostics, loaded), fork=beside) as feasibility:
+        if not beside:
+            loaded = check_feasible(loaded, feasibility.result())
+        try:
+            before = read_plan(previous) if previous else None
+            result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
+                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+        except Exception:
+            if beside:  # an inventory that can never work is reported as that first
+                check_feasible(loaded, feasibility.result())
+            raise
+        if beside:
+            loaded = check_feasible(loaded, feasibility.result())
     # The independent checker, and the plan file (under a temp name), are worked out in forked
     # children while this process works out the cloud changes (a large plan: seconds each; the
     # planner leaves the second core idle). Nothing is shown, saved or previewed before the
