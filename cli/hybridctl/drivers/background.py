@@ -15,6 +15,7 @@ import gc
 import os
 import pickle
 import signal
+import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -34,7 +35,11 @@ class Background(Generic[R]):
         if not fork or not hasattr(os, "fork") or worker_count() < 2:
             return
         reader, writer = os.pipe()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when forking beside other threads (the solver's pool may be alive):
+            # the child runs pure Python only and leaves by os._exit.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the child: run the job, send its result, leave without any cleanup of the parent's
             os.close(reader)
             _run_child(job, writer)
