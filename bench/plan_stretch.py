@@ -20,6 +20,7 @@ status says time_limit: the plan is still feasible (the greedy start), but not p
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -83,18 +84,57 @@ def main() -> None:
 
 
 def _cli(inventory: Path, tmp: Path) -> list[tuple[str, str]]:
-    """`hybridctl plan INVENTORY --out FILE` as a user runs it; run first, so the children's peak is its own."""
+    """`hybridctl plan INVENTORY --out FILE` as a user runs it; run first, so the children's peak is its own.
+
+    The command forks helpers (the checker, the plan file's writer) that share its memory copy on
+    write: maxrss is the largest one process reached, so the memory of the whole process tree
+    (the sum of its proportional set sizes, sampled every 50 ms) is given as well.
+    """
     import subprocess
 
     command = [sys.executable, "-m", "hybridctl", "plan", str(inventory), "--out", str(tmp / "plan.json"),
                "--state", str(tmp / "state")]
     began = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tree_peak_kib, own_cpu = 0, 0.0
+    while process.poll() is None:
+        tree_peak_kib = max(tree_peak_kib, _tree_pss_kib(process.pid))
+        own_cpu = max(own_cpu, _cpu_s(process.pid))
+        time.sleep(0.05)
     wall = time.perf_counter() - began
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return [("`hybridctl plan --out` (exit code)", f"{wall:.1f} s wall, {usage.ru_utime + usage.ru_stime:.1f} s CPU "
-             f"({done.returncode})"),
-            ("`hybridctl plan --out` peak RSS", f"{usage.ru_maxrss / 1024:,.0f} MiB")]
+             f"({process.returncode})"),
+            # on a shared machine the wall time is noisy; the command's own CPU time, its forked helpers'
+            # excluded, is its critical path when a second core is free for them
+            ("`hybridctl plan --out` CPU of its own process (sampled)", f"{own_cpu:.1f} s"),
+            ("`hybridctl plan --out` peak RSS (largest process)", f"{usage.ru_maxrss / 1024:,.0f} MiB"),
+            ("`hybridctl plan --out` peak PSS (process tree, sampled)", f"{tree_peak_kib / 1024:,.0f} MiB")]
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU time of one process so far (Linux; 0 where /proc has none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_pss_kib(pid: int) -> int:
+    """The proportional set size of a process and its descendants (Linux; 0 where /proc has none)."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            for line in Path(f"/proc/{current}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue  # it ended meanwhile
+    return total
 
 
 if __name__ == "__main__":

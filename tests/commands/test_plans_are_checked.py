@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hybridctl.commands import plan_cmds
 from hybridctl.core.failover import drill as drill_module
 from hybridctl.core.failover import failover as failover_module
 from hybridctl.core.failover.replan import Replan
@@ -21,6 +22,7 @@ from support.apply_cli import SUPPORT_DIR, write_inventory
 from support.inproc import run_cli
 
 INTERNAL_ERROR = 70
+_REAL_PLAN = planner.plan
 
 
 def document() -> dict[str, Any]:
@@ -70,6 +72,27 @@ class TestPlan:
         result = run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "s"))
         assert_flagged(result, "plan")
         assert result.stdout == "" and not out.exists()
+
+    @pytest.mark.parametrize("placements", [0, 10**9], ids=["checked-in-a-child", "checked-here"])
+    def test_checked_beside_the_rest_or_not_a_bad_plan_is_neither_saved_nor_shown(
+            self, inventory: Path, tmp_path: Path, broken_planner: None, monkeypatch: pytest.MonkeyPatch,
+            placements: int) -> None:
+        monkeypatch.setattr(plan_cmds, "BACKGROUND_CHECK_PLACEMENTS", placements)
+        out = tmp_path / "plan.json"
+        for extra in ((), ("--format", "json"), ("--previous", str(self._good_plan(inventory, tmp_path)))):
+            result = run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "s"), *extra)
+            assert_flagged(result, "plan")
+            assert result.stdout == "" and not out.exists()
+            assert not list(tmp_path.glob(".plan.json.*")), "the staged plan file is left behind"
+
+    @staticmethod
+    def _good_plan(inventory: Path, tmp_path: Path) -> Path:
+        good = tmp_path / "good.json"
+        if not good.exists():
+            with pytest.MonkeyPatch.context() as undo:
+                undo.setattr(planner, "plan", _REAL_PLAN)
+                assert run_cli("plan", str(inventory), "--out", str(good), "--state", str(tmp_path / "g")).code == 0
+        return good
 
     def test_cost_of_an_inventory(self, inventory: Path, broken_planner: None) -> None:
         assert_flagged(run_cli("cost", str(inventory)), "plan")

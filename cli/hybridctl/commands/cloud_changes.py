@@ -13,25 +13,16 @@ from rich.text import Text
 
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.stackdiff import CloudChange
 from hybridctl.render.listing import print_capped, print_table
 
 CONFIG_DIFF = "config-diff"
 PULUMI_PREVIEW = "pulumi-preview"
 
 
-@dataclass(frozen=True)
-class CloudChangeRow:
-    project: str
-    stack: str
-    kind: str
-    name: str
-    action: str
-    detail: str = ""
-    removes_machines: bool = False  # a node group (or its stack) with machines is replaced or deleted
-
-    @property
-    def destructive(self) -> bool:
-        return self.action in ("replace", "delete")
+# A row of the section: the stack diff's own change (same fields, same `destructive`), so that the
+# 200,000 rows of a 100,000-workload fleet's first plan are not built twice.
+CloudChangeRow = CloudChange
 
 
 @dataclass(frozen=True)
@@ -53,9 +44,7 @@ def config_diff(inventory: Inventory, plan: Plan, baseline: Plan | None) -> Clou
 
     before = stack_configs(inventory, baseline, digest="baseline") if baseline is not None else None
     after = stack_configs(inventory, plan, digest="plan")
-    return CloudChanges(CONFIG_DIFF, tuple(CloudChangeRow(c.project, c.stack, c.kind, c.name, c.action, c.detail,
-                                                          c.removes_machines)
-                                           for c in diff_stack_configs(before, after)))
+    return CloudChanges(CONFIG_DIFF, diff_stack_configs(before, after))
 
 
 def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: str | None) -> CloudChanges:

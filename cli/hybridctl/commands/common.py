@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,16 +69,54 @@ def require_state_dir(path: Path) -> Path:
     return path
 
 
-def write_atomically(path: Path, text: str, option: str = "--out") -> None:
-    from hybridctl.drivers.files import atomic_write_text
+def write_atomically(path: Path, text: str | bytes, option: str = "--out") -> None:
+    from hybridctl.drivers.files import atomic_write_bytes
 
     check_output_path(path, option)
+    with _named(path):
+        atomic_write_bytes(path, text if isinstance(text, bytes) else text.encode("utf-8"))
+
+
+@contextmanager
+def _named(path: Path) -> Iterator[None]:
     try:
-        atomic_write_text(path, text)
+        yield
     except OSError as exc:
         if exc.filename is None:  # a failed write() names no file; the message should
             exc.filename = str(path)
         raise
+
+
+class StagedFile:
+    """write_atomically in steps: the content goes to a temp file beside `path` (`fill`, which a forked
+    child may do), and `commit` renames it over `path` once it may be written; used as a context
+    manager, the temp file is gone on exit unless committed."""
+
+    def __init__(self, path: Path, option: str = "--out") -> None:
+        from hybridctl.drivers.files import reserve_sibling
+
+        check_output_path(path, option)
+        self.path = path
+        with _named(path):
+            self.temp = reserve_sibling(path)
+
+    def fill(self, data: bytes) -> None:
+        from hybridctl.drivers.files import fill
+
+        with _named(self.path):
+            fill(self.temp, data)
+
+    def commit(self) -> None:
+        from hybridctl.drivers.files import replace_atomically
+
+        with _named(self.path):
+            replace_atomically(self.temp, self.path)
+
+    def __enter__(self) -> StagedFile:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        Path(self.temp).unlink(missing_ok=True)
 
 
 def check_rules(plan: Plan, inventory: Inventory, plan_path: Path) -> None:

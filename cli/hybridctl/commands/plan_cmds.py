@@ -10,14 +10,27 @@ import typer
 from hybridctl.commands.app import app
 from hybridctl.commands.common import (
     ReportFormat,
+    StagedFile,
     check_output_path,
     looks_like_plan,
     read_plan,
     require_state_dir,
-    write_atomically,
 )
+from hybridctl.core.plan.model import Plan  # light: dataclasses
 from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import CHANGES, ExitCode, UsageError
+
+# From this many placements the checker runs in a forked child beside the rest of `plan` (about
+# 0.3 s of checking at 10,000); below, a fork costs more than it saves.
+BACKGROUND_CHECK_PLACEMENTS = 10_000
+# From this many workloads the feasibility checks run in a forked child beside the planner.
+BACKGROUND_FEASIBILITY_WORKLOADS = 10_000
+
+
+def _fill_plan_file(staged: StagedFile, plan: Plan) -> None:
+    from hybridctl.core.plan.serialize import plan_to_json_utf8
+
+    staged.fill(plan_to_json_utf8(plan, plan_file=True))
 
 
 class TableOrJson(StrEnum):
@@ -81,43 +94,100 @@ def plan(
                                           help="Exit 1 when any workload, of any tier, is left unplaced."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
-    import json
-
-    from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.diff import diff_plans
-    from hybridctl.core.plan.planner import PlanOptions, budget_violation, unplaced_failure
-    from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.plan.serialize import plan_to_dict, plan_to_json
-    from hybridctl.core.plan.verify import verified
-    from hybridctl.core.plan_summary import summarize
-    from hybridctl.drivers.state import applied_plan, resolve_state_dir
-    from hybridctl.render.console import stderr, stdout
-    from hybridctl.render.plan import render_markdown, render_plan
+    from hybridctl.core.gcpause import paused_gc
+    from hybridctl.drivers.state import resolve_state_dir
 
     if allow_unplaced and fail_on_unplaced:
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
     check_output_path(out, "--out")
     require_state_dir(resolve_state_dir(state))
-    loaded = load_inventory(inventory)
-    before = read_plan(previous) if previous else None
-    result = verified(loaded.inventory, make_plan(loaded.inventory, previous=before, options=PlanOptions(
-        time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd)))
-    diff = diff_plans(before, result) if before else None
-    baseline = before if before is not None else applied_plan(state)
-    cloud = pulumi_preview(loaded.inventory, result, state) if cloud_preview \
-        else config_diff(loaded.inventory, result, baseline)
-    if out is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
-        from dataclasses import replace
+    # The collector paused throughout, as loading and planning pause it: what follows builds a few
+    # million objects and frees no cycles. They are all freed when _plan_and_show returns, inside the
+    # pause: the collector, back on, then has no fleet to walk (about a second at 100,000 workloads).
+    with paused_gc():
+        code = _plan_and_show(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap,
+                              move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced,
+                              fail_on_unplaced)
+    if code:
+        raise typer.Exit(code)
 
-        from hybridctl.drivers.state import current_serial
 
-        saved = replace(result, base_serial=current_serial(state))
-        write_atomically(out, plan_to_json(saved, plan_file=True))
+def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, output_format: ReportFormat,
+                   detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
+                   detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
+                   fail_on_unplaced: bool) -> int:
+    """`plan` once its options are checked: the exit code."""
+    from contextlib import ExitStack
+    from functools import partial
+
+    from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
+    from hybridctl.core.inventory.loader import check_feasible, feasibility_diagnostics, load_inventory
+    from hybridctl.core.jsontext import dumps_indented
+    from hybridctl.core.plan.checker import check_plan
+    from hybridctl.core.plan.diff import diff_plans
+    from hybridctl.core.plan.planner import PlanOptions, budget_violation, unplaced_failure
+    from hybridctl.core.plan.planner import plan as make_plan
+    from hybridctl.core.plan.serialize import plan_to_dict
+    from hybridctl.core.plan.verify import accepted
+    from hybridctl.core.plan_summary import summarize
+    from hybridctl.drivers.background import Background
+    from hybridctl.drivers.state import applied_plan
+    from hybridctl.render.console import stderr, stdout
+    from hybridctl.render.plan import render_markdown, render_plan
+
+    loaded = load_inventory(inventory, feasibility=False)
+    # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
+    # run in a forked child beside the planner; when they fail, they are reported exactly as loading
+    # reports them and the plan is dropped unseen. A small inventory is checked here first.
+    beside = len(loaded.inventory.workloads) >= BACKGROUND_FEASIBILITY_WORKLOADS
+    with Background(partial(feasibility_diagnostics, loaded), fork=beside) as feasibility:
+        if not beside:
+            loaded = check_feasible(loaded, feasibility.result())
+        try:
+            before = read_plan(previous) if previous else None
+            result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
+                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+        except Exception:
+            if beside:  # an inventory that can never work is reported as that first
+                check_feasible(loaded, feasibility.result())
+            raise
+        if beside:
+            loaded = check_feasible(loaded, feasibility.result())
+    # The independent checker, and the plan file (under a temp name), are worked out in forked
+    # children while this process works out the cloud changes (a large plan: seconds each; the
+    # planner leaves the second core idle). Nothing is shown, saved or previewed before the
+    # checker's verdict: the file is renamed into place only after it.
+    forking = len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS
+    with ExitStack() as children:
+        checking = children.enter_context(Background(partial(check_plan, loaded.inventory, result), fork=forking))
+        try:
+            staged = writing = None
+            if out is not None:
+                from dataclasses import replace
+
+                from hybridctl.drivers.state import current_serial
+
+                saved = replace(result, base_serial=current_serial(state))
+                staged = children.enter_context(StagedFile(out))
+                writing = children.enter_context(Background(partial(_fill_plan_file, staged, saved),
+                                                            fork=forking))
+            diff = diff_plans(before, result) if before else None
+            baseline = before if before is not None else applied_plan(state)
+            cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
+            if writing is not None:
+                writing.result()
+        except Exception:
+            accepted(result, checking.result())  # a plan the checker rejects is reported as that first
+            raise
+        accepted(result, checking.result())
+        if cloud is None:
+            cloud = pulumi_preview(loaded.inventory, result, state)
+        if staged is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
+            staged.commit()
     if output_format is ReportFormat.json:
         document = plan_to_dict(result)
         document["cloud_changes"] = cloud.to_dict()
-        typer.echo(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False))
+        typer.echo(dumps_indented(document))  # json.dumps(indent=2, sort_keys=True, ensure_ascii=False)
     elif output_format is ReportFormat.markdown:
         typer.echo(render_markdown(result, diff, cloud), nl=False)
     else:
@@ -131,16 +201,19 @@ def plan(
     if violation:
         stderr().print(f"[red]error:[/] {violation}")
         stderr().print("[cyan]hint:[/] raise policies.monthly_budget_usd, or reduce replicas or hours")
-        raise typer.Exit(ExitCode.FAILED)
+        return ExitCode.FAILED
     failing = unplaced_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
     if failing:
         stderr().print(f"[red]error:[/] {failing}")
         stderr().print("[cyan]hint:[/] the Unplaced table says which constraint bound each one; "
                        + ("pass --allow-unplaced to accept it" if not fail_on_unplaced
                           else "drop --fail-on-unplaced to accept unplaced work outside the fixed tier"))
-        raise typer.Exit(ExitCode.FAILED)
+        return ExitCode.FAILED
     if detailed_exitcode and (diff is None or diff.has_changes):
-        raise typer.Exit(CHANGES)
+        return CHANGES
+    return 0
+
+
 
 
 @app.command()

@@ -237,33 +237,42 @@ def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], 
         for pl in index.on_pool.get((p.site.name, p.pool.name), ()):
             placed[pl.workload].append((p, pl.gpus))
     members: dict[tuple[str, tuple[str, ...], bool, bool], list[str]] = defaultdict(list)
-    spot_allowed: dict[tuple[str, bool], bool] = {}  # (tier, preemptible): thousands of workloads, a few answers
-    for name in sorted(workloads):
+    # (tier, GPU types as written, preemptible) -> (tier, sorted types, spot allowed): 100,000 workloads, a few answers
+    reach_of: dict[tuple[str, tuple[str, ...], bool], tuple[str, tuple[str, ...], bool]] = {}
+    ordered = sorted(workloads)
+    for name in ordered:
         tier = tier_of[name]
         spec = known.get(name)
-        # A workload the inventory no longer lists keeps the reach of where it is placed
-        # (the planner puts only preemptible work on spot).
-        types = tuple(sorted(spec.gpu.types)) if spec else tuple(sorted({p.pool.gpu for p, _ in placed[name]}))
-        preemptible = spec.preemptible if spec else any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed[name])
-        spot = spot_allowed.get((tier, preemptible))
-        if spot is None:
-            spot = spot_allowed[(tier, preemptible)] = CapacityType.SPOT in allowed_capacity_types(
-                Tier(tier), preemptible, inventory.policies)
-        members[(Tier(tier).value, types, spot, manager and name in dispatched)].append(name)
-    queues, assigned = [], []
+        if spec is not None:
+            asked = (tier, tuple(spec.gpu.types), spec.preemptible)
+        else:
+            # A workload the inventory no longer lists keeps the reach of where it is placed
+            # (the planner puts only preemptible work on spot).
+            asked = (tier, tuple({p.pool.gpu for p, _ in placed[name]}),
+                     any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed[name]))
+        reach = reach_of.get(asked)
+        if reach is None:
+            reach = reach_of[asked] = (Tier(tier).value, tuple(sorted(asked[1])), CapacityType.SPOT in
+                                       allowed_capacity_types(Tier(tier), asked[2], inventory.policies))
+        members[(*reach, manager and name in dispatched)].append(name)
+    queues = []
+    queue_of: dict[str, WorkloadQueue] = {}
     for (tier_name, types, spot, mk), names in sorted(members.items(),
                                                       key=lambda kv: (TIER_ORDER.index(Tier(kv[0][0])), kv[0])):
         allowed = allowed_capacity_types(Tier(tier_name), spot, inventory.policies)
-        reach = sorted((p for p in pools if p.pool.gpu in types and p.pool.capacity_type in allowed),
-                       key=lambda p: (p.usd_per_gpu_hour, p.pool.name))
+        pooled = sorted((p for p in pools if p.pool.gpu in types and p.pool.capacity_type in allowed),
+                        key=lambda p: (p.usd_per_gpu_hour, p.pool.name))
         gpus: dict[str, int] = defaultdict(int)
         for n in names:
             for p, g in placed[n]:
                 gpus[p.pool.name] += g
         name = queue_name(inventory.name, tier_name, types, spot, mk)
-        queues.append(ClusterQueueConfig(name, tier_name, tuple(FlavorQuota(p.pool.name, gpus[p.pool.name]) for p in reach), mk))
-        assigned += [WorkloadQueue(n, tier_name, name, known[n].team if n in known else None) for n in names]
-    return tuple(queues), tuple(sorted(assigned, key=lambda w: w.name))
+        queues.append(ClusterQueueConfig(name, tier_name, tuple(FlavorQuota(p.pool.name, gpus[p.pool.name])
+                                                                for p in pooled), mk))
+        for n in names:
+            spec = known.get(n)
+            queue_of[n] = WorkloadQueue(n, tier_name, name, spec.team if spec is not None else None)
+    return tuple(queues), tuple(queue_of[n] for n in ordered)
 
 
 class StackConfigMemo:

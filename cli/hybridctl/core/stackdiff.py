@@ -156,4 +156,5 @@ def diff_stack_configs(before: StackConfigs | None, after: StackConfigs) -> tupl
             changes.append(CloudChange(PROJECT_QUEUES, stack, "stack", stack, "create" if qa is None else "delete"))
         changes += _queue_changes(stack, qa, qb)
     # Stable: within a kind, the order built above (names sorted).
-    return tuple(sorted(changes, key=lambda c: (c.project, c.stack, _KIND_ORDER.index(c.kind))))
+    rank = {kind: i for i, kind in enumerate(_KIND_ORDER)}
+    return tuple(sorted(changes, key=lambda c: (c.project, c.stack, rank[c.kind])))

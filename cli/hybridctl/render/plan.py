@@ -13,7 +13,6 @@ from hybridctl.core.showback import CostDimension, CostLine, showback
 from hybridctl.core.tiers import TierDecision
 from hybridctl.render.listing import print_capped, print_table
 from hybridctl.render.plan_summary import render_summary, usd
-from hybridctl.render.templates import render
 
 if TYPE_CHECKING:
     from hybridctl.commands.cloud_changes import CloudChanges
@@ -84,6 +83,8 @@ def render_diff(console: Console, diff: PlanDiff) -> None:
 
 
 def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:
+    from hybridctl.render.templates import render  # jinja2: only for markdown, not on every table's path
+
     breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
     return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud,
                   parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe())

@@ -34,7 +34,9 @@ def _unknown(kind: str, name: str, known: Collection[str]) -> str:
                                      else f"no {kind} is defined")
 
 
-def check_inventory(inventory: Inventory, locator: Locator) -> Diagnostics:
+def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool = True) -> Diagnostics:
+    """Every semantic check, in order; the feasibility checks last (only on an inventory without an
+    error so far), and not at all with feasibility=False (loader.check_feasible runs them later)."""
     diagnostics = Diagnostics()
     at = locator.location
     _check_unique_names(inventory, locator, diagnostics)
@@ -108,7 +110,7 @@ def check_inventory(inventory: Inventory, locator: Locator) -> Diagnostics:
                                 "costed as if it ran only that long", at((*base, "hours_per_month")),
                                 "remove hours_per_month (always on), or use batch_inference for part-time work")
     _check_dataset_storage(inventory, locator, diagnostics, site_names)
-    if references_ok and not diagnostics.errors:
+    if feasibility and references_ok and not diagnostics.errors:
         check_feasibility(inventory, locator, diagnostics)
     return diagnostics
 

@@ -12,7 +12,7 @@ from typing import get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from hybridctl.core.diagnostics import Diagnostic, Diagnostics, InvalidInventoryError
+from hybridctl.core.diagnostics import Diagnostic, Diagnostics, InvalidInventoryError, Severity
 from hybridctl.core.gcpause import paused_gc
 from hybridctl.core.inventory.models import SUPPORTED_VERSIONS, Inventory
 from hybridctl.core.yamlsource import SourceMap, Value, YamlError, load_plain, load_yaml
@@ -305,18 +305,40 @@ def validate_document(locator: Locator) -> Inventory:
         raise InvalidInventoryError([_diagnostic_for(e, locator) for e in exc.errors(include_url=False)]) from None
 
 
-def load_sources(sources: list[Source]) -> LoadedInventory:
-    """Parse, merge, validate against the models and run the semantic checks."""
+def load_sources(sources: list[Source], *, feasibility: bool = True) -> LoadedInventory:
+    """Parse, merge, validate against the models and run the semantic checks (with feasibility=False,
+    all but the feasibility checks, which `check_feasible` then runs)."""
     from hybridctl.core.inventory.checks import check_inventory
 
     with paused_gc():
         locator = merge_documents(sources)
         inventory = validate_document(locator)
-        diagnostics = check_inventory(inventory, locator)
+        diagnostics = check_inventory(inventory, locator, feasibility=feasibility)
     if diagnostics.errors:
         raise InvalidInventoryError(diagnostics.errors + diagnostics.warnings)
     return LoadedInventory(inventory, locator, tuple(sources), tuple(diagnostics.warnings))
 
 
-def load_inventory(path: Path) -> LoadedInventory:
-    return load_sources(read_sources(path))
+def load_inventory(path: Path, *, feasibility: bool = True) -> LoadedInventory:
+    return load_sources(read_sources(path), feasibility=feasibility)
+
+
+def feasibility_diagnostics(loaded: LoadedInventory) -> list[Diagnostic]:
+    """What the feasibility checks find in an inventory loaded with feasibility=False (at 100,000
+    workloads, seconds: `plan` runs them beside the planner)."""
+    from hybridctl.core.inventory.feasibility import check_feasibility
+
+    diagnostics = Diagnostics()
+    with paused_gc():
+        check_feasibility(loaded.inventory, loaded.locator, diagnostics)
+    return diagnostics.items
+
+
+def check_feasible(loaded: LoadedInventory, found: list[Diagnostic]) -> LoadedInventory:
+    """`loaded` with the feasibility diagnostics `found` for it: its warnings added, or, when they hold
+    an error, the InvalidInventoryError that load_inventory(feasibility=True) raises, the same list."""
+    errors = [d for d in found if d.severity is Severity.ERROR]
+    warnings = [*loaded.warnings, *(d for d in found if d.severity is Severity.WARNING)]
+    if errors:
+        raise InvalidInventoryError(errors + warnings)
+    return LoadedInventory(loaded.inventory, loaded.locator, loaded.sources, tuple(warnings))

@@ -67,6 +67,8 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
     pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
     datasets = {d.name: d for d in inventory.datasets}
     workloads = {w.name: w for w in inventory.workloads}
+    rules = _PairRules(inventory, datasets)
+    domain_of: dict[str, str] = {}
     used: dict[str, int] = defaultdict(int)
     replicas: dict[str, int] = defaultdict(int)
     domains: dict[str, set[str]] = defaultdict(set)
@@ -78,19 +80,26 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
             problems.append(f"{pl.workload} in {pl.pool}: unknown workload or pool")
             continue
         site, pool = pools[pl.pool]
-        objects = (w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
-        known = memo.get(pl, objects) if memo is not None else None
-        if known is None:
-            known = _placement_violations(inventory, pl, w, site, pool, datasets)
-            if memo is not None:
+        if memo is None:
+            known = _placement_violations(inventory, pl, w, site, pool, datasets, rules)
+        else:
+            objects = (w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
+            cached = memo.get(pl, objects)
+            if cached is None:
+                known = _placement_violations(inventory, pl, w, site, pool, datasets, rules)
                 memo.put(pl, objects, *known)
-        problems.extend(known[0])
-        cost = known[1]
+            else:
+                known = cached
+        if known[0]:
+            problems.extend(known[0])
         used[pool.name] += pl.gpus
         replicas[pl.demand or pl.workload] += pl.replicas
-        domains[pl.workload].add(pool.failure_domain or site.failure_domain or site.name)
+        domain = domain_of.get(pool.name)
+        if domain is None:
+            domain = domain_of[pool.name] = pool.failure_domain or site.failure_domain or site.name
+        domains[pl.workload].add(domain)
         sites_used[pl.workload].add(site.name)
-        compute[pl.workload] += cost
+        compute[pl.workload] += known[1]
     for name, gpus in used.items():
         site, pool = pools[name]
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
@@ -104,9 +113,10 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
             keys = {f"{w.name}@{datasets[n].site}" for n in w.datasets}
         else:
             keys = {w.name}
-            for site_name in sites_used[w.name]:
-                for n in w.datasets:
-                    movement[w.name] += _read_usd(datasets[n], site_name, sites) * w.data_passes_per_month
+            if w.datasets:
+                for site_name in sites_used[w.name]:
+                    for n in w.datasets:
+                        movement[w.name] += _read_usd(datasets[n], site_name, sites) * w.data_passes_per_month
         for key in keys:
             wanted = w.fallback.replicas if key in degraded and w.fallback and w.fallback.replicas else w.replicas
             if replicas[key] + unplaced.get(key, 0) != wanted:
@@ -126,22 +136,77 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
     return problems
 
 
+class _PairRules:
+    """The rules a pool breaks for a workload, worked out once per pool and kind of workload.
+
+    They read the pool, its site, the inventory's policies and datasets, and of the workload only
+    what `_rule_inputs` lists: 100,000 workloads placed in 140,000 places make a few thousand
+    distinct pairs. A rule that reads more of the workload must add it to `_rule_inputs`
+    (tests/core/plan/test_checker_pair_rules.py varies each of them).
+    """
+
+    def __init__(self, inventory: Inventory, datasets: dict[str, Dataset]) -> None:
+        self._inventory = inventory
+        self._datasets = datasets
+        self._known: dict[tuple[str, str, int], list[str]] = {}
+        self._kinds: dict[tuple[str, bool], int] = {}
+        self._kind_numbers: dict[tuple[object, ...], int] = {}
+        self._tiers: dict[str, str] = {}
+        self._price: dict[str, float] = {}
+
+    def tier(self, w: Workload) -> str:
+        tier = self._tiers.get(w.name)
+        if tier is None:
+            tier = self._tiers[w.name] = spec_tier(w)
+        return tier
+
+    def price(self, pool: Pool) -> float:
+        price = self._price.get(pool.name)
+        if price is None:
+            price = self._price[pool.name] = _price(pool)
+        return price
+
+    def violations(self, w: Workload, degraded: bool, gpu_types: list[str], gpu_count: int, site: Site,
+                   pool: Pool) -> list[str]:
+        kind = self._kinds.get((w.name, degraded))
+        if kind is None:  # workloads alike in every rule input share a number
+            kind = self._kinds[(w.name, degraded)] = self._kind_numbers.setdefault(
+                _rule_inputs(w, self.tier(w), gpu_types, gpu_count), len(self._kind_numbers))
+        key = (pool.name, site.name, kind)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = [
+                *_pool_violations(self._inventory, w, gpu_types, site, pool, self._datasets),
+                *_revision2_pool_violations(w, gpu_count, site, pool, self._datasets)]
+        return known
+
+
+def _rule_inputs(w: Workload, tier: str, gpu_types: list[str], gpu_count: int) -> tuple[object, ...]:
+    """What _pool_violations and _revision2_pool_violations read of a workload (and its tier)."""
+    latency = w.latency
+    return (tier, tuple(gpu_types), gpu_count, w.gpu.multi_node, w.type, w.preemptible, tuple(w.datasets),
+            None if latency is None else (latency.region, latency.p95_ms),
+            None if w.sites is None else tuple(w.sites))
+
+
 def _placement_violations(inventory: Inventory, pl: Placement, w: Workload, site: Site, pool: Pool,
-                          datasets: dict[str, Dataset]) -> tuple[list[str], float]:
+                          datasets: dict[str, Dataset], rules: _PairRules | None = None) -> tuple[list[str], float]:
     """The rules one placement breaks on its own, and its cost by the rules."""
+    rules = rules or _PairRules(inventory, datasets)
     problems: list[str] = []
     where = f"{pl.workload} in {pl.pool}"
     if site.name != pl.site:
         problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
-    tier = spec_tier(w)
+    tier = rules.tier(w)
     if pl.tier != tier:
         problems.append(f"{where}: tier {pl.tier}, but the rules give {tier}")
     gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
     if pl.gpus != pl.replicas * gpu.count:
         problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
-    problems.extend(f"{where}: {p}" for p in _pool_violations(inventory, w, gpu.types, site, pool, datasets))
-    problems.extend(f"{where}: {p}" for p in _revision2_pool_violations(w, gpu.count, site, pool, datasets))
-    cost = pl.replicas * gpu.count * w.hours * _price(pool)
+    pair = rules.violations(w, pl.degraded, gpu.types, gpu.count, site, pool)
+    if pair:
+        problems.extend(f"{where}: {p}" for p in pair)
+    cost = pl.replicas * gpu.count * w.hours * rules.price(pool)
     if abs(cost - pl.usd_per_month) > _TOLERANCE_USD:
         problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
     return problems, cost
@@ -261,20 +326,24 @@ def _machine_and_cost_violations(inventory: Inventory, plan: Plan) -> list[str]:
     own_usd: dict[str, float] = defaultdict(float)
     amortized_in: dict[str, float] = defaultdict(float)
     workloads = {w.name: w for w in inventory.workloads}
+    shapes: dict[str, tuple[int, float]] = {}  # pool -> GPUs per machine, price: once per pool
     for pl in plan.placements:
         if pl.pool not in pools or pl.workload not in workloads or pl.replicas <= 0:
             continue
-        site, pool = pools[pl.pool]
-        w = workloads[pl.workload]
-        per_node = _per_node(site, pool)
+        shape = shapes.get(pl.pool)
+        if shape is None:
+            site, pool = pools[pl.pool]
+            shape = shapes[pl.pool] = (_per_node(site, pool), _price(pool))
+        per_node, price = shape
+        hours = workloads[pl.workload].hours
         per_replica = pl.gpus // pl.replicas
-        amortized_in[pl.pool] += pl.gpus * w.hours * _price(pool)
-        if w.hours == _HOURS_ALWAYS_ON:
+        amortized_in[pl.pool] += pl.gpus * hours * price
+        if hours == _HOURS_ALWAYS_ON:
             always_on[pl.pool] += pl.gpus
         else:
             machines = pl.replicas * -(-per_replica // per_node)
             own_machines[pl.pool] += machines
-            own_usd[pl.pool] += machines * per_node * w.hours * _price(pool)
+            own_usd[pl.pool] += machines * per_node * hours * price
     reported = {p.pool: p for p in plan.pools}
     committed = pay_per_use = idle = 0.0
     for name, (site, pool) in pools.items():

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented, dumps_indented_utf8
 from hybridctl.core.plan.model import (
     FORMAT_VERSION,
     DataMovement,
@@ -55,6 +56,9 @@ def _record(part: Any) -> JsonDict:
     """A plan part's fields as a dict: what dataclasses.asdict gives for these flat records, without
     its deep copy of every value (a third of writing a 100,000-workload plan)."""
     names, values = _fields_of(type(part))
+    own = part.__dict__
+    if len(own) == len(names):  # the fields alone (frozen dataclasses set them all, in order): a copy
+        return dict(own)
     return dict(zip(names, values(part), strict=True))
 
 
@@ -91,7 +95,12 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
 
 
 def plan_to_json(plan: Plan, *, plan_file: bool = False) -> str:
-    return json.dumps(plan_to_dict(plan, plan_file=plan_file), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return dumps_indented(plan_to_dict(plan, plan_file=plan_file)) + "\n"
+
+
+def plan_to_json_utf8(plan: Plan, *, plan_file: bool = False) -> bytes:
+    """plan_to_json's text in UTF-8: what a plan file holds, byte for byte."""
+    return dumps_indented_utf8(plan_to_dict(plan, plan_file=plan_file)) + b"\n"
 
 
 def _build(cls: type[Any], raw: Any, where: str) -> Any:
@@ -125,25 +134,9 @@ _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 def content_digest(document: JsonDict) -> str:
     """The digest of a plan document's content, itself left out; written into every plan file."""
-    body = {k: _numbers_as_floats(v) for k, v in document.items() if k != "content_digest"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _numbers_as_floats(value: Any) -> Any:
-    """2117 and 2117.0 are one amount: a plan read back holds floats where it was written with ints.
-
-    Exact types, not isinstance: a plan document holds only JSON's own (bool is no int here), and
-    this runs once per value of a plan, millions of times for a large fleet.
-    """
-    kind = type(value)
-    if kind is int:
-        return float(value)
-    if kind is dict:
-        return {k: _numbers_as_floats(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return [_numbers_as_floats(v) for v in value]
-    return value
+    # ints as floats: a plan read back holds floats where it was written with ints (2117, 2117.0)
+    body = {k: v for k, v in document.items() if k != "content_digest"}
+    return "sha256:" + hashlib.sha256(dumps_canonical_numbers_as_floats(body)).hexdigest()
 
 
 def verify_content_digest(raw: JsonDict, source: str) -> None:

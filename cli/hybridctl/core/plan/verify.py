@@ -38,7 +38,12 @@ class PlanCheckFailed(Exception):
 
 def verified(inventory: Inventory, plan: Plan, what: str = "plan", memo: PlacementMemo | None = None) -> Plan:
     """`plan` itself when the checker finds nothing wrong with it; PlanCheckFailed otherwise."""
-    violations = check_plan(inventory, plan, memo)
+    return accepted(plan, check_plan(inventory, plan, memo), what)
+
+
+def accepted(plan: Plan, violations: list[str], what: str = "plan") -> Plan:
+    """`plan` itself when the checker found nothing wrong with it (`violations`, from check_plan run
+    elsewhere, e.g. beside other work); PlanCheckFailed otherwise."""
     if violations:
         raise PlanCheckFailed(what, violations)
     return plan

@@ -1,0 +1,85 @@
+"""One pure job run in a forked child while this process goes on with other work.
+
+`plan` checks a 100,000-workload plan with the independent checker (seconds of CPU) while it
+works out the cloud changes and the plan file's text: the planner leaves the second core idle.
+The child inherits the parent's memory (nothing is pickled on the way in) and sends back only
+the job's result. Whatever goes wrong in the child (an exception, a kill, a result that cannot
+be pickled) makes `result()` run the job here instead, so the caller gets the job's own result
+or its own exception, as if it had never been forked. Where fork is not available, or with one
+CPU, the job runs in `result()`.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import warnings
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from hybridctl.drivers.parallel import worker_count
+
+R = TypeVar("R")
+
+
+class Background(Generic[R]):
+    """`job()` started in a forked child (unless `fork` is false); `result()` waits for it (or runs it
+    here). Used as a context manager, a child whose result was never asked for is killed on exit."""
+
+    def __init__(self, job: Callable[[], R], *, fork: bool = True) -> None:
+        self._job = job
+        self._pid = 0
+        self._reader = -1
+        if not fork or not hasattr(os, "fork") or worker_count() < 2:
+            return
+        reader, writer = os.pipe()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when forking beside other threads (the solver's pool may be alive):
+            # the child runs pure Python only and leaves by os._exit.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: run the job, send its result, leave without any cleanup of the parent's
+            os.close(reader)
+            _run_child(job, writer)
+        os.close(writer)
+        self._pid, self._reader = pid, reader
+
+    def __enter__(self) -> Background[R]:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._pid:
+            pid, self._pid = self._pid, 0
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(self._reader)
+
+    def result(self) -> R:
+        if self._pid == 0:
+            return self._job()
+        pid, self._pid = self._pid, 0
+        with os.fdopen(self._reader, "rb") as pipe:
+            payload = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0 and payload:
+            try:
+                return pickle.loads(payload)  # type: ignore[no-any-return]
+            except Exception:  # a truncated payload: the job runs here
+                pass
+        return self._job()
+
+
+def _run_child(job: Callable[[], R], writer: int) -> None:
+    code = 1
+    try:
+        gc.disable()  # collecting would write to every inherited object's page: copies of the whole heap
+        payload = pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(writer, "wb") as pipe:
+            pipe.write(payload)
+        code = 0
+    except BaseException:  # the parent runs the job itself and gets its exception
+        pass
+    finally:
+        os._exit(code)

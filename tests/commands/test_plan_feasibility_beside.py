@@ -1,0 +1,32 @@
+"""`plan` runs loading's feasibility checks in a forked child beside the planner for large inventories:
+an inventory that can never work is refused with the same message and exit code as when they run
+first, and neither a plan nor a plan file comes out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hybridctl.commands import plan_cmds
+from support.examples import write
+from support.inproc import run_cli
+from test_validate_revision2 import ERRORS
+
+FEASIBILITY = ("node-shape", "replica-fits-no-pool", "ceiling-below-cost", "budget-below-committed", "spread-any-tier")
+
+
+@pytest.mark.parametrize("case", FEASIBILITY)
+def test_an_infeasible_inventory_is_refused_alike_beside_the_planner_or_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    text, code, fragment = next((e[1], e[2], e[4]) for e in ERRORS if e[0] == case)
+    inventory = write(tmp_path, text)
+    outcomes = []
+    for workloads in (10**9, 0):  # checked first; checked in a child beside the planner
+        monkeypatch.setattr(plan_cmds, "BACKGROUND_FEASIBILITY_WORKLOADS", workloads)
+        out = tmp_path / "plan.json"
+        result = run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "state"))
+        assert fragment in result.stderr and code in result.stderr, result.stderr
+        assert result.stdout == "" and not out.exists() and not list(tmp_path.glob(".plan.json.*"))
+        outcomes.append((result.code, result.stderr))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == run_cli("validate", str(inventory)).code

@@ -1,0 +1,60 @@
+"""A job run in a forked child gives what it gives when run here, and its exception when it fails."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from hybridctl.drivers.background import Background
+
+
+def _pid_and_square(n: int) -> tuple[int, int]:
+    return os.getpid(), n * n
+
+
+def test_the_result_comes_from_a_child() -> None:
+    with Background(lambda: _pid_and_square(12)) as job:
+        pid, square = job.result()
+    assert square == 144 and pid != os.getpid()
+
+
+def test_without_fork_the_job_runs_here_when_asked() -> None:
+    with Background(lambda: _pid_and_square(3), fork=False) as job:
+        assert job.result() == (os.getpid(), 9)
+
+
+def test_a_failure_in_the_child_runs_the_job_here() -> None:
+    parent = os.getpid()
+
+    def only_here() -> str:
+        if os.getpid() != parent:
+            raise RuntimeError("the child failed")
+        return "ran in the parent"
+
+    with Background(only_here) as job:
+        assert job.result() == "ran in the parent"
+
+
+def test_a_result_that_cannot_be_sent_back_runs_the_job_here() -> None:
+    parent = os.getpid()
+    with Background(lambda: threading.Lock() if os.getpid() != parent else "unpicklable in the child") as job:
+        assert job.result() == "unpicklable in the child"
+
+
+def test_the_job_s_own_exception_reaches_the_caller() -> None:
+    with Background(lambda: 1 // 0) as job, pytest.raises(ZeroDivisionError):
+        job.result()
+
+
+def test_a_large_result_comes_through_the_pipe() -> None:
+    with Background(lambda: ["x" * 100] * 20_000) as job:
+        assert job.result() == ["x" * 100] * 20_000
+
+
+def test_a_child_whose_result_is_not_asked_for_is_killed_and_reaped() -> None:
+    with Background(lambda: threading.Event().wait(60)) as job:
+        pid = job._pid
+        assert pid
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more
