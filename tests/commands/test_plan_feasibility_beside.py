@@ -1,13 +1,17 @@
-"""`plan` runs loading's feasibility checks in a forked child beside the planner for large inventories:
-an inventory that can never work is refused with the same message and exit code as when they run
-first, and neither a plan nor a plan file comes out."""
+"""`plan` runs loading's feasibility checks, and the inventory's digest, in a forked child beside the
+planner for large inventories: an inventory that can never work is refused with the same message and
+exit code as when they run first, and neither a plan nor a plan file comes out; a plan file records
+the inventory's own digest either way."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from hybridctl.commands import plan_cmds
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.plan.costs import inventory_digest
 from support.examples import write
 from support.inproc import run_cli
 from test_validate_revision2 import ERRORS
@@ -30,3 +34,17 @@ def test_an_infeasible_inventory_is_refused_alike_beside_the_planner_or_first(
         outcomes.append((result.code, result.stderr))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0] == run_cli("validate", str(inventory)).code
+
+
+def test_the_plan_file_records_the_inventory_s_digest_worked_out_beside_the_planner_or_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inventory = Path(__file__).resolve().parents[2] / "inventories" / "cloud-burst.yaml"
+    expected = inventory_digest(load_inventory(inventory).inventory)
+    files = []
+    for workloads in (10**9, 0):  # worked out first; worked out in a child beside the planner
+        monkeypatch.setattr(plan_cmds, "BACKGROUND_FEASIBILITY_WORKLOADS", workloads)
+        out = tmp_path / f"plan-{workloads}.json"
+        assert run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "state")).code == 0
+        assert json.loads(out.read_text())["inventory_digest"] == expected
+        files.append(out.read_bytes())
+    assert files[0] == files[1]

@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented, dumps_indented_utf8
+from hybridctl.core.jsontext import (
+    dumps_canonical_ascii,
+    dumps_canonical_numbers_as_floats,
+    dumps_indented,
+    dumps_indented_utf8,
+)
+from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.serialize import (
     content_digest,
@@ -83,6 +89,30 @@ def test_the_file_text_and_the_canonical_bytes_are_json_s(document: dict[str, An
     assert dumps_indented(document) == reference_file_text(document)
     assert dumps_indented_utf8(document) == reference_file_text(document).encode()
     assert dumps_canonical_numbers_as_floats(document) == reference_canonical(document)
+    assert dumps_canonical_ascii(document) == reference_ascii(document)
+
+
+def reference_ascii(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+# each is ASCII but for one thing json writes otherwise than orjson (DEL: json escapes it in ASCII mode)
+@pytest.mark.parametrize("document", [{"x": "a\x7fb"}, {"x": 1e-05}, {"x": [1, {"y": -2.5e-07}]}, {"x": 1e16},
+                                      {"x": "é"}, {"x": "1e5 is text"}, {"floats": FLOATS, "ints": INTS}],
+                         ids=["del", "small", "nested-small", "large", "non-ascii", "exponent-like-text", "numbers"])
+def test_the_inventory_digest_bytes_are_json_s_ascii_text(document: dict[str, Any]) -> None:
+    assert dumps_canonical_ascii(document) == reference_ascii(document)
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "inventories").iterdir()
+                                                    if p.name != "scenarios"))
+def test_an_inventory_digest_is_what_json_gave(example: str) -> None:
+    inventory = load_inventory(ROOT / "inventories" / example).inventory
+    odd = inventory.model_copy(update={"name": f"{inventory.name}-\x7f", "sites": [
+        s.model_copy(update={"egress_usd_per_gb": 1.5e-05}) for s in inventory.sites]})
+    for the_inventory in (inventory, odd):
+        expected = reference_ascii(the_inventory.model_dump(mode="json"))
+        assert inventory_digest(the_inventory) == "sha256:" + hashlib.sha256(expected).hexdigest()
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
@@ -111,6 +141,7 @@ def test_what_orjson_will_not_write_is_json_s_text_or_json_s_error(document: dic
     assert _outcome(dumps_indented, document) == _outcome(reference_file_text, document)
     assert _outcome(dumps_indented_utf8, document) == _outcome(lambda d: reference_file_text(d).encode(), document)
     assert _outcome(dumps_canonical_numbers_as_floats, document) == _outcome(reference_canonical, document)
+    assert _outcome(dumps_canonical_ascii, document) == _outcome(reference_ascii, document)
 
 
 @pytest.fixture(scope="module")

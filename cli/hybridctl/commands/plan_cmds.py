@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -20,11 +21,27 @@ from hybridctl.core.plan.model import Plan  # light: dataclasses
 from hybridctl.core.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import CHANGES, ExitCode, UsageError
 
+if TYPE_CHECKING:
+    from hybridctl.core.diagnostics import Diagnostic
+    from hybridctl.core.inventory.loader import LoadedInventory
+
 # From this many placements the checker runs in a forked child beside the rest of `plan` (about
 # 0.3 s of checking at 10,000); below, a fork costs more than it saves.
 BACKGROUND_CHECK_PLACEMENTS = 10_000
 # From this many workloads the feasibility checks run in a forked child beside the planner.
 BACKGROUND_FEASIBILITY_WORKLOADS = 10_000
+
+
+# The planner's digest stand-in: the real one is worked out beside it (_loading_checks)
+_DIGEST_PENDING = ""
+
+
+def _loading_checks(loaded: LoadedInventory) -> tuple[list[Diagnostic], str]:
+    """What the feasibility checks find, and the inventory's digest (the plan records it)."""
+    from hybridctl.core.inventory.loader import feasibility_diagnostics
+    from hybridctl.core.plan.costs import inventory_digest
+
+    return feasibility_diagnostics(loaded), inventory_digest(loaded.inventory)
 
 
 def _fill_plan_file(staged: StagedFile, plan: Plan) -> None:
@@ -118,10 +135,11 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
                    fail_on_unplaced: bool) -> int:
     """`plan` once its options are checked: the exit code."""
     from contextlib import ExitStack
+    from dataclasses import replace
     from functools import partial
 
     from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
-    from hybridctl.core.inventory.loader import check_feasible, feasibility_diagnostics, load_inventory
+    from hybridctl.core.inventory.loader import check_feasible, load_inventory
     from hybridctl.core.jsontext import dumps_indented
     from hybridctl.core.plan.checker import check_plan
     from hybridctl.core.plan.diff import diff_plans
@@ -137,22 +155,25 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
 
     loaded = load_inventory(inventory, feasibility=False)
     # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
-    # run in a forked child beside the planner; when they fail, they are reported exactly as loading
-    # reports them and the plan is dropped unseen. A small inventory is checked here first.
+    # and the inventory's digest run in a forked child beside the planner; when the checks fail, they
+    # are reported exactly as loading reports them and the plan is dropped unseen. A small inventory
+    # is checked here first.
     beside = len(loaded.inventory.workloads) >= BACKGROUND_FEASIBILITY_WORKLOADS
-    with Background(partial(feasibility_diagnostics, loaded), fork=beside) as feasibility:
+    with Background(partial(_loading_checks, loaded), fork=beside) as checks:
         if not beside:
-            loaded = check_feasible(loaded, feasibility.result())
+            loaded = check_feasible(loaded, checks.result()[0])
         try:
             before = read_plan(previous) if previous else None
-            result = make_plan(loaded.inventory, previous=before, options=PlanOptions(
+            result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=PlanOptions(
                 time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
         except Exception:
             if beside:  # an inventory that can never work is reported as that first
-                check_feasible(loaded, feasibility.result())
+                check_feasible(loaded, checks.result()[0])
             raise
+        found, digest = checks.result()
         if beside:
-            loaded = check_feasible(loaded, feasibility.result())
+            loaded = check_feasible(loaded, found)
+        result = replace(result, inventory_digest=digest)
     # The independent checker, and the plan file (under a temp name), are worked out in forked
     # children while this process works out the cloud changes (a large plan: seconds each; the
     # planner leaves the second core idle). Nothing is shown, saved or previewed before the
@@ -163,8 +184,6 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
         try:
             staged = writing = None
             if out is not None:
-                from dataclasses import replace
-
                 from hybridctl.drivers.state import current_serial
 
                 saved = replace(result, base_serial=current_serial(state))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -113,6 +114,32 @@ def dumps_canonical_numbers_as_floats(document: dict[str, Any]) -> bytes:
         pass
     return json.dumps(_ints_as_floats(document), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode()
+
+
+# A number orjson may spell otherwise than json: in exponent form, or below 1e-4 (json's exponent form,
+# orjson's 0.0000…). In compact JSON a number follows ":", "," or "["; text in a string that looks
+# alike matches too, and then json writes the document.
+_NOT_JSONS_FLOAT = re.compile(rb"[:,\[]-?(?:[0-9][0-9.]*[eE]|0\.0000)")
+
+
+def dumps_canonical_ascii(document: dict[str, Any]) -> bytes:
+    """`json.dumps(document, sort_keys=True, separators=(",", ":"))` in bytes: ASCII, anything else escaped.
+
+    An inventory (its digest) is some 100,000 records of strings, ints and plain floats: walking it
+    for the rare float to respell (as the other writers here do) costs more than json itself. So
+    orjson writes it as it is, and its text is taken only where it cannot differ from json's: all
+    ASCII without DEL (json escapes both), and no float json spells in exponent form. Otherwise json writes it.
+    The document must hold no NaN or infinity (orjson writes null): an inventory's floats are finite
+    by validation.
+    """
+    try:
+        text = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        pass
+    else:
+        if text.isascii() and b"\x7f" not in text and _NOT_JSONS_FLOAT.search(text) is None:
+            return text
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _ints_as_floats(value: Any) -> Any:

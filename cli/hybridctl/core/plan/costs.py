@@ -4,7 +4,6 @@ movement once per site that holds no copy."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -17,13 +16,14 @@ from hybridctl.core.eligibility import (
     read_usd_per_gb,
 )
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, Inventory
+from hybridctl.core.jsontext import dumps_canonical_ascii
 from hybridctl.core.plan.model import DataMovement, Placement, PoolUsage
 
 
 def inventory_digest(inventory: Inventory) -> str:
     """A digest of what the inventory means, not how it is written: comments and layout don't count."""
-    canonical = json.dumps(inventory.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    canonical = dumps_canonical_ascii(inventory.model_dump(mode="json"))  # json.dumps' bytes, sorted, compact
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
 def data_movements(inventory: Inventory, demands: Iterable[Demand], placements: Iterable[Placement]) -> list[DataMovement]:
