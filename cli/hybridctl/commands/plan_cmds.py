@@ -233,8 +233,6 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
     return 0
 
 
-
-
 @app.command()
 def show(
     plan_file: Path = typer.Argument(..., help="A plan file written by `plan --out`."),
