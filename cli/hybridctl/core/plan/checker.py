@@ -81,12 +81,12 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
             continue
         site, pool = pools[pl.pool]
         if memo is None:
-            known = _placement_violations(inventory, pl, w, site, pool, datasets, rules)
+            known = _placement_violations(pl, w, site, pool, rules)
         else:
             objects = (w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
             cached = memo.get(pl, objects)
             if cached is None:
-                known = _placement_violations(inventory, pl, w, site, pool, datasets, rules)
+                known = _placement_violations(pl, w, site, pool, rules)
                 memo.put(pl, objects, *known)
             else:
                 known = cached
@@ -189,10 +189,9 @@ def _rule_inputs(w: Workload, tier: str, gpu_types: list[str], gpu_count: int) -
             None if w.sites is None else tuple(w.sites))
 
 
-def _placement_violations(inventory: Inventory, pl: Placement, w: Workload, site: Site, pool: Pool,
-                          datasets: dict[str, Dataset], rules: _PairRules | None = None) -> tuple[list[str], float]:
+def _placement_violations(pl: Placement, w: Workload, site: Site, pool: Pool,
+                          rules: _PairRules) -> tuple[list[str], float]:
     """The rules one placement breaks on its own, and its cost by the rules."""
-    rules = rules or _PairRules(inventory, datasets)
     problems: list[str] = []
     where = f"{pl.workload} in {pl.pool}"
     if site.name != pl.site:
