@@ -19,6 +19,7 @@ from hybridctl.core.eligibility import Demand, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Workload
 from hybridctl.core.plan.costs import data_movements
 from hybridctl.core.plan.model import DataMovement, Placement
+from hybridctl.core.tiers import classify_workload
 
 _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
 
@@ -30,6 +31,7 @@ class DemandCache:
         # the first inventory's workloads, datasets, policies and demands: most disrupted copies (all but
         # site losses) keep every one of those objects, and get its demands without a look at each workload
         self._first: tuple[list[Workload], list[Dataset], Policies, list[Demand]] | None = None
+        self._first_tiers: tuple[list[Workload], Policies, dict[str, str]] | None = None
 
     def demands(self, inventory: Inventory) -> list[Demand]:
         """What eligibility.demands(inventory) returns, in the same order."""
@@ -41,6 +43,27 @@ class DemandCache:
         if first is None:
             self._first = (list(inventory.workloads), list(inventory.datasets), inventory.policies, list(found))
         return found
+
+    def tiers(self, inventory: Inventory, demands_: Sequence[Demand]) -> dict[str, str]:
+        """What workload_tiers(inventory, demands_) returns, for `demands_` = self.demands(inventory): a tier
+        reads the workload and the policies alone, so only workloads that are not the very objects of the
+        first inventory are looked at."""
+        first = self._first_tiers
+        if first is None or first[1] is not inventory.policies or len(first[0]) != len(inventory.workloads):
+            tiers = workload_tiers(inventory, demands_)
+            if first is None:
+                self._first_tiers = (list(inventory.workloads), inventory.policies, tiers)
+            return dict(tiers)
+        changed = list(compress(inventory.workloads, map(operator.is_not, first[0], inventory.workloads)))
+        tiers = dict(first[2])
+        if changed:
+            if any(w.name not in tiers for w in changed):
+                return workload_tiers(inventory, demands_)
+            names = {w.name for w in changed}
+            theirs = list(compress(demands_, map(names.__contains__, map(_WORKLOAD_NAME, demands_))))
+            # tiers holds every workload, each changed one is looked up again
+            tiers |= workload_tiers(inventory.model_copy(update={"workloads": changed}), theirs)
+        return tiers
 
     def _worked_out(self, inventory: Inventory) -> list[Demand]:
         datasets = {d.name: d for d in inventory.datasets}
@@ -116,6 +139,14 @@ class MovementMemo:
         return sorted(found, key=_MOVEMENT_ORDER)
 
 
+def workload_tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str, str]:
+    """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
+    of_demands = {d.workload.name: d.tier.value for d in demands}
+    policies = inventory.policies
+    return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value for w in inventory.workloads}
+
+
+_WORKLOAD_NAME = attrgetter("workload.name")
 _REMOTE = attrgetter("remote_datasets")
 _WORKLOAD = attrgetter("workload")
 _MOVEMENT_ORDER = attrgetter("workload", "dataset", "to_site")  # data_movements' order

@@ -12,6 +12,8 @@ import operator
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
 from hybridctl.core.failover.demand_cache import DemandCache
@@ -19,6 +21,7 @@ from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.inventory.models import Dataset, Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.plan.model import Plan
 
+_WORKLOAD, _SITE, _NAME, _DATASETS, _KEY = (attrgetter(a) for a in ("workload", "site", "name", "datasets", "key"))
 NO_GPU = "no-capacity"  # the GPU type of a pool that has nothing left: no workload's request matches it
 
 
@@ -108,20 +111,22 @@ def link_need(demand: Demand, site: str) -> str | None:
 def _cut_off(inventory: Inventory, applied: Plan, down: Sequence[str],
              demand_cache: DemandCache | None) -> tuple[dict[str, str], dict[str, int]]:
     """Demands behind a down link that need it, and the GPUs per pool of those that stay."""
+    # the placements behind the down links, picked out without a Python step per placement of a fleet
+    behind = list(compress(applied.placements, map(set(down).__contains__, map(_SITE, applied.placements))))
     placed: dict[str, set[str]] = defaultdict(set)
-    for placement in applied.placements:
-        if placement.site in down:
-            placed[placement.demand or placement.workload].add(placement.site)
+    for placement in behind:
+        placed[placement.demand or placement.workload].add(placement.site)
     cut: dict[str, str] = {}
-    for demand in demand_cache.demands(inventory) if demand_cache is not None else demands(inventory):
-        for site in sorted(placed.get(demand.key, ())):
+    every = demand_cache.demands(inventory) if demand_cache is not None else demands(inventory)
+    for demand in compress(every, map(placed.__contains__, map(_KEY, every))):
+        for site in sorted(placed[demand.key]):
             need = link_need(demand, site)
             if need is not None:
                 cut[demand.key] = f"the uplink of {site} is down and {need}"
                 break
     staying: dict[str, int] = defaultdict(int)
-    for placement in applied.placements:
-        if placement.site in down and (placement.demand or placement.workload) not in cut:
+    for placement in behind:
+        if (placement.demand or placement.workload) not in cut:
             staying[placement.pool] += placement.gpus
     return cut, staying
 
@@ -187,8 +192,8 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan,
 
     sites = [changed_site(s) for s in inventory.sites]
     # a workload that is not already running behind a down link may not start there (Disruption.barred)
-    staying_behind = frozenset(p.workload for p in applied.placements if p.site in down_links
-                        and (p.demand or p.workload) not in cut)
+    staying_behind = frozenset(p.workload for p in compress(applied.placements, map(
+        set(down_links).__contains__, map(_SITE, applied.placements))) if (p.demand or p.workload) not in cut)
     datasets, workloads, cannot_run, expected = _after_site_loss(inventory, inventory.workloads, applied,
                                                                frozenset(lost_sites))
     disrupted = inventory.model_copy(update={"sites": sites, "workloads": workloads, "datasets": datasets})
@@ -226,13 +231,20 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
         datasets.append(dataset.model_copy(update={"site": left[0], "copies": left[1:]}) if left
                         else dataset.model_copy(update={"copies": []}))
     by_name = {d.name: d for d in inventory.datasets}
+    # only work that ran at a lost site or reads data held there is looked at, picked out without a
+    # Python step per placement or workload of a fleet; the rest is kept as it is
+    touched = {d.name for d in inventory.datasets if not lost.isdisjoint(d.holders)}
+    affected = set(map(_WORKLOAD, compress(applied.placements, map(lost.__contains__, map(_SITE, applied.placements)))))
+    affected |= set(map(_NAME, compress(workloads, map(operator.not_, map(touched.isdisjoint,
+                                                                          map(_DATASETS, workloads))))))
     ran_at: dict[str, set[str]] = defaultdict(set)
-    for placement in applied.placements:
+    for placement in compress(applied.placements, map(affected.__contains__, map(_WORKLOAD, applied.placements))):
         ran_at[placement.workload].add(placement.site)
     down: dict[str, str] = {}
     expected: set[str] = set()
-    result: list[Workload] = []
-    for workload in workloads:
+    result = list(workloads)
+    for position in compress(range(len(result)), map(affected.__contains__, map(_NAME, result))):
+        workload = result[position]
         read = [by_name[n] for n in workload.datasets if n in by_name]
         if workload.type is WorkloadType.FEDERATED_TRAINING:
             # one trainer per primary site, and copies are not used: a trainer whose data site is lost is down
@@ -242,8 +254,7 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
                                                      f"{d.site}, which is lost (federated training uses no copies)")
             if lost_here:
                 keep = [n for n in workload.datasets if n not in {d.name for d in lost_here}]
-                workload = workload.model_copy(update={"datasets": keep})
-            result.append(workload)
+                result[position] = workload.model_copy(update={"datasets": keep})
             continue
         missing = [d for d in read if d.name in gone]
         # the sites it depends on: where it runs, and where its data lives
@@ -263,5 +274,5 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
             workload = workload.model_copy(update={"sites": stays})
         if lost_sites_of_it and not workload.survives_site_loss:
             expected.add(workload.name)
-        result.append(workload)
+        result[position] = workload
     return datasets, result, down, frozenset(expected)

@@ -30,10 +30,11 @@ from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, repl
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.checker import PlacementMemo
+from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check
+from hybridctl.core.plan.checker_delta import check_changes
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
-from hybridctl.core.plan.verify import verified
+from hybridctl.core.plan.verify import accepted, verified
 from hybridctl.core.steps import StepGraphError, StepPlan
 from hybridctl.core.tiers import Tier
 
@@ -125,12 +126,20 @@ class DrillReport:
 
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
                  steps_for: StepsFor | None = None, fingerprint: str | None = None,
-                 demand_cache: DemandCache | None = None, check_memo: PlacementMemo | None = None) -> ScenarioResult:
-    """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean."""
+                 demand_cache: DemandCache | None = None, check_memo: PlacementMemo | None = None,
+                 base_check: PlanCheck | None = None) -> ScenarioResult:
+    """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean.
+
+    `base_check` (the checker's verdict on `base`) has the replan checked where it differs from the base plan.
+    """
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
-    verified(replanned_inventory(result), result.after, f"replan of scenario {scenario.name}",  # a bug if not
-             check_memo)
+    what = f"replan of scenario {scenario.name}"  # a bug if the checker rejects it
+    if base_check is None:
+        verified(replanned_inventory(result), result.after, what, check_memo)
+    else:
+        accepted(result.after, check_changes(base_check, replanned_inventory(result), result.after,
+                                             check_memo).problems, what)
     # the runbook and its rollback share their two plans: each plan's steps are built once
     steps_for = steps_once(steps_for or plain_steps(inventory))
     problem: str | None = None
@@ -172,15 +181,17 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     options = options or FailoverOptions()
     started = time.perf_counter()
     cache = DemandCache()
-    # filled before the scenarios run (and before any worker forks): the demands, and the data
+    # filled before the scenarios run (and before any worker forks): the demands and tiers, and the data
     # movements of the base plan's placements, which every scenario's replan keeps for most work
     cache.movements.movements(inventory, cache.demands(inventory), base.placements)
-    # the base plan's placements, checked once here: every scenario's plan keeps most of them
+    cache.tiers(inventory, cache.demands(inventory))
+    # the base plan, checked once here: every scenario's plan keeps most of it, and is checked where it differs
     memo = PlacementMemo()
-    verified(inventory, base, "base plan of the drill", memo)
+    base_check = check(inventory, base, memo)
+    accepted(base, base_check.problems, "base plan of the drill")
     run = functools.partial(run_scenario, inventory, base, options=options,
                             steps_for=_base_once(base, plain_steps(inventory)),
-                            fingerprint=applied_fingerprint(base), demand_cache=cache, check_memo=memo)
+                            fingerprint=applied_fingerprint(base), demand_cache=cache, check_memo=memo, base_check=base_check)
     results: list[ScenarioResult] = []
     for result in (map_scenarios or map)(run, scenarios):
         results.append(result)

@@ -157,7 +157,8 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     wanted = {d.key: d for d in all_demands}
     # the pinned work's data movements are worked out once (in a drill, once for all scenarios)
     movements = demand_cache.movements if demand_cache is not None else MovementMemo()
-    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements)
+    tiers = demand_cache.tiers(disrupted, all_demands) if demand_cache is not None else None
+    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers)
     first = scope.plan(plan_options)
     passes = 1
     for _ in range(MAX_WIDENINGS):

@@ -20,13 +20,12 @@ from itertools import compress
 from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
-from hybridctl.core.failover.demand_cache import MovementMemo
+from hybridctl.core.failover.demand_cache import MovementMemo, workload_tiers
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import PlanOptions, plan
-from hybridctl.core.tiers import classify_workload
 
 
 def key_of(placement_demand: str, workload: str) -> str:
@@ -47,7 +46,7 @@ class Scope:
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
-                applied: Plan, movements: MovementMemo | None = None) -> Scope:
+                applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
@@ -55,7 +54,7 @@ class Scope:
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
                      frozenset(_whole_workloads(free, demands)), disruption, movements,
-                     _tiers(disruption.inventory, demands))
+                     workload_tiers(disruption.inventory, demands) if tiers is None else tiers)
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -148,13 +147,6 @@ _WORKLOAD_NAME = attrgetter("workload.name")
 _POOL = attrgetter("pool")
 _USD = attrgetter("usd_per_month")
 _PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the planner's order of placements
-
-
-def _tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str, str]:
-    """Each workload's tier, as its demands were classified (a workload with none left is classified here)."""
-    of_demands = {d.workload.name: d.tier.value for d in demands}
-    policies = inventory.policies
-    return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value for w in inventory.workloads}
 
 
 def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:

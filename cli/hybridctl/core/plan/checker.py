@@ -1,33 +1,41 @@
 """An independent check of a plan against the inventory: every rule of the spec, re-derived.
 
-It shares no code with the solver's formulation nor with the planner's tier classification
-(checker_rules.py states the tier rules again from the spec), so a modelling mistake there
-shows up here. The CLI runs it after every plan and every replan (a violation is a bug: exit
-70), and the tests use it as their oracle.
+It shares no code with the solver's formulation nor with the planner's classification
+(checker_rules.py states the rules again from the spec), so a modelling mistake there shows up
+here. The CLI runs it after every plan and every replan (a violation is a bug: exit 70), and
+the tests use it as their oracle.
+
+The verdict is kept by workload (its placements, replica counts, cost ceiling, spread and data
+costs) and by pool (capacity, whole machines, the pool's cost), and each part reads only what
+its docstring lists. So a plan that differs from a checked one in a few places is checked by
+checking those places again (`recheck`, driven by checker_delta.py): a drill checks hundreds of
+failover plans, each the base plan with a few workloads moved.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 
-from hybridctl.core.catalog import catalog
-from hybridctl.core.inventory.models import (
-    CapacityType,
-    Dataset,
-    Inventory,
-    Pool,
-    Sensitivity,
-    Site,
-    SiteKind,
-    Workload,
-    WorkloadType,
+from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
+from hybridctl.core.plan.checker_rules import (
+    ALWAYS_ON_HOURS,
+    FIXED,
+    TOLERANCE_USD,
+    PairRules,
+    committed,
+    per_node,
+    placement_violations,
+    pool_violations,
+    price_of,
+    read_usd,
+    revision2_pool_violations,
+    spec_tier,
 )
-from hybridctl.core.plan.checker_rules import FIXED, spec_capacity_allowed, spec_tier
-from hybridctl.core.plan.model import Placement, Plan
-
-_TOLERANCE_USD = 0.05
-_HOURS_ALWAYS_ON = 730
-_RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIAL: 2, Sensitivity.RESTRICTED: 3}
+from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 
 
 class PlacementMemo:
@@ -57,339 +65,272 @@ class PlacementMemo:
         self._known[self._key(placement, objects)] = (objects, problems, cost)
 
 
+@dataclass(frozen=True)
+class WorkloadVerdict:
+    problems: tuple[str, ...]
+    searched: bool = False  # its spread verdict read every pool of the inventory (_spread_problem)
+
+
+@dataclass(frozen=True)
+class PoolVerdict:
+    problems: tuple[str, ...]
+    committed_usd: float  # its share of each of the plan's cost parts, by the rules
+    pay_per_use_usd: float
+    idle_usd: float
+    amortized_usd: float
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """What the checker found in one plan for one inventory, by part."""
+
+    inventory: Inventory
+    plan: Plan
+    workloads: Mapping[str, WorkloadVerdict]  # every workload of the inventory, in its order
+    pools: Mapping[str, PoolVerdict]  # every pool of the inventory, in its order
+    unknown: tuple[str, ...]  # placements and data movements naming no workload or pool of the inventory
+    totals: tuple[str, ...]  # the plan's cost model and cost parts
+    searched: frozenset[str]  # the workloads whose verdict read every pool (WorkloadVerdict.searched)
+
+    @property
+    def problems(self) -> list[str]:
+        return [*self.unknown, *(p for v in self.workloads.values() for p in v.problems),
+                *(p for v in self.pools.values() for p in v.problems), *self.totals]
+
+
 def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> list[str]:
     """Violations of the spec's placement rules; empty when the plan is valid.
 
     `memo` (optional) reuses the per-placement verdicts of earlier checks of plans sharing objects.
     """
-    problems: list[str] = []
-    sites = {s.name: s for s in inventory.sites}
-    pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
-    datasets = {d.name: d for d in inventory.datasets}
-    workloads = {w.name: w for w in inventory.workloads}
-    rules = _PairRules(inventory, datasets)
-    domain_of: dict[str, str] = {}
-    used: dict[str, int] = defaultdict(int)
-    replicas: dict[str, int] = defaultdict(int)
-    domains: dict[str, set[str]] = defaultdict(set)
-    sites_used: dict[str, set[str]] = defaultdict(set)
-    compute: dict[str, float] = defaultdict(float)
-    for pl in plan.placements:
-        w = workloads.get(pl.workload)
-        if w is None or pl.pool not in pools:
-            problems.append(f"{pl.workload} in {pl.pool}: unknown workload or pool")
-            continue
-        site, pool = pools[pl.pool]
-        if memo is None:
-            known = _placement_violations(pl, w, site, pool, rules)
-        else:
-            objects = (w, site, pool, inventory.policies, *(datasets.get(n) for n in w.datasets))
-            cached = memo.get(pl, objects)
-            if cached is None:
-                known = _placement_violations(pl, w, site, pool, rules)
-                memo.put(pl, objects, *known)
-            else:
-                known = cached
-        if known[0]:
-            problems.extend(known[0])
-        used[pool.name] += pl.gpus
-        replicas[pl.demand or pl.workload] += pl.replicas
-        domain = domain_of.get(pool.name)
-        if domain is None:
-            domain = domain_of[pool.name] = pool.failure_domain or site.failure_domain or site.name
-        domains[pl.workload].add(domain)
-        sites_used[pl.workload].add(site.name)
-        compute[pl.workload] += known[1]
-    for name, gpus in used.items():
-        site, pool = pools[name]
-        capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
-        if gpus > capacity:
-            problems.append(f"pool {name}: {gpus} GPUs used, capacity {capacity}")
-    unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
-    degraded = {p.demand or p.workload for p in plan.placements if p.degraded}
-    movement: dict[str, float] = defaultdict(float)
-    for w in inventory.workloads:
-        if w.type is WorkloadType.FEDERATED_TRAINING:
-            keys = {f"{w.name}@{datasets[n].site}" for n in w.datasets}
-        else:
-            keys = {w.name}
-            if w.datasets:
-                for site_name in sites_used[w.name]:
-                    for n in w.datasets:
-                        movement[w.name] += _read_usd(datasets[n], site_name, sites) * w.data_passes_per_month
-        for key in keys:
-            wanted = w.fallback.replicas if key in degraded and w.fallback and w.fallback.replicas else w.replicas
-            if replicas[key] + unplaced.get(key, 0) != wanted:
-                problems.append(f"{key}: {replicas[key]} placed + {unplaced.get(key, 0)} unplaced != {wanted} replicas")
-        if w.max_usd_per_month is not None and compute[w.name] + movement[w.name] > w.max_usd_per_month + _TOLERANCE_USD:
-            problems.append(f"{w.name}: costs {compute[w.name] + movement[w.name]:.2f}, ceiling {w.max_usd_per_month:.2f}")
-    problems.extend(_spread_violations(inventory, degraded, replicas, domains, datasets))
-    problems.extend(_machine_and_cost_violations(inventory, plan))
-    # per workload, so that data cost charged to the wrong workload shows up, not only a wrong total
-    planned: dict[str, list[float]] = defaultdict(list)
-    for m in plan.data_movements:
-        planned[m.workload].append(m.usd_per_month)
-    for name in sorted(set(planned) | {n for n, usd in movement.items() if usd}):
-        says = sum(planned[name])
-        if abs(says - movement[name]) > _TOLERANCE_USD * max(1, len(planned[name])):
-            problems.append(f"{name}: data movement: plan says {says:.2f}, rules give {movement[name]:.2f}")
-    return problems
+    return check(inventory, plan, memo).problems
 
 
-class _PairRules:
-    """The rules a pool breaks for a workload, worked out once per pool and kind of workload.
+def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> PlanCheck:
+    rules = _Rules(inventory, memo)
+    return rules.checked(plan, rules.workloads, rules.pools, None)
 
-    They read the pool, its site, the inventory's policies and datasets, and of the workload only
-    what `_rule_inputs` lists: 100,000 workloads placed in 140,000 places make a few thousand
-    distinct pairs. A rule that reads more of the workload must add it to `_rule_inputs`
-    (tests/core/plan/test_checker_pair_rules.py varies each of them).
-    """
 
-    def __init__(self, inventory: Inventory, datasets: dict[str, Dataset]) -> None:
-        self._inventory = inventory
-        self._datasets = datasets
-        self._known: dict[tuple[str, str, int], list[str]] = {}
-        self._kinds: dict[tuple[str, bool], int] = {}
-        self._kind_numbers: dict[tuple[object, ...], int] = {}
-        self._tiers: dict[str, str] = {}
-        self._price: dict[str, float] = {}
+def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: Collection[str],
+            pools: Collection[str], memo: PlacementMemo | None = None) -> PlanCheck:
+    """check(inventory, plan), given that only the named workloads and pools may judge differently than
+    in `reference`: the caller (checker_delta.py) is to name every part whose inputs differ."""
+    return _Rules(inventory, memo).checked(plan, workloads, pools, reference)
 
-    def tier(self, w: Workload) -> str:
-        tier = self._tiers.get(w.name)
-        if tier is None:
-            tier = self._tiers[w.name] = spec_tier(w)
-        return tier
 
-    def price(self, pool: Pool) -> float:
-        price = self._price.get(pool.name)
-        if price is None:
-            price = self._price[pool.name] = _price(pool)
-        return price
+_WORKLOAD = attrgetter("workload")
+_POOL = attrgetter("pool")
 
-    def violations(self, w: Workload, degraded: bool, gpu_types: list[str], gpu_count: int, site: Site,
-                   pool: Pool) -> list[str]:
-        kind = self._kinds.get((w.name, degraded))
-        if kind is None:  # workloads alike in every rule input share a number
-            kind = self._kinds[(w.name, degraded)] = self._kind_numbers.setdefault(
-                _rule_inputs(w, self.tier(w), gpu_types, gpu_count), len(self._kind_numbers))
-        key = (pool.name, site.name, kind)
-        known = self._known.get(key)
+
+class _Rules:
+    """One inventory's rules, indexed once for a check."""
+
+    def __init__(self, inventory: Inventory, memo: PlacementMemo | None) -> None:
+        self.inventory = inventory
+        self.memo = memo
+        self.sites = {s.name: s for s in inventory.sites}
+        self.pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
+        self.datasets = {d.name: d for d in inventory.datasets}
+        self.workloads = {w.name: w for w in inventory.workloads}
+        self.pair = PairRules(inventory, self.datasets)
+
+    def checked(self, plan: Plan, workloads: Collection[str], pools: Collection[str],
+                known: PlanCheck | None) -> PlanCheck:
+        """The named parts judged now, the others as `known` judged them (all of them when nothing is known)."""
+        placements = plan.placements
+        of_workload: dict[str, list[Placement]] = defaultdict(list)
+        on_pool: dict[str, list[Placement]] = defaultdict(list)
+        # picked out without a Python step per placement of a fleet when few parts are judged again
+        for pl in compress(placements, map(workloads.__contains__, map(_WORKLOAD, placements))):
+            if pl.pool in self.pools:
+                of_workload[pl.workload].append(pl)
+        for pl in compress(placements, map(pools.__contains__, map(_POOL, placements))):
+            if pl.workload in self.workloads:
+                on_pool[pl.pool].append(pl)
+        unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
+        movements = plan.data_movements
+        planned: dict[str, list[float]] = defaultdict(list)
+        for m in compress(movements, map(workloads.__contains__, map(_WORKLOAD, movements))):
+            planned[m.workload].append(m.usd_per_month)
+        # a full check judges every part in inventory order; a recheck updates the known verdicts, in their order
+        by_workload = dict(known.workloads) if known else {}
+        for name in [n for n in workloads if n in self.workloads] if known else self.workloads:
+            by_workload[name] = self._workload(self.workloads[name], of_workload.get(name, ()), unplaced,
+                                               planned.get(name, ()))
+        reported = {u.pool: u for u in plan.pools}
+        by_pool = dict(known.pools) if known else {}
+        for name in [n for n in pools if n in self.pools] if known else self.pools:
+            by_pool[name] = self._pool(name, on_pool.get(name, ()), reported.get(name))
+        searched = {name for name in workloads if by_workload[name].searched} if known is None else \
+            {name for name in {*known.searched, *workloads} if name in by_workload and by_workload[name].searched}
+        return PlanCheck(self.inventory, plan, by_workload, by_pool, tuple(self._unknown(plan)),
+                         tuple(self._totals(plan, by_pool)), frozenset(searched))
+
+    def _unknown(self, plan: Plan) -> Iterable[str]:
+        named = set(map(_WORKLOAD, plan.placements))
+        if not named <= self.workloads.keys() or not set(map(_POOL, plan.placements)) <= self.pools.keys():
+            yield from (f"{pl.workload} in {pl.pool}: unknown workload or pool" for pl in plan.placements
+                        if pl.workload not in self.workloads or pl.pool not in self.pools)
+        orphans: dict[str, list[float]] = defaultdict(list)
+        for m in plan.data_movements:
+            if m.workload not in self.workloads:
+                orphans[m.workload].append(m.usd_per_month)
+        for name in sorted(orphans):
+            says = sum(orphans[name])
+            if abs(says) > TOLERANCE_USD * max(1, len(orphans[name])):
+                yield f"{name}: data movement: plan says {says:.2f}, rules give 0.00"
+
+    def _placement(self, pl: Placement, w: Workload, site: Site, pool: Pool) -> tuple[list[str], float]:
+        if self.memo is None:
+            return placement_violations(pl, w, site, pool, self.pair)
+        objects = (w, site, pool, self.inventory.policies, *(self.datasets.get(n) for n in w.datasets))
+        known = self.memo.get(pl, objects)
         if known is None:
-            known = self._known[key] = [
-                *_pool_violations(self._inventory, w, gpu_types, site, pool, self._datasets),
-                *_revision2_pool_violations(w, gpu_count, site, pool, self._datasets)]
+            known = placement_violations(pl, w, site, pool, self.pair)
+            self.memo.put(pl, objects, *known)
         return known
 
-
-def _rule_inputs(w: Workload, tier: str, gpu_types: list[str], gpu_count: int) -> tuple[object, ...]:
-    """What _pool_violations and _revision2_pool_violations read of a workload (and its tier)."""
-    latency = w.latency
-    return (tier, tuple(gpu_types), gpu_count, w.gpu.multi_node, w.type, w.preemptible, tuple(w.datasets),
-            None if latency is None else (latency.region, latency.p95_ms),
-            None if w.sites is None else tuple(w.sites))
-
-
-def _placement_violations(pl: Placement, w: Workload, site: Site, pool: Pool,
-                          rules: _PairRules) -> tuple[list[str], float]:
-    """The rules one placement breaks on its own, and its cost by the rules."""
-    problems: list[str] = []
-    where = f"{pl.workload} in {pl.pool}"
-    if site.name != pl.site:
-        problems.append(f"{where}: pool is at {site.name}, not {pl.site}")
-    tier = rules.tier(w)
-    if pl.tier != tier:
-        problems.append(f"{where}: tier {pl.tier}, but the rules give {tier}")
-    gpu = w.fallback.gpu if pl.degraded and w.fallback and w.fallback.gpu else w.gpu
-    if pl.gpus != pl.replicas * gpu.count:
-        problems.append(f"{where}: {pl.gpus} GPUs for {pl.replicas} × {gpu.count}")
-    pair = rules.violations(w, pl.degraded, gpu.types, gpu.count, site, pool)
-    if pair:
-        problems.extend(f"{where}: {p}" for p in pair)
-    cost = pl.replicas * gpu.count * w.hours * rules.price(pool)
-    if abs(cost - pl.usd_per_month) > _TOLERANCE_USD:
-        problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
-    return problems, cost
-
-
-def _pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], site: Site, pool: Pool,
-                     datasets: dict[str, Dataset]) -> list[str]:
-    """The rules a pool breaks for a workload, each re-derived from the spec."""
-    problems: list[str] = []
-    tier = spec_tier(w)
-    if pool.gpu not in gpu_types:
-        problems.append(f"GPU {pool.gpu} is not one of {gpu_types}")
-    if not spec_capacity_allowed(tier, pool.capacity_type, w.preemptible, inventory.policies):
-        problems.append(f"capacity type {pool.capacity_type.value} not allowed for tier {tier}")
-    if pool.capacity_type is CapacityType.SPOT and not w.preemptible:
-        problems.append("spot capacity for non-preemptible work")
-    read = [datasets[n] for n in w.datasets]
-    if w.type is WorkloadType.FEDERATED_TRAINING:
-        read = [d for d in read if d.site == site.name]
-        if not read:
-            problems.append("a federated trainer at a site holding none of its data")
-    for d in read:
-        if d.sensitivity is Sensitivity.RESTRICTED and site.kind is SiteKind.CLOUD:
-            problems.append(f"restricted dataset {d.name} processed in the cloud")
-        if d.residency is not None and site.jurisdiction not in d.residency:
-            problems.append(f"dataset {d.name} must stay in {d.residency}, site is {site.jurisdiction}")
-    if w.latency is not None and site.latency_ms.get(w.latency.region, float("inf")) > w.latency.p95_ms:
-        problems.append(f"latency to {w.latency.region} over {w.latency.p95_ms} ms")
-    if w.sites is not None and site.name not in w.sites:
-        problems.append(f"site {site.name} not in the allow-list")
-    return problems
-
-
-# --- revision 2 of the format: node shape, max_sensitivity, pool failure domains, copies, whole
-# machines and the cash cost model. Each rule is re-derived here from the spec's text.
-
-def _per_node(site: Site, pool: Pool) -> int:
-    """GPUs in one machine: the catalog's for a cloud instance type, else gpus_per_node or min(8, gpus)."""
-    if site.kind is SiteKind.CLOUD:
-        return catalog().instances[pool.instance_type or ""].gpus_per_node
-    return pool.gpus_per_node or min(8, pool.gpus or 1)
-
-
-def _committed(site: Site, pool: Pool) -> bool:
-    return site.kind is not SiteKind.CLOUD or pool.capacity_type is CapacityType.RESERVED
-
-
-def _price(pool: Pool) -> float:
-    if pool.usd_per_gpu_hour is not None:
-        return pool.usd_per_gpu_hour
-    return catalog().instances[pool.instance_type or ""].usd_per_gpu_hour
-
-
-def _read_usd(dataset: Dataset, site_name: str, sites: dict[str, Site]) -> float:
-    """Per GB read at a site: nothing where a copy is held, else the cheapest holder's egress."""
-    holders = [dataset.site, *dataset.copies]
-    if site_name in holders:
-        return 0.0
-    return dataset.size_gb * min(sites[h].egress_usd_per_gb for h in holders)
-
-
-def _may_process(site: Site, sensitivity: Sensitivity) -> bool:
-    ceiling = site.max_sensitivity
-    if ceiling is None:
-        ceiling = Sensitivity.RESTRICTED if site.kind is SiteKind.ONPREM else Sensitivity.CONFIDENTIAL
-    return _RANK[ceiling] >= _RANK[sensitivity]
-
-
-def _revision2_pool_violations(w: Workload, gpu_count: int, site: Site, pool: Pool,
-                               datasets: dict[str, Dataset]) -> list[str]:
-    problems: list[str] = []
-    per_node = _per_node(site, pool)
-    multi_node = w.gpu.multi_node if w.gpu.multi_node is not None else w.type in (
-        WorkloadType.PRETRAINING, WorkloadType.TRAINING, WorkloadType.FINE_TUNING, WorkloadType.FEDERATED_TRAINING)
-    if gpu_count > per_node and not (multi_node and gpu_count % per_node == 0):
-        problems.append(f"node shape: {gpu_count} GPUs per replica on {per_node}-GPU machines")
-    read = [datasets[n] for n in w.datasets]
-    if w.type is WorkloadType.FEDERATED_TRAINING:
-        read = [d for d in read if d.site == site.name]
-    for d in read:
-        if not _may_process(site, d.sensitivity):
-            problems.append(f"max_sensitivity: {d.sensitivity.value} dataset {d.name} at {site.name}")
-    return problems
-
-
-def _spread_violations(inventory: Inventory, degraded: set[str], replicas: dict[str, int], domains: dict[str, set[str]],
-                       datasets: dict[str, Dataset]) -> list[str]:
-    """A fully placed workload with >= 2 replicas spans min(spread, replicas, possible domains) failure
-    domains, a pool's own failure_domain counting; spread defaults to spread_fixed_across for the fixed tier."""
-    problems: list[str] = []
-    for w in inventory.workloads:
-        if w.replicas < 2 or replicas[w.name] != w.replicas or w.name in degraded:
-            continue
-        wanted = w.spread if w.spread is not None else (
-            inventory.policies.spread_fixed_across if spec_tier(w) == FIXED else 1)
-        if len(domains[w.name]) >= min(wanted, w.replicas):
-            continue
-        # the spread asked for is bounded by the failure domains that could host the workload at all
-        # (worked out only here: for every workload it would cost workloads × pools rule checks)
-        possible = {p.failure_domain or s.failure_domain or s.name for s in inventory.sites for p in s.pools
-                    if (p.gpus or p.max_gpus or 0) > 0
-                    and not _pool_violations(inventory, w, w.gpu.types, s, p, datasets)
-                    and not _revision2_pool_violations(w, w.gpu.count, s, p, datasets)}
-        required = min(wanted, w.replicas, len(possible))
-        if required >= 2 and len(domains[w.name]) < required:
-            problems.append(f"spread: {w.name} spans {len(domains[w.name])} failure domains, needs {required}")
-    return problems
-
-
-def _machine_and_cost_violations(inventory: Inventory, plan: Plan) -> list[str]:
-    """Whole machines in pay-per-use pools (quota and machine counts), committed constants, and the
-    plan's cost parts under its cost model."""
-    problems: list[str] = []
-    pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
-    always_on: dict[str, int] = defaultdict(int)
-    own_machines: dict[str, int] = defaultdict(int)
-    own_usd: dict[str, float] = defaultdict(float)
-    amortized_in: dict[str, float] = defaultdict(float)
-    workloads = {w.name: w for w in inventory.workloads}
-    shapes: dict[str, tuple[int, float]] = {}  # pool -> GPUs per machine, price: once per pool
-    for pl in plan.placements:
-        if pl.pool not in pools or pl.workload not in workloads or pl.replicas <= 0:
-            continue
-        shape = shapes.get(pl.pool)
-        if shape is None:
+    def _workload(self, w: Workload, placed: Sequence[Placement], unplaced: Mapping[str, int],
+                  planned_usd: Sequence[float]) -> WorkloadVerdict:
+        """Reads the workload, its placements, its unplaced replicas and planned data movements, the
+        policies, its datasets, the sites and pools it is placed on and its datasets' holders (and,
+        on the spread's slow path, every site and pool)."""
+        problems: list[str] = []
+        replicas: dict[str, int] = {}
+        degraded: set[str] = set()
+        domains: set[str] = set()
+        sites_used: set[str] = set()
+        compute = 0.0
+        pools = self.pools
+        for pl in placed:
             site, pool = pools[pl.pool]
-            shape = shapes[pl.pool] = (_per_node(site, pool), _price(pool))
-        per_node, price = shape
-        hours = workloads[pl.workload].hours
-        per_replica = pl.gpus // pl.replicas
-        amortized_in[pl.pool] += pl.gpus * hours * price
-        if hours == _HOURS_ALWAYS_ON:
-            always_on[pl.pool] += pl.gpus
+            violations, cost = self._placement(pl, w, site, pool)
+            if violations:
+                problems.extend(violations)
+            key = pl.demand or pl.workload
+            if key != w.name and not key.startswith(f"{w.name}@"):
+                problems.append(f"{pl.workload} in {pl.pool}: demand {key} is another workload's")
+            replicas[key] = replicas.get(key, 0) + pl.replicas
+            if pl.degraded:
+                degraded.add(key)
+            domains.add(pool.failure_domain or site.failure_domain or site.name)
+            sites_used.add(site.name)
+            compute += cost
+        movement = 0.0
+        if w.type is WorkloadType.FEDERATED_TRAINING:
+            keys = sorted({f"{w.name}@{self.datasets[n].site}" for n in w.datasets})
         else:
-            machines = pl.replicas * -(-per_replica // per_node)
-            own_machines[pl.pool] += machines
-            own_usd[pl.pool] += machines * per_node * hours * price
-    reported = {p.pool: p for p in plan.pools}
-    committed = pay_per_use = idle = 0.0
-    for name, (site, pool) in pools.items():
-        per_node = _per_node(site, pool)
+            keys = [w.name]
+            for site_name in sorted(sites_used) if w.datasets else ():
+                for n in w.datasets:
+                    movement += read_usd(self.datasets[n], site_name, self.sites) * w.data_passes_per_month
+        for key in keys:
+            wanted = w.fallback.replicas if key in degraded and w.fallback and w.fallback.replicas else w.replicas
+            count = replicas.get(key, 0)
+            if count + unplaced.get(key, 0) != wanted:
+                problems.append(f"{key}: {count} placed + {unplaced.get(key, 0)} unplaced != {wanted} replicas")
+        if w.max_usd_per_month is not None and compute + movement > w.max_usd_per_month + TOLERANCE_USD:
+            problems.append(f"{w.name}: costs {compute + movement:.2f}, ceiling {w.max_usd_per_month:.2f}")
+        spread, searched = ("", False) if w.replicas < 2 else self._spread_problem(
+            w, w.name in degraded, replicas.get(w.name, 0), domains)
+        if spread:
+            problems.append(spread)
+        # per workload, so that data cost charged to the wrong workload shows up, not only a wrong total
+        if planned_usd or movement:
+            says = sum(planned_usd)
+            if abs(says - movement) > TOLERANCE_USD * max(1, len(planned_usd)):
+                problems.append(f"{w.name}: data movement: plan says {says:.2f}, rules give {movement:.2f}")
+        return WorkloadVerdict(tuple(problems), searched)
+
+    def _spread_problem(self, w: Workload, degraded: bool, replicas: int, domains: set[str]) -> tuple[str, bool]:
+        """A fully placed workload with >= 2 replicas spans min(spread, replicas, possible domains) failure
+        domains, a pool's own failure_domain counting; spread defaults to spread_fixed_across for the fixed
+        tier. Also whether every pool was read (the domains that could host it at all)."""
+        if w.replicas < 2 or replicas != w.replicas or degraded:
+            return "", False
+        wanted = w.spread if w.spread is not None else (
+            self.inventory.policies.spread_fixed_across if spec_tier(w) == FIXED else 1)
+        if len(domains) >= min(wanted, w.replicas):
+            return "", False
+        # bounded by the failure domains that could host the workload at all (worked out only here:
+        # for every workload it would cost workloads × pools rule checks)
+        possible = {p.failure_domain or s.failure_domain or s.name for s in self.inventory.sites for p in s.pools
+                    if (p.gpus or p.max_gpus or 0) > 0
+                    and not pool_violations(self.inventory, w, w.gpu.types, s, p, self.datasets)
+                    and not revision2_pool_violations(w, w.gpu.count, s, p, self.datasets)}
+        required = min(wanted, w.replicas, len(possible))
+        if required >= 2 and len(domains) < required:
+            return f"spread: {w.name} spans {len(domains)} failure domains, needs {required}", True
+        return "", True
+
+    def _pool(self, name: str, placed: Sequence[Placement], reported: PoolUsage | None) -> PoolVerdict:
+        """Whole machines in pay-per-use pools (quota and machine counts) and committed constants. Reads the
+        pool, its site, the placements on it, their workloads' hours and the plan's report of the pool."""
+        site, pool = self.pools[name]
+        gpus_per_node, price = per_node(site, pool), price_of(pool)
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
-        if _committed(site, pool):
-            usd = capacity * _HOURS_ALWAYS_ON * _price(pool)
-            committed += usd
-            idle += usd - amortized_in[name]
-            machines = -(-capacity // per_node)
+        used = always_on = own_machines = 0
+        own_usd = amortized = 0.0
+        for pl in placed:
+            used += pl.gpus
+            if pl.replicas <= 0:
+                continue
+            hours = self.workloads[pl.workload].hours
+            amortized += pl.gpus * hours * price
+            if hours == ALWAYS_ON_HOURS:
+                always_on += pl.gpus
+            else:
+                machines = pl.replicas * -(-(pl.gpus // pl.replicas) // gpus_per_node)
+                own_machines += machines
+                own_usd += machines * gpus_per_node * hours * price
+        problems: list[str] = []
+        if used > capacity:
+            problems.append(f"pool {name}: {used} GPUs used, capacity {capacity}")
+        committed_usd = pay_per_use_usd = idle_usd = 0.0
+        if committed(site, pool):
+            usd = committed_usd = capacity * ALWAYS_ON_HOURS * price
+            idle_usd = usd - amortized
+            machines = -(-capacity // gpus_per_node)
         else:
-            shared = -(-always_on[name] // per_node)
-            machines = shared + own_machines[name]
-            usd = shared * per_node * _HOURS_ALWAYS_ON * _price(pool) + own_usd[name]
-            pay_per_use += usd
-            if machines > capacity // per_node:
-                problems.append(f"whole machines: pool {name} runs {machines} machines of {per_node} GPUs, "
-                                f"its quota of {capacity} GPUs allows {capacity // per_node}")
-        got = reported.get(name)
-        if got is None:
+            shared = -(-always_on // gpus_per_node)
+            machines = shared + own_machines
+            usd = pay_per_use_usd = shared * gpus_per_node * ALWAYS_ON_HOURS * price + own_usd
+            if machines > capacity // gpus_per_node:
+                problems.append(f"whole machines: pool {name} runs {machines} machines of {gpus_per_node} GPUs, "
+                                f"its quota of {capacity} GPUs allows {capacity // gpus_per_node}")
+        if reported is None:
             problems.append(f"pool {name}: missing from the plan's pools")
-            continue
-        if got.machines != machines:
-            problems.append(f"machines: pool {name} reports {got.machines}, the placements need {machines}")
-        if abs(got.usd_per_month - usd) > _TOLERANCE_USD:
-            problems.append(f"pool cost: pool {name} reports {got.usd_per_month:.2f}, the rules give {usd:.2f}")
-    if plan.cost_model != inventory.policies.cost_model.value:
-        problems.append(f"cost model: plan says {plan.cost_model}, the inventory {inventory.policies.cost_model.value}")
-    data = sum(m.usd_per_month for m in plan.data_movements)
-    if inventory.policies.cost_model.value == "cash":
-        total = committed + pay_per_use + data
-    else:
-        total = sum(amortized_in.values()) + data
-    slack = _TOLERANCE_USD * max(1, len(plan.pools) + len(plan.data_movements))
-    for label, got_usd, want in (("total", plan.total_usd_per_month, total),
-                                 ("committed", plan.committed_usd_per_month, committed),
-                                 ("pay-per-use", plan.pay_per_use_usd_per_month, pay_per_use),
-                                 ("idle committed", plan.idle_committed_usd_per_month, idle)):
-        if abs(got_usd - want) > slack:
-            problems.append(f"{label} cost: plan says {got_usd:.2f}, the rules give {want:.2f}")
-    return problems
+        else:
+            if reported.machines != machines:
+                problems.append(f"machines: pool {name} reports {reported.machines}, the placements need {machines}")
+            if abs(reported.usd_per_month - usd) > TOLERANCE_USD:
+                problems.append(f"pool cost: pool {name} reports {reported.usd_per_month:.2f}, the rules give {usd:.2f}")
+        return PoolVerdict(tuple(problems), committed_usd, pay_per_use_usd, idle_usd, amortized)
+
+    def _totals(self, plan: Plan, pools: Mapping[str, PoolVerdict]) -> Iterable[str]:
+        """The plan's cost parts under its cost model, from the pools' shares (summed in inventory order)."""
+        model = self.inventory.policies.cost_model.value
+        if plan.cost_model != model:
+            yield f"cost model: plan says {plan.cost_model}, the inventory {model}"
+        verdicts = pools.values()
+        committed_usd = sum(v.committed_usd for v in verdicts)
+        pay_per_use = sum(v.pay_per_use_usd for v in verdicts)
+        data = sum(m.usd_per_month for m in plan.data_movements)
+        total = committed_usd + pay_per_use + data if model == "cash" else sum(v.amortized_usd for v in verdicts) + data
+        slack = TOLERANCE_USD * max(1, len(plan.pools) + len(plan.data_movements))
+        for label, got_usd, want in (("total", plan.total_usd_per_month, total),
+                                     ("committed", plan.committed_usd_per_month, committed_usd),
+                                     ("pay-per-use", plan.pay_per_use_usd_per_month, pay_per_use),
+                                     ("idle committed", plan.idle_committed_usd_per_month,
+                                      sum(v.idle_usd for v in verdicts))):
+            if abs(got_usd - want) > slack:
+                yield f"{label} cost: plan says {got_usd:.2f}, the rules give {want:.2f}"
 
 
 def check_budget(inventory: Inventory, plan: Plan) -> list[str]:
     """The budget rule, apart from check_plan: an over-budget plan is the user's problem (exit 1), not a
     planner bug. The total under the cost model (cash: committed included) must not exceed it."""
     budget = inventory.policies.monthly_budget_usd
-    if budget is not None and plan.total_usd_per_month > budget + _TOLERANCE_USD:
+    if budget is not None and plan.total_usd_per_month > budget + TOLERANCE_USD:
         return [f"budget: the plan costs {plan.total_usd_per_month:.2f} ({plan.cost_model}), budget {budget:.2f}"]
     return []

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter
+from typing import TypeVar
 
 import numpy as np
 
 from hybridctl import __version__
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, is_always_on, pool_infos
 from hybridctl.core.gcpause import paused_gc
-from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
+from hybridctl.core.inventory.models import (
+    DEFAULT_REALTIME_HOURS,
+    CostModel,
+    Inventory,
+    Workload,
+    WorkloadType,
+)
 from hybridctl.core.plan.costs import data_movements, inventory_digest, pool_usage
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
 from hybridctl.core.plan.formulation import TIE_BREAK, formulate, penalty_per_replica
@@ -165,7 +176,7 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     index = EligibilityIndex(inventory, pools)
     all_demands = planned_demands if planned_demands is not None else demands(inventory)
     before = previous_replicas(previous)
-    ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
+    ceilings = _given(inventory, _CEILING)
     cash = inventory.policies.cost_model is CostModel.CASH
     units = build_units(all_demands, index, before, table)
     solved = _solve_components(units, table, ceilings, options, started, cash)
@@ -252,11 +263,27 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         data_usd_per_month=round(sum(m.usd_per_month for m in movements), 2),
         budget_usd_per_month=inventory.policies.monthly_budget_usd,
         tiers=decisions,
-        workload_types={w.name: w.type.value for w in inventory.workloads},
-        teams={w.name: w.team for w in inventory.workloads if w.team is not None},
+        workload_types=dict(zip(map(_NAME, inventory.workloads),
+                                map(_TYPE_VALUE.__getitem__, map(_TYPE, inventory.workloads)), strict=True)),
+        teams=_given(inventory, _TEAM),
         tool_version=__version__,
         cost_model=inventory.policies.cost_model.value,
     )
+
+
+# a replan of a few workloads still describes every workload of a fleet: without a Python step each
+_NAME, _TYPE = attrgetter("name"), attrgetter("type")
+_TEAM: Callable[[Workload], str | None] = attrgetter("team")
+_CEILING: Callable[[Workload], float | None] = attrgetter("max_usd_per_month")
+T = TypeVar("T")
+_TYPE_VALUE = {t: t.value for t in WorkloadType}
+
+
+def _given(inventory: Inventory, field: Callable[[Workload], T | None]) -> dict[str, T]:
+    """Workload name -> the field, for the workloads that give it (not None)."""
+    values: list[T | None] = list(map(field, inventory.workloads))
+    return dict(compress(zip(map(_NAME, inventory.workloads), values, strict=True),
+                         map(operator.is_not, values, repeat(None))))
 
 
 def budget_violation(plan_: Plan) -> str | None:
