@@ -23,6 +23,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from hybridctl.core.catalog import Catalog, catalog
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
@@ -41,6 +42,8 @@ from hybridctl.core.stackvalues import (
 )
 from hybridctl.core.tiers import TIER_ORDER, Tier, allowed_capacity_types
 from hybridctl.errors import HybridctlError
+
+T = TypeVar("T")
 
 # Shared with stacks/aws-gpu-pools (node labels) and stacks/k8s-queues (flavor selectors).
 LABEL_SITE = "hybridctl.io/site"
@@ -294,6 +297,8 @@ class StackConfigMemo:
     def __init__(self) -> None:
         self._queues: dict[tuple[object, ...], tuple[Inventory, tuple[Placement, ...], QueuesStackConfig]] = {}
         self._node_pools: dict[tuple[object, ...], tuple[Inventory, Catalog, NodePoolConfig]] = {}
+        self._gpu_pools: dict[tuple[object, ...], tuple[Inventory, GpuPoolsStackConfig]] = {}
+        self._derived: dict[tuple[object, ...], tuple[object, object]] = {}
         self._first: Plan | None = None
 
     def _keeps(self, plan: Plan) -> bool:
@@ -323,6 +328,31 @@ class StackConfigMemo:
         return config
 
 
+    def gpu_pools(self, plan: Plan, inventory: Inventory, config: GpuPoolsStackConfig) -> GpuPoolsStackConfig:
+        """The first plan's configuration of a site's pools when `config` has the very same node groups: the
+        steps derived from it are kept with it (derived)."""
+        key = (id(inventory), config.site, config.region, config.cluster_name, config.plan_digest,
+               tuple(map(id, config.node_pools)))
+        known = self._gpu_pools.get(key)
+        if known is not None:
+            return known[1]
+        if self._keeps(plan):
+            self._gpu_pools[key] = (inventory, config)
+        return config
+
+    def derived(self, plan: Plan, config: object, key: tuple[object, ...], derive: Callable[[], T]) -> T:
+        """What `derive` works out from `config` (and what `key` names), kept while `config` is one of the
+        first plan's configurations: a later plan that reuses the configuration reuses it too."""
+        full = (id(config), *key)
+        known = self._derived.get(full)
+        if known is not None:
+            return cast(T, known[1])
+        value = derive()
+        if self._keeps(plan):
+            self._derived[full] = (config, value)
+        return value
+
+
 def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None,
                   memo: StackConfigMemo | None = None) -> StackConfigs:
     """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan).
@@ -338,16 +368,16 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
     by_site: dict[str, list[_PlannedPool]] = defaultdict(list)
     for p in planned:
         by_site[p.site.name].append(p)
-    gpu_pools = tuple(
-        GpuPoolsStackConfig(
-            site=site_pools[0].site.name, region=site_pools[0].site.region or "",
-            cluster_name=site_pools[0].site.cluster or "", inventory_name=inventory.name, plan_digest=digest,
+    gpu_pools: list[GpuPoolsStackConfig] = []
+    for _, site_pools in sorted(by_site.items()):
+        site = site_pools[0].site
+        config = GpuPoolsStackConfig(
+            site=site.name, region=site.region or "", cluster_name=site.cluster or "", inventory_name=inventory.name,
+            plan_digest=digest,
             node_pools=tuple(_node_pool_of(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)),
                                            inventory, plan, memo)
-                             for p in site_pools),
-        )
-        for _, site_pools in sorted(by_site.items())
-    )
+                             for p in site_pools))
+        gpu_pools.append(config if memo is None else memo.gpu_pools(plan, inventory, config))
 
     cluster_of = {s.name: s.cluster for s in inventory.sites if s.kind is SiteKind.CLOUD and s.cluster}
     managers, mirrored = _multikueue_groups(plan, cluster_of)
@@ -389,4 +419,4 @@ def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, c
         ))
         if memo is not None:
             memo.put_queues(plan, key, inventory, held, queues[-1])
-    return StackConfigs(gpu_pools, tuple(queues))
+    return StackConfigs(tuple(gpu_pools), tuple(queues))

@@ -25,11 +25,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property, partial
 
 from hybridctl.core.ansible_inventory import AnsibleInventory, build_ansible_inventory, group_name
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
 
 Params = Mapping[str, object]
 
@@ -89,9 +91,10 @@ class Step:
 
 def make_step(id: str, kind: str, title: str, params: Params, *, depends_on: Iterable[str] = (),
               site: str | None = None, phase: int | None = None, deploys: bool = False,
-              removes: Iterable[str] = (), identity: Params | None = None) -> Step:
-    """A step whose digest covers `identity` (default: all of params): what, changed, must run again."""
-    digest = inputs_digest(kind, params if identity is None else identity)
+              removes: Iterable[str] = (), identity: Params | None = None, digest: str | None = None) -> Step:
+    """A step whose digest covers `identity` (default: all of params): what, changed, must run again.
+    `digest`: that digest, already worked out (CloudStack.identity_digest)."""
+    digest = digest or inputs_digest(kind, params if identity is None else identity)
     return Step(id, kind, title, params, digest, tuple(sorted(set(depends_on))), site,
                 _PHASE.get(kind, 0) if phase is None else phase, deploys, tuple(sorted(set(removes))))
 
@@ -184,6 +187,13 @@ class CloudStack:
     cluster: str | None = None  # a queues stack: its cluster
     sites: tuple[str, ...] = ()  # a queues stack: the cloud sites whose pools it admits to
 
+    @cached_property
+    def identity_digest(self) -> str:
+        """The digest of its step's identity (_stack_identity), worked out once: a drill's plans share most
+        of their stacks (StackConfigMemo keeps them), and a fleet's queues serialise to megabytes."""
+        kind = StepKind.CLOUD_POOLS if self.cluster is None else StepKind.CLUSTER_QUEUES
+        return inputs_digest(kind, _stack_identity(self))
+
 
 @dataclass(frozen=True)
 class BundleRef:
@@ -231,12 +241,25 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
     `memo`: see stack_configs.
     """
     configs = stack_configs(inventory, plan, digest, memo=memo)
-    pools = tuple(CloudStack(c.project, c.stack_name, c.values(), site=c.site) for c in configs.gpu_pools)
     cluster_of = {c.site: c.cluster_name for c in configs.gpu_pools}
-    queues = tuple(CloudStack(q.project, q.stack_name, q.values(), cluster=q.cluster_name,
-                              sites=tuple(sorted(s for s, c in cluster_of.items() if c == q.cluster_name)))
-                   for q in configs.queues)
-    return pools + queues
+    stacks: list[CloudStack] = []
+    # a configuration the memo kept (one of the first plan's) keeps its stack, and so the stack's digest
+    for pools in configs.gpu_pools:
+        build = partial(_pools_stack, pools)
+        stacks.append(build() if memo is None else memo.derived(plan, pools, (), build))
+    for queues in configs.queues:
+        sites = tuple(sorted(s for s, c in cluster_of.items() if c == queues.cluster_name))
+        build = partial(_queues_stack, queues, sites)
+        stacks.append(build() if memo is None else memo.derived(plan, queues, sites, build))
+    return tuple(stacks)
+
+
+def _pools_stack(config: GpuPoolsStackConfig) -> CloudStack:
+    return CloudStack(config.project, config.stack_name, config.values(), site=config.site)
+
+
+def _queues_stack(config: QueuesStackConfig, sites: tuple[str, ...]) -> CloudStack:
+    return CloudStack(config.project, config.stack_name, config.values(), cluster=config.cluster_name, sites=sites)
 
 
 def _ansible_params(kind: StepKind, hosts: AnsibleInventory, extravars: Mapping[str, object],
@@ -269,13 +292,13 @@ def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack
             pools_of_site[cloud_site] = step_id
             steps.append(make_step(step_id, StepKind.CLOUD_POOLS, f"GPU pools of cloud site {cloud_site}",
                                    _stack_params(stack), site=cloud_site, deploys=True,
-                                   identity=_stack_identity(stack)))
+                                   digest=stack.identity_digest))
     for stack in stacks:
         if stack.cluster is not None:
             deps = [pools_of_site[s] for s in stack.sites if s in pools_of_site]
             steps.append(make_step(f"cluster-queues/{stack.cluster}", StepKind.CLUSTER_QUEUES,
                                    f"Kueue queues of cluster {stack.cluster}", _stack_params(stack),
-                                   depends_on=deps, site=None, deploys=True, identity=_stack_identity(stack)))
+                                   depends_on=deps, site=None, deploys=True, digest=stack.identity_digest))
     ansible = build_ansible_inventory(inventory, plan)
     placed_pools: dict[tuple[str, str], set[str]] = defaultdict(set)  # (site, workload) -> pools
     for placement in plan.placements:
