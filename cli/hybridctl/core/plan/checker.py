@@ -33,7 +33,6 @@ from hybridctl.core.plan.checker_rules import (
     price_of,
     read_usd,
     revision2_pool_violations,
-    spec_tier,
 )
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 
@@ -69,6 +68,9 @@ class PlacementMemo:
 class WorkloadVerdict:
     problems: tuple[str, ...]
     searched: bool = False  # its spread verdict read every pool of the inventory (_spread_problem)
+
+
+_CLEAN = WorkloadVerdict(())  # shared by the workloads that break no rule (most of a fleet)
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,16 @@ _WORKLOAD = attrgetter("workload")
 _POOL = attrgetter("pool")
 
 
+class _PoolSums:
+    """What a pool's verdict adds up over the placements on it (_Rules._add)."""
+
+    __slots__ = ("always_on", "amortized", "own_machines", "own_usd", "used")
+
+    def __init__(self) -> None:
+        self.used = self.always_on = self.own_machines = 0
+        self.own_usd = self.amortized = 0.0
+
+
 class _Rules:
     """One inventory's rules, indexed once for a check."""
 
@@ -133,20 +145,26 @@ class _Rules:
         self.datasets = {d.name: d for d in inventory.datasets}
         self.workloads = {w.name: w for w in inventory.workloads}
         self.pair = PairRules(inventory, self.datasets)
+        self._shapes: dict[str, tuple[int, float]] = {}  # pool -> GPUs per machine, price
 
     def checked(self, plan: Plan, workloads: Collection[str], pools: Collection[str],
                 known: PlanCheck | None) -> PlanCheck:
         """The named parts judged now, the others as `known` judged them (all of them when nothing is known)."""
         placements = plan.placements
         of_workload: dict[str, list[Placement]] = defaultdict(list)
-        on_pool: dict[str, list[Placement]] = defaultdict(list)
-        # picked out without a Python step per placement of a fleet when few parts are judged again
-        for pl in compress(placements, map(workloads.__contains__, map(_WORKLOAD, placements))):
-            if pl.pool in self.pools:
-                of_workload[pl.workload].append(pl)
-        for pl in compress(placements, map(pools.__contains__, map(_POOL, placements))):
-            if pl.workload in self.workloads:
-                on_pool[pl.pool].append(pl)
+        sums = {name: _PoolSums() for name in (self.pools if known is None else pools) if name in self.pools}
+        if known is None:  # every part, in one pass: the workloads' pass adds up the pools (_workload)
+            for pl in placements:
+                if pl.pool in self.pools:
+                    of_workload[pl.workload].append(pl)
+        else:  # the parts judged again, picked out without a Python step per placement of a fleet
+            for pl in compress(placements, map(workloads.__contains__, map(_WORKLOAD, placements))):
+                if pl.pool in self.pools:
+                    of_workload[pl.workload].append(pl)
+            for pl in compress(placements, map(sums.__contains__, map(_POOL, placements))):
+                w = self.workloads.get(pl.workload)
+                if w is not None:
+                    self._add(sums[pl.pool], pl, w)
         unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
         movements = plan.data_movements
         planned: dict[str, list[float]] = defaultdict(list)
@@ -156,11 +174,11 @@ class _Rules:
         by_workload = dict(known.workloads) if known else {}
         for name in [n for n in workloads if n in self.workloads] if known else self.workloads:
             by_workload[name] = self._workload(self.workloads[name], of_workload.get(name, ()), unplaced,
-                                               planned.get(name, ()))
+                                               planned.get(name, ()), None if known else sums)
         reported = {u.pool: u for u in plan.pools}
         by_pool = dict(known.pools) if known else {}
-        for name in [n for n in pools if n in self.pools] if known else self.pools:
-            by_pool[name] = self._pool(name, on_pool.get(name, ()), reported.get(name))
+        for name, pool_sums in sums.items():
+            by_pool[name] = self._pool(name, pool_sums, reported.get(name))
         searched = {name for name in workloads if by_workload[name].searched} if known is None else \
             {name for name in {*known.searched, *workloads} if name in by_workload and by_workload[name].searched}
         return PlanCheck(self.inventory, plan, by_workload, by_pool, tuple(self._unknown(plan)),
@@ -191,24 +209,24 @@ class _Rules:
         return known
 
     def _workload(self, w: Workload, placed: Sequence[Placement], unplaced: Mapping[str, int],
-                  planned_usd: Sequence[float]) -> WorkloadVerdict:
+                  planned_usd: Sequence[float], sums: Mapping[str, _PoolSums] | None) -> WorkloadVerdict:
         """Reads the workload, its placements, its unplaced replicas and planned data movements, the
         policies, its datasets, the sites and pools it is placed on and its datasets' holders (and,
-        on the spread's slow path, every site and pool)."""
+        on the spread's slow path, every site and pool). Adds its placements to the pools' `sums`."""
         problems: list[str] = []
         replicas: dict[str, int] = {}
         degraded: set[str] = set()
         domains: set[str] = set()
         sites_used: set[str] = set()
         compute = 0.0
-        pools = self.pools
+        pools, name, judge = self.pools, w.name, self._placement
         for pl in placed:
             site, pool = pools[pl.pool]
-            violations, cost = self._placement(pl, w, site, pool)
+            violations, cost = judge(pl, w, site, pool)
             if violations:
                 problems.extend(violations)
-            key = pl.demand or pl.workload
-            if key != w.name and not key.startswith(f"{w.name}@"):
+            key = pl.demand or name
+            if key != name and not key.startswith(f"{name}@"):
                 problems.append(f"{pl.workload} in {pl.pool}: demand {key} is another workload's")
             replicas[key] = replicas.get(key, 0) + pl.replicas
             if pl.degraded:
@@ -216,6 +234,8 @@ class _Rules:
             domains.add(pool.failure_domain or site.failure_domain or site.name)
             sites_used.add(site.name)
             compute += cost
+            if sums is not None:
+                self._add(sums[pl.pool], pl, w)
         movement = 0.0
         if w.type is WorkloadType.FEDERATED_TRAINING:
             keys = sorted({f"{w.name}@{self.datasets[n].site}" for n in w.datasets})
@@ -240,7 +260,7 @@ class _Rules:
             says = sum(planned_usd)
             if abs(says - movement) > TOLERANCE_USD * max(1, len(planned_usd)):
                 problems.append(f"{w.name}: data movement: plan says {says:.2f}, rules give {movement:.2f}")
-        return WorkloadVerdict(tuple(problems), searched)
+        return WorkloadVerdict(tuple(problems), searched) if problems or searched else _CLEAN
 
     def _spread_problem(self, w: Workload, degraded: bool, replicas: int, domains: set[str]) -> tuple[str, bool]:
         """A fully placed workload with >= 2 replicas spans min(spread, replicas, possible domains) failure
@@ -249,7 +269,7 @@ class _Rules:
         if w.replicas < 2 or replicas != w.replicas or degraded:
             return "", False
         wanted = w.spread if w.spread is not None else (
-            self.inventory.policies.spread_fixed_across if spec_tier(w) == FIXED else 1)
+            self.inventory.policies.spread_fixed_across if self.pair.tier(w) == FIXED else 1)
         if len(domains) >= min(wanted, w.replicas):
             return "", False
         # bounded by the failure domains that could host the workload at all (worked out only here:
@@ -263,26 +283,34 @@ class _Rules:
             return f"spread: {w.name} spans {len(domains)} failure domains, needs {required}", True
         return "", True
 
-    def _pool(self, name: str, placed: Sequence[Placement], reported: PoolUsage | None) -> PoolVerdict:
+    def _add(self, sums: _PoolSums, pl: Placement, w: Workload) -> None:
+        """A placement's part of its pool's sums: GPUs, always-on GPUs, other replicas' own machines and
+        their cost, and the amortized cost."""
+        sums.used += pl.gpus
+        if pl.replicas <= 0:
+            return
+        shape = self._shapes.get(pl.pool)
+        if shape is None:
+            site, pool = self.pools[pl.pool]
+            shape = self._shapes[pl.pool] = (per_node(site, pool), price_of(pool))
+        gpus_per_node, price = shape
+        hours = w.hours
+        sums.amortized += pl.gpus * hours * price
+        if hours == ALWAYS_ON_HOURS:
+            sums.always_on += pl.gpus
+        else:
+            machines = pl.replicas * -(-(pl.gpus // pl.replicas) // gpus_per_node)
+            sums.own_machines += machines
+            sums.own_usd += machines * gpus_per_node * hours * price
+
+    def _pool(self, name: str, sums: _PoolSums, reported: PoolUsage | None) -> PoolVerdict:
         """Whole machines in pay-per-use pools (quota and machine counts) and committed constants. Reads the
-        pool, its site, the placements on it, their workloads' hours and the plan's report of the pool."""
+        pool, its site, the placements on it (their sums), their workloads' hours and the plan's report."""
         site, pool = self.pools[name]
         gpus_per_node, price = per_node(site, pool), price_of(pool)
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
-        used = always_on = own_machines = 0
-        own_usd = amortized = 0.0
-        for pl in placed:
-            used += pl.gpus
-            if pl.replicas <= 0:
-                continue
-            hours = self.workloads[pl.workload].hours
-            amortized += pl.gpus * hours * price
-            if hours == ALWAYS_ON_HOURS:
-                always_on += pl.gpus
-            else:
-                machines = pl.replicas * -(-(pl.gpus // pl.replicas) // gpus_per_node)
-                own_machines += machines
-                own_usd += machines * gpus_per_node * hours * price
+        used, always_on, own_machines, own_usd, amortized = (sums.used, sums.always_on, sums.own_machines,
+                                                              sums.own_usd, sums.amortized)
         problems: list[str] = []
         if used > capacity:
             problems.append(f"pool {name}: {used} GPUs used, capacity {capacity}")
