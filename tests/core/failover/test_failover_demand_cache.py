@@ -59,7 +59,10 @@ def test_a_copy_with_the_same_workloads_and_other_data_or_policies_is_worked_out
         d.model_copy(update={"site": "edge-nyc-01"}) if d.name == "store-video-paris" else d
         for d in inventory.datasets]})
     stricter = inventory.model_copy(update={"policies": inventory.policies.model_copy(update={"spread_fixed_across": 1})})
-    for copy in (moved, stricter):
+    renamed = inventory.model_copy(update={"datasets": [  # its readers no longer find it by name
+        d.model_copy(update={"name": "store-video-elsewhere"}) if d.name == "store-video-paris" else d
+        for d in inventory.datasets]})
+    for copy in (moved, stricter, renamed):
         got = cache.demands(copy)
         assert got == demands(copy) and got != first
 

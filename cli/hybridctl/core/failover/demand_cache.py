@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from collections import defaultdict
 from collections.abc import Sequence
-from itertools import compress
+from itertools import accumulate, compress
 from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, demands
@@ -28,21 +28,56 @@ class DemandCache:
     def __init__(self) -> None:
         self._known: dict[int, _Known] = {}
         self.movements = MovementMemo()  # shared by the scenarios' replans, as the demands are
-        # the first inventory's workloads, datasets, policies and demands: most disrupted copies (all but
-        # site losses) keep every one of those objects, and get its demands without a look at each workload
+        # the first inventory's workloads, datasets, policies and demands: a disrupted copy keeps most of those
+        # objects (all of them but after a site loss), and gets its demands without a look at each workload
         self._first: tuple[list[Workload], list[Dataset], Policies, list[Demand]] | None = None
+        self._first_offsets: list[int] = []  # where each of the first inventory's workloads' demands start
         self._first_tiers: tuple[list[Workload], Policies, dict[str, str]] | None = None
 
     def demands(self, inventory: Inventory) -> list[Demand]:
         """What eligibility.demands(inventory) returns, in the same order."""
         first = self._first
-        if first is not None and first[2] is inventory.policies and _same(first[0], inventory.workloads) \
-                and _same(first[1], inventory.datasets):
-            return list(first[3])
-        found = self._worked_out(inventory)
         if first is None:
+            found = self._worked_out(inventory)
             self._first = (list(inventory.workloads), list(inventory.datasets), inventory.policies, list(found))
-        return found
+            self._first_offsets = list(accumulate((len(self._known[id(w)][3]) for w in inventory.workloads),
+                                                  initial=0))
+            return found
+        positions = self._changed_positions(inventory)
+        if positions is None:
+            return self._worked_out(inventory)
+        if not positions:
+            return list(first[3])
+        # the first inventory's demands, with the changed workloads' spliced in: a site loss changes a few
+        workloads, before, offsets = inventory.workloads, first[3], self._first_offsets
+        self._fill(inventory, [workloads[i] for i in positions])
+        spliced: list[Demand] = []
+        start = 0
+        for i in positions:
+            spliced += before[offsets[start]:offsets[i]]
+            spliced += self._known[id(workloads[i])][3]
+            start = i + 1
+        spliced += before[offsets[start]:]
+        return spliced
+
+    def _changed_positions(self, inventory: Inventory) -> list[int] | None:
+        """Where the workloads' demands may differ from the first inventory's: a workload that is not the very
+        same object, or that reads a dataset that is not; None when the two are not alike enough to tell."""
+        assert self._first is not None
+        workloads, datasets, policies, _ = self._first
+        if policies is not inventory.policies or len(workloads) != len(inventory.workloads) \
+                or len(datasets) != len(inventory.datasets):
+            return None
+        differ = list(map(operator.is_not, workloads, inventory.workloads))
+        changed = list(compress(zip(datasets, inventory.datasets, strict=True),
+                                map(operator.is_not, datasets, inventory.datasets)))
+        if any(was.name != now.name for was, now in changed):
+            return None
+        if changed:
+            names = {now.name for _, now in changed}
+            reads = map(operator.not_, map(names.isdisjoint, map(_DATASETS, inventory.workloads)))
+            differ = list(map(operator.or_, differ, reads))
+        return list(compress(range(len(differ)), differ))
 
     def tiers(self, inventory: Inventory, demands_: Sequence[Demand]) -> dict[str, str]:
         """What workload_tiers(inventory, demands_) returns, for `demands_` = self.demands(inventory): a tier
@@ -66,16 +101,20 @@ class DemandCache:
         return tiers
 
     def _worked_out(self, inventory: Inventory) -> list[Demand]:
+        self._fill(inventory, inventory.workloads)
+        return [d for w in inventory.workloads for d in self._known[id(w)][3]]
+
+    def _fill(self, inventory: Inventory, workloads: Sequence[Workload]) -> None:
+        """Work out the demands of those of `workloads` that the cache does not hold."""
         datasets = {d.name: d for d in inventory.datasets}
-        reads = {id(w): tuple(datasets[n] for n in w.datasets if n in datasets) for w in inventory.workloads}
-        missing = [w for w in inventory.workloads if not self._fits(w, reads[id(w)], inventory.policies)]
+        reads = {id(w): tuple(datasets[n] for n in w.datasets if n in datasets) for w in workloads}
+        missing = [w for w in workloads if not self._fits(w, reads[id(w)], inventory.policies)]
         if missing:
             fresh: dict[str, list[Demand]] = defaultdict(list)
             for demand in demands(inventory.model_copy(update={"workloads": missing})):
                 fresh[demand.workload.name].append(demand)
             for w in missing:
                 self._known[id(w)] = (w, reads[id(w)], inventory.policies, tuple(fresh[w.name]))
-        return [d for w in inventory.workloads for d in self._known[id(w)][3]]
 
     def _fits(self, workload: Workload, read: tuple[Dataset, ...], policies: Policies) -> bool:
         known = self._known.get(id(workload))
@@ -147,6 +186,7 @@ def workload_tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str,
 
 
 _WORKLOAD_NAME = attrgetter("workload.name")
+_DATASETS = attrgetter("datasets")
 _REMOTE = attrgetter("remote_datasets")
 _WORKLOAD = attrgetter("workload")
 _MOVEMENT_ORDER = attrgetter("workload", "dataset", "to_site")  # data_movements' order
