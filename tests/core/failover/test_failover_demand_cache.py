@@ -3,16 +3,18 @@ what eligibility.demands() gives; a drill that uses it replans every scenario as
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
-from hybridctl.core.eligibility import demands
-from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
+from hybridctl.core.eligibility import demands, pool_infos
+from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import disrupt
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.costs import data_movements
+from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.tiers import classify_workload
 from hybridctl.paths import inventories_dir
@@ -103,3 +105,19 @@ def test_a_replan_gives_every_workload_the_tier_the_rules_give(enterprise) -> No
         disrupted = result.disruption.inventory
         assert result.after.tiers == {w.name: classify_workload(w, disrupted.policies).tier.value
                                       for w in disrupted.workloads}, scenario.name
+
+
+def test_the_usage_memo_gives_what_pool_usage_gives_for_every_scenario(enterprise) -> None:
+    """The pools' usage by the pinned work, kept per pool for the base plan, is what pool_usage counts."""
+    inventory, base = enterprise
+    memo = UsageMemo()
+    for scenario in standard_scenarios(inventory):
+        disruption = disrupt(inventory, scenario.events, base)
+        pools = pool_infos(disruption.inventory)
+        touched = {c.pool for c in disruption.pool_changes}
+        free = {p.workload for p in base.placements if p.pool in touched}
+        pinned = [p for p in base.placements if p.workload not in free]
+        assert memo.pinned(pools, base, free, pinned) == pool_usage(pools, pinned), scenario.name
+    other = dataclasses.replace(base, placements=base.placements[1:])  # another applied plan: counted afresh
+    pools = pool_infos(inventory)
+    assert memo.pinned(pools, other, set(), list(other.placements)) == pool_usage(pools, other.placements)

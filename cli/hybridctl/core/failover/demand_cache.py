@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import operator
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from itertools import accumulate, compress
 from operator import attrgetter
 
-from hybridctl.core.eligibility import Demand, demands
-from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Workload
-from hybridctl.core.plan.costs import data_movements
-from hybridctl.core.plan.model import DataMovement, Placement
+from hybridctl.core.eligibility import Demand, PoolInfo, demands
+from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Pool, Workload
+from hybridctl.core.plan.costs import data_movements, pool_usage
+from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
 from hybridctl.core.tiers import classify_workload
 
 _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
@@ -28,6 +28,7 @@ class DemandCache:
     def __init__(self) -> None:
         self._known: dict[int, _Known] = {}
         self.movements = MovementMemo()  # shared by the scenarios' replans, as the demands are
+        self.usage = UsageMemo()
         # the first inventory's workloads, datasets, policies and demands: a disrupted copy keeps most of those
         # objects (all of them but after a site loss), and gets its demands without a look at each workload
         self._first: tuple[list[Workload], list[Dataset], Policies, list[Demand]] | None = None
@@ -140,9 +141,14 @@ class MovementMemo:
         self._known: dict[tuple[object, ...], tuple[tuple[Demand, ...], list[DataMovement]]] = {}
         self._egress: dict[tuple[tuple[str, float], ...], int] = {}  # the sites' egress prices, numbered
 
-    def movements(self, inventory: Inventory, demands_: Sequence[Demand],
-                  placements: Sequence[Placement]) -> list[DataMovement]:
-        """What plan.costs.data_movements(inventory, demands_, placements) gives."""
+    def movements(self, inventory: Inventory, demands_: Sequence[Demand], placements: Sequence[Placement],
+                  like: Sequence[DataMovement] = ()) -> list[DataMovement]:
+        """What plan.costs.data_movements(inventory, demands_, placements) gives.
+
+        `like`: movements made before (a drill's base plan's). A workload's that equal what is worked out
+        here are kept as those very objects, so that plans sharing them can be told apart by identity
+        (checker_delta.py).
+        """
         egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),
                                          len(self._egress))
         # a demand that reads nothing from elsewhere moves no data wherever it runs (most of a fleet):
@@ -172,10 +178,57 @@ class MovementMemo:
             for movement in data_movements(inventory, [d for ds in missing.values() for d in ds],
                                            [p for p in theirs if (p.demand or p.workload) in keys]):
                 fresh[movement.workload].append(movement)
+            made: dict[str, list[DataMovement]] = defaultdict(list)
+            for movement in like:
+                made[movement.workload].append(movement)
+            for name, movements in made.items():
+                if fresh.get(name) == movements:
+                    fresh[name] = movements
             for new_key, ds in missing.items():
                 self._known[new_key] = (ds, fresh[ds[0].workload.name])
                 found += fresh[ds[0].workload.name]
         return sorted(found, key=_MOVEMENT_ORDER)
+
+
+class UsageMemo:
+    """Each pool's usage (pool_usage) by the applied plan's placements on it, for a replan that pins them all.
+
+    A replan pins the placements of most work (scope.py) and counts what they use of each pool.
+    A pool's usage reads its PoolInfo and the placements on it alone: in a pool that holds no free
+    work, those are the applied plan's, for every scenario of a drill. Kept for the first applied
+    plan the memo sees (the base plan), whose placements it groups by pool once.
+    """
+
+    def __init__(self) -> None:
+        self._applied: tuple[Plan, dict[str, list[Placement]]] | None = None
+        self._known: dict[tuple[object, ...], tuple[Pool, PoolUsage]] = {}
+
+    def pinned(self, pools: Sequence[PoolInfo], applied: Plan, free_workloads: Collection[str],
+               pinned: Sequence[Placement]) -> tuple[PoolUsage, ...]:
+        """What pool_usage(pools, pinned) gives, for `pinned`: the applied placements of the other workloads."""
+        if self._applied is None:
+            on_pool: dict[str, list[Placement]] = defaultdict(list)
+            for placement in applied.placements:
+                on_pool[placement.pool].append(placement)
+            self._applied = (applied, dict(on_pool))
+        if self._applied[0] is not applied:
+            return pool_usage(pools, pinned)
+        on_pools = self._applied[1]
+        freed = set(map(_POOL, compress(applied.placements, map(free_workloads.__contains__,
+                                                                  map(_WORKLOAD, applied.placements)))))
+        fresh = {u.pool: u for u in pool_usage([p for p in pools if p.name in freed],
+                                                list(compress(pinned, map(freed.__contains__, map(_POOL, pinned)))))}
+        usage: list[PoolUsage] = []
+        for p in pools:
+            counted = fresh.get(p.name)
+            if counted is None:
+                key = (id(p.pool), p.site.name, p.usd_per_gpu_hour, p.capacity_gpus, p.gpus_per_node, p.committed)
+                known = self._known.get(key)
+                if known is None:
+                    known = self._known[key] = (p.pool, pool_usage([p], on_pools.get(p.name, ()))[0])
+                counted = known[1]
+            usage.append(counted)
+        return tuple(usage)
 
 
 def workload_tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str, str]:
@@ -189,4 +242,5 @@ _WORKLOAD_NAME = attrgetter("workload.name")
 _DATASETS = attrgetter("datasets")
 _REMOTE = attrgetter("remote_datasets")
 _WORKLOAD = attrgetter("workload")
+_POOL = attrgetter("pool")
 _MOVEMENT_ORDER = attrgetter("workload", "dataset", "to_site")  # data_movements' order

@@ -183,7 +183,7 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     cache = DemandCache()
     # filled before the scenarios run (and before any worker forks): the demands and tiers, and the data
     # movements of the base plan's placements, which every scenario's replan keeps for most work
-    cache.movements.movements(inventory, cache.demands(inventory), base.placements)
+    cache.movements.movements(inventory, cache.demands(inventory), base.placements, like=base.data_movements)
     cache.tiers(inventory, cache.demands(inventory))
     # the base plan, checked once here: every scenario's plan keeps most of it, and is checked where it differs
     memo = PlacementMemo()

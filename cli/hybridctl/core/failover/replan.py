@@ -158,7 +158,8 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     # the pinned work's data movements are worked out once (in a drill, once for all scenarios)
     movements = demand_cache.movements if demand_cache is not None else MovementMemo()
     tiers = demand_cache.tiers(disrupted, all_demands) if demand_cache is not None else None
-    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers)
+    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers,
+                          demand_cache.usage if demand_cache is not None else None)
     first = scope.plan(plan_options)
     passes = 1
     for _ in range(MAX_WIDENINGS):

@@ -20,7 +20,7 @@ from itertools import compress
 from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
-from hybridctl.core.failover.demand_cache import MovementMemo, workload_tiers
+from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo, workload_tiers
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
@@ -43,10 +43,12 @@ class Scope:
     movements: MovementMemo | None = None  # the pinned work's data movements, kept from pass to pass
     # each workload's tier, as its demands were classified (worked out once for all of a replan's passes)
     tiers: Mapping[str, str] = field(default_factory=dict)
+    usage: UsageMemo | None = None  # the pinned work's use of the pools it holds alone, kept from scenario to scenario
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
-                applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None) -> Scope:
+                applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None,
+                usage: UsageMemo | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
@@ -54,7 +56,7 @@ class Scope:
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
                      frozenset(_whole_workloads(free, demands)), disruption, movements,
-                     workload_tiers(disruption.inventory, demands) if tiers is None else tiers)
+                     workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage)
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -99,7 +101,8 @@ class Scope:
         pinned = list(compress(applied, map(operator.not_, of_free)))
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
-        pinned_usage = pool_usage(self.pools, pinned)
+        pinned_usage = (pool_usage(self.pools, pinned) if self.usage is None
+                        else self.usage.pinned(self.pools, self.applied, free_workloads, pinned))
         taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node for u in pinned_usage}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
