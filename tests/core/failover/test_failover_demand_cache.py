@@ -121,3 +121,18 @@ def test_the_usage_memo_gives_what_pool_usage_gives_for_every_scenario(enterpris
     other = dataclasses.replace(base, placements=base.placements[1:])  # another applied plan: counted afresh
     pools = pool_infos(inventory)
     assert memo.pinned(pools, other, set(), list(other.placements)) == pool_usage(pools, other.placements)
+
+
+def test_the_movement_memo_follows_work_that_stops_or_moves(enterprise) -> None:
+    """After its first call, the memo gives the first call's movements but those of workloads whose
+    placements or demands differ: a reader left with no placement moves nothing any more."""
+    inventory, base = enterprise
+    wanted = demands(inventory)
+    memo = MovementMemo()
+    assert memo.movements(inventory, wanted, base.placements) == data_movements(inventory, wanted, base.placements)
+    reader = base.data_movements[0].workload
+    stopped = [p for p in base.placements if p.workload != reader]
+    moved = [dataclasses.replace(p, site=base.data_movements[0].from_site) if p.workload == reader else p
+             for p in base.placements]
+    for placements in (stopped, moved, base.placements):
+        assert memo.movements(inventory, wanted, placements) == data_movements(inventory, wanted, placements)

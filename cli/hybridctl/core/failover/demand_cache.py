@@ -140,6 +140,8 @@ class MovementMemo:
     def __init__(self) -> None:
         self._known: dict[tuple[object, ...], tuple[tuple[Demand, ...], list[DataMovement]]] = {}
         self._egress: dict[tuple[tuple[str, float], ...], int] = {}  # the sites' egress prices, numbered
+        # the first call's demands, placements and result: a later call differs from it in a few workloads
+        self._first: tuple[int, list[Demand], Sequence[Placement], set[int], list[DataMovement]] | None = None
 
     def movements(self, inventory: Inventory, demands_: Sequence[Demand], placements: Sequence[Placement],
                   like: Sequence[DataMovement] = ()) -> list[DataMovement]:
@@ -151,6 +153,31 @@ class MovementMemo:
         """
         egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),
                                          len(self._egress))
+        first = self._first
+        if first is None or first[0] != egress or len(first[1]) != len(demands_):
+            found = self._worked_out(inventory, egress, demands_, placements, like)
+            if first is None:
+                self._first = (egress, list(demands_), tuple(placements), set(map(id, placements)), found)
+            return found
+        # the first call's movements, but those of the workloads whose demands (the very objects) or
+        # placements differ from its own, which are worked out (each from the memo where it can)
+        _, before, placed, placed_ids, found = first
+        now_ids = set(map(id, placements))
+        changed = set(map(_WORKLOAD, compress(placements, map(operator.not_, map(placed_ids.__contains__,
+                                                                                  map(id, placements))))))
+        changed |= set(map(_WORKLOAD, compress(placed, map(operator.not_, map(now_ids.__contains__,
+                                                                               map(id, placed))))))
+        differ = list(map(operator.is_not, before, demands_))
+        changed |= set(map(_WORKLOAD_NAME, compress(before, differ))) | set(map(_WORKLOAD_NAME,
+                                                                                compress(demands_, differ)))
+        kept = compress(found, map(operator.not_, map(changed.__contains__, map(_WORKLOAD, found))))
+        theirs = list(compress(demands_, map(changed.__contains__, map(_WORKLOAD_NAME, demands_))))
+        fresh = self._worked_out(inventory, egress, theirs, list(compress(
+            placements, map(changed.__contains__, map(_WORKLOAD, placements)))), like)
+        return sorted([*kept, *fresh], key=_MOVEMENT_ORDER)
+
+    def _worked_out(self, inventory: Inventory, egress: int, demands_: Sequence[Demand],
+                    placements: Sequence[Placement], like: Sequence[DataMovement]) -> list[DataMovement]:
         # a demand that reads nothing from elsewhere moves no data wherever it runs (most of a fleet):
         # only the readers and their placements are looked at, picked out without a Python step each
         readers = list(compress(demands_, map(_REMOTE, demands_)))
