@@ -20,6 +20,7 @@ from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.jsontext import (
     dumps_canonical_ascii,
     dumps_canonical_numbers_as_floats,
+    dumps_canonical_utf8,
     dumps_indented,
     dumps_indented_utf8,
 )
@@ -90,10 +91,16 @@ def test_the_file_text_and_the_canonical_bytes_are_json_s(document: dict[str, An
     assert dumps_indented_utf8(document) == reference_file_text(document).encode()
     assert dumps_canonical_numbers_as_floats(document) == reference_canonical(document)
     assert dumps_canonical_ascii(document) == reference_ascii(document)
+    assert dumps_canonical_utf8(document) == reference_digest_text(document)
+    assert dumps_canonical_utf8([document, [document]]) == reference_digest_text([document, [document]])
 
 
 def reference_ascii(document: dict[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def reference_digest_text(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 # each is ASCII but for one thing json writes otherwise than orjson (DEL: json escapes it in ASCII mode)
@@ -102,6 +109,7 @@ def reference_ascii(document: dict[str, Any]) -> bytes:
                          ids=["del", "small", "nested-small", "large", "non-ascii", "exponent-like-text", "numbers"])
 def test_the_inventory_digest_bytes_are_json_s_ascii_text(document: dict[str, Any]) -> None:
     assert dumps_canonical_ascii(document) == reference_ascii(document)
+    assert dumps_canonical_utf8(document) == reference_digest_text(document)  # what step digests hash
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "inventories").iterdir()
@@ -142,6 +150,7 @@ def test_what_orjson_will_not_write_is_json_s_text_or_json_s_error(document: dic
     assert _outcome(dumps_indented_utf8, document) == _outcome(lambda d: reference_file_text(d).encode(), document)
     assert _outcome(dumps_canonical_numbers_as_floats, document) == _outcome(reference_canonical, document)
     assert _outcome(dumps_canonical_ascii, document) == _outcome(reference_ascii, document)
+    assert _outcome(dumps_canonical_utf8, document) == _outcome(reference_digest_text, document)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from functools import cached_property, partial
 
 from hybridctl.core.ansible_inventory import AnsibleInventory, build_ansible_inventory, group_name
 from hybridctl.core.inventory.models import Inventory, SiteKind
+from hybridctl.core.jsontext import dumps_canonical_utf8
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
 from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
@@ -62,12 +62,13 @@ class StepGraphError(ValueError):
     """A malformed graph: a duplicate id, a dependency on an unknown step, or a cycle."""
 
 
-def canonical_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def canonical_json(value: object) -> bytes:
+    """What digests hash: json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), in UTF-8."""
+    return dumps_canonical_utf8(value)
 
 
 def inputs_digest(kind: str, params: Params) -> str:
-    return "sha256:" + hashlib.sha256(canonical_json({"kind": kind, "params": params}).encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json({"kind": kind, "params": params})).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class Runbook:
     @property
     def id(self) -> str:
         text = canonical_json([self.kind.value, self.incident, [s.step.key for s in self.steps]])
-        return "rb-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        return "rb-" + hashlib.sha256(text).hexdigest()[:16]
 
     @property
     def graph(self) -> StepGraph:
@@ -122,13 +122,13 @@ class Runbook:
 def applied_fingerprint(applied: Plan) -> str:
     """What identifies the applied side of an incident: its inventory digest and placements."""
     text = canonical_json([applied.inventory_digest, [p.__dict__ for p in applied.placements]])
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text).hexdigest()
 
 
 def incident_id(applied: Plan, events: Iterable[Event], fingerprint: str | None = None) -> str:
     """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known)."""
     text = canonical_json([fingerprint or applied_fingerprint(applied), [str(e) for e in events]])
-    return "inc-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+    return "inc-" + hashlib.sha256(text).hexdigest()[:12]
 
 
 def _arrivals_by_site(impacts: Sequence[WorkloadImpact]) -> dict[str, list[str]]:

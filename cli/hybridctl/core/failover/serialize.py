@@ -62,7 +62,7 @@ def _step_to_dict(s: RunbookStep) -> JsonDict:
 def steps_digest(steps: list[JsonDict]) -> str:
     """Over everything the executor acts on, so that an edited runbook file is refused."""
     fields = [[s["id"], s["kind"], s["params"], s["digest"], s["depends_on"], s["deploys"], s["removes"]] for s in steps]
-    return "sha256:" + hashlib.sha256(canonical_json(fields).encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(fields)).hexdigest()
 
 
 def runbook_to_dict(runbook: Runbook) -> JsonDict:
