@@ -301,10 +301,10 @@ def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack
                                    f"Kueue queues of cluster {stack.cluster}", _stack_params(stack),
                                    depends_on=deps, site=None, deploys=True, digest=stack.identity_digest))
     ansible = build_ansible_inventory(inventory, plan)
-    placed_pools: dict[tuple[str, str], set[str]] = defaultdict(set)  # (site, workload) -> pools
+    placed_pools: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # site -> workload -> pools
     for placement in plan.placements:
         if placement.replicas > 0:
-            placed_pools[(placement.site, placement.workload)].add(placement.pool)
+            placed_pools[placement.site][placement.workload].add(placement.pool)
     needs_models = False
     for site in inventory.sites:
         if site.kind is SiteKind.CLOUD:
@@ -320,10 +320,12 @@ def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack
                              _ansible_params(StepKind.NODE_BASELINE, hosts, {}, assets),
                              depends_on=[preflight.id], site=site.name, deploys=True)
         steps += [preflight, baseline]
-        for (placed_site, workload), pools in sorted(placed_pools.items()):
-            if placed_site != site.name:
-                continue
-            targets = hosts.restrict(h for p in pools for h in ansible.group(group_name("pool", p)))
+        targets_of: dict[frozenset[str], AnsibleInventory] = {}  # a site's workloads share a few pools
+        for workload, pools in sorted(placed_pools[site.name].items()):
+            key = frozenset(pools)
+            targets = targets_of.get(key)
+            if targets is None:
+                targets = targets_of[key] = hosts.restrict(h for p in pools for h in ansible.group(group_name("pool", p)))
             if not targets.hostvars:
                 continue
             if bundles is None:
