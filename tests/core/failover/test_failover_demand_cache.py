@@ -15,7 +15,7 @@ from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.plan.planner import WorkloadFacts, plan
 from hybridctl.core.tiers import classify_workload
 from hybridctl.paths import inventories_dir
 
@@ -30,9 +30,14 @@ def test_the_cache_gives_what_demands_gives_for_every_disrupted_inventory(enterp
     inventory, base = enterprise
     cache = DemandCache()
     assert cache.demands(inventory) == demands(inventory)
+    assert cache.facts(inventory) == WorkloadFacts.of(inventory)
     for scenario in standard_scenarios(inventory):
         disrupted = disrupt(inventory, scenario.events, base).inventory
         assert cache.demands(disrupted) == demands(disrupted), scenario.name
+        assert cache.facts(disrupted) == WorkloadFacts.of(disrupted), scenario.name
+    teamless = inventory.model_copy(update={"workloads": [w.model_copy(update={"team": None}) if i == 0 else w
+                                                          for i, w in enumerate(inventory.workloads)]})
+    assert cache.facts(teamless) == WorkloadFacts.of(teamless)
 
 
 def test_a_changed_workload_or_dataset_is_worked_out_again(enterprise) -> None:

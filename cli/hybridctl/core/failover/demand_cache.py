@@ -19,6 +19,7 @@ from hybridctl.core.eligibility import Demand, PoolInfo, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Pool, Workload
 from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
+from hybridctl.core.plan.planner import WorkloadFacts
 from hybridctl.core.tiers import classify_workload
 
 _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
@@ -34,6 +35,7 @@ class DemandCache:
         self._first: tuple[list[Workload], list[Dataset], Policies, list[Demand]] | None = None
         self._first_offsets: list[int] = []  # where each of the first inventory's workloads' demands start
         self._first_tiers: tuple[list[Workload], Policies, dict[str, str]] | None = None
+        self._first_facts: tuple[list[Workload], WorkloadFacts] | None = None
 
     def demands(self, inventory: Inventory) -> list[Demand]:
         """What eligibility.demands(inventory) returns, in the same order."""
@@ -85,21 +87,37 @@ class DemandCache:
         reads the workload and the policies alone, so only workloads that are not the very objects of the
         first inventory are looked at."""
         first = self._first_tiers
-        if first is None or first[1] is not inventory.policies or len(first[0]) != len(inventory.workloads):
+        if first is None:
             tiers = workload_tiers(inventory, demands_)
-            if first is None:
-                self._first_tiers = (list(inventory.workloads), inventory.policies, tiers)
+            self._first_tiers = (list(inventory.workloads), inventory.policies, tiers)
             return dict(tiers)
-        changed = list(compress(inventory.workloads, map(operator.is_not, first[0], inventory.workloads)))
+        changed = _changed_since(first[0], inventory.workloads)
+        if changed is None or first[1] is not inventory.policies:
+            return workload_tiers(inventory, demands_)
         tiers = dict(first[2])
         if changed:
-            if any(w.name not in tiers for w in changed):
-                return workload_tiers(inventory, demands_)
             names = {w.name for w in changed}
             theirs = list(compress(demands_, map(names.__contains__, map(_WORKLOAD_NAME, demands_))))
             # tiers holds every workload, each changed one is looked up again
             tiers |= workload_tiers(inventory.model_copy(update={"workloads": changed}), theirs)
         return tiers
+
+    def facts(self, inventory: Inventory) -> WorkloadFacts:
+        """What WorkloadFacts.of(inventory) gives, looking only at the workloads that are not the very
+        objects of the first inventory's."""
+        first = self._first_facts
+        if first is None:
+            facts = WorkloadFacts.of(inventory)
+            self._first_facts = (list(inventory.workloads), facts)
+            return facts
+        changed = _changed_since(first[0], inventory.workloads)
+        if changed is None:
+            return WorkloadFacts.of(inventory)
+        if not changed:
+            return first[1]
+        fresh = WorkloadFacts.of(inventory, changed)
+        teams = {name: team for name, team in first[1].teams.items() if name not in fresh.types}
+        return WorkloadFacts(first[1].types | fresh.types, teams | fresh.teams)
 
     def _worked_out(self, inventory: Inventory) -> list[Demand]:
         self._fill(inventory, inventory.workloads)
@@ -121,6 +139,18 @@ class DemandCache:
         known = self._known.get(id(workload))
         return (known is not None and known[0] is workload and known[2] is policies and len(known[1]) == len(read)
                 and all(a is b for a, b in zip(known[1], read, strict=True)))
+
+
+def _changed_since(first: Sequence[Workload], now: Sequence[Workload]) -> list[Workload] | None:
+    """The workloads of `now` that are not the very objects of `first`; None unless both list the same
+    workloads by name, in the same order."""
+    if len(first) != len(now):
+        return None
+    differ = list(map(operator.is_not, first, now))
+    changed = list(compress(now, differ))
+    if any(a.name != b.name for a, b in zip(compress(first, differ), changed, strict=True)):
+        return None
+    return changed
 
 
 def _same(known: Sequence[object], now: Sequence[object]) -> bool:

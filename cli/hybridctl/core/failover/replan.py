@@ -157,9 +157,10 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     wanted = {d.key: d for d in all_demands}
     # the pinned work's data movements are worked out once (in a drill, once for all scenarios)
     movements = demand_cache.movements if demand_cache is not None else MovementMemo()
-    tiers = demand_cache.tiers(disrupted, all_demands) if demand_cache is not None else None
-    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers,
-                          demand_cache.usage if demand_cache is not None else None)
+    # what a drill's scenarios share: tiers and facts of the workloads, the pinned work's use of pools
+    tiers, usage, facts = ((demand_cache.tiers(disrupted, all_demands), demand_cache.usage,
+                            demand_cache.facts(disrupted)) if demand_cache is not None else (None, None, None))
+    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts)
     first = scope.plan(plan_options)
     passes = 1
     for _ in range(MAX_WIDENINGS):

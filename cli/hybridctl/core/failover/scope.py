@@ -25,7 +25,7 @@ from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
-from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.plan.planner import PlanOptions, WorkloadFacts, plan
 
 
 def key_of(placement_demand: str, workload: str) -> str:
@@ -44,11 +44,12 @@ class Scope:
     # each workload's tier, as its demands were classified (worked out once for all of a replan's passes)
     tiers: Mapping[str, str] = field(default_factory=dict)
     usage: UsageMemo | None = None  # the pinned work's use of the pools it holds alone, kept from scenario to scenario
+    facts: WorkloadFacts | None = None  # the plan's record of every workload, worked out once for all passes
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
                 applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None,
-                usage: UsageMemo | None = None) -> Scope:
+                usage: UsageMemo | None = None, facts: WorkloadFacts | None = None) -> Scope:
         touched = {c.pool for c in disruption.pool_changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
@@ -56,7 +57,8 @@ class Scope:
         free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
                      frozenset(_whole_workloads(free, demands)), disruption, movements,
-                     workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage)
+                     workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage,
+                     facts or WorkloadFacts.of(disruption.inventory))
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -112,7 +114,7 @@ class Scope:
         # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
         # (and the tiers its demands already carry)
         partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
-                       digest=self.applied.inventory_digest or None, tiers=dict(self.tiers))
+                       digest=self.applied.inventory_digest or None, tiers=dict(self.tiers), facts=self.facts)
         if not pinned and len(free) == len(self.demands):
             return partial
         return self._assemble(partial, pinned, pinned_usage, [shaped.get(d.key, d) for d in self.demands])

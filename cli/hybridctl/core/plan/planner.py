@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import operator
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
 from operator import attrgetter
-from typing import TypeVar
 
 import numpy as np
 
@@ -160,23 +157,27 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
 
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
          pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None,
-         digest: str | None = None, tiers: dict[str, str] | None = None) -> Plan:
+         digest: str | None = None, tiers: dict[str, str] | None = None, facts: WorkloadFacts | None = None) -> Plan:
     """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
-    `digest` and `tiers` (workload -> tier), the inventory's when the caller knows them, save working
-    them out again for the whole inventory."""
+    `digest`, `tiers` (workload -> tier) and `facts`, the inventory's when the caller knows them, save
+    working them out again for the whole inventory."""
     with paused_gc():
-        return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers)
+        return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers,
+                     facts or WorkloadFacts.of(inventory))
 
 
 def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo] | None,
-          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None) -> Plan:
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
+          facts: WorkloadFacts) -> Plan:
     started = time.perf_counter()
     pools = pools if pools is not None else pool_infos(inventory)
     table = PoolTable.of(pools)
     index = EligibilityIndex(inventory, pools)
     all_demands = planned_demands if planned_demands is not None else demands(inventory)
     before = previous_replicas(previous)
-    ceilings = _given(inventory, _CEILING)
+    # the ceilings of the workloads planned here (a replan plans a few of a fleet's)
+    ceilings = {d.workload.name: d.workload.max_usd_per_month for d in all_demands
+                if d.workload.max_usd_per_month is not None}
     cash = inventory.policies.cost_model is CostModel.CASH
     units = build_units(all_demands, index, before, table)
     solved = _solve_components(units, table, ceilings, options, started, cash)
@@ -263,27 +264,33 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         data_usd_per_month=round(sum(m.usd_per_month for m in movements), 2),
         budget_usd_per_month=inventory.policies.monthly_budget_usd,
         tiers=decisions,
-        workload_types=dict(zip(map(_NAME, inventory.workloads),
-                                map(_TYPE_VALUE.__getitem__, map(_TYPE, inventory.workloads)), strict=True)),
-        teams=_given(inventory, _TEAM),
+        workload_types=dict(facts.types),
+        teams=dict(facts.teams),
         tool_version=__version__,
         cost_model=inventory.policies.cost_model.value,
     )
 
 
-# a replan of a few workloads still describes every workload of a fleet: without a Python step each
+@dataclass(frozen=True)
+class WorkloadFacts:
+    """What a plan records of every workload of its inventory besides where it runs: its type (for the
+    showback) and its team. A caller that plans one inventory again and again (a replan's passes, a
+    drill's scenarios) works them out once."""
+
+    types: dict[str, str]
+    teams: dict[str, str]
+
+    @staticmethod
+    def of(inventory: Inventory, workloads: Sequence[Workload] | None = None) -> WorkloadFacts:
+        """Of the inventory's workloads (or of these)."""
+        chosen = inventory.workloads if workloads is None else workloads
+        # without an enum lookup per workload of a fleet
+        return WorkloadFacts(dict(zip(map(_NAME, chosen), map(_TYPE_VALUE.__getitem__, map(_TYPE, chosen)), strict=True)),
+                             {w.name: w.team for w in chosen if w.team is not None})
+
+
 _NAME, _TYPE = attrgetter("name"), attrgetter("type")
-_TEAM: Callable[[Workload], str | None] = attrgetter("team")
-_CEILING: Callable[[Workload], float | None] = attrgetter("max_usd_per_month")
-T = TypeVar("T")
 _TYPE_VALUE = {t: t.value for t in WorkloadType}
-
-
-def _given(inventory: Inventory, field: Callable[[Workload], T | None]) -> dict[str, T]:
-    """Workload name -> the field, for the workloads that give it (not None)."""
-    values: list[T | None] = list(map(field, inventory.workloads))
-    return dict(compress(zip(map(_NAME, inventory.workloads), values, strict=True),
-                         map(operator.is_not, values, repeat(None))))
 
 
 def budget_violation(plan_: Plan) -> str | None:
