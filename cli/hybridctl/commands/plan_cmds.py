@@ -207,9 +207,10 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
     from hybridctl.core.plan.verify import accepted
     from hybridctl.drivers.background import Background
     from hybridctl.drivers.state import applied_plan
+    from hybridctl.drivers.yamlbeside import load_plain_beside
     from hybridctl.render.console import stderr, stdout
 
-    loaded = load_inventory(inventory, feasibility=False)
+    loaded = load_inventory(inventory, feasibility=False, plain=load_plain_beside)
     # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
     # and the inventory's digest run in a forked child beside the planner; when the checks fail, they
     # are reported exactly as loading reports them and the plan is dropped unseen. A small inventory
