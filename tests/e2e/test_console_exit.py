@@ -30,10 +30,16 @@ workloads:
 """
 
 
-def console(*args: str) -> subprocess.CompletedProcess[str]:
+# ... with a thread that is still at work when the command ends: the exit must wait for it.
+THREADED = PROBE.replace("from hybridctl", "import threading, time\n"
+                         "threading.Thread(target=lambda: (time.sleep(2), print('THREAD-DONE', file=sys.stderr))).start()\n"
+                         "from hybridctl", 1)
+
+
+def console(*args: str, probe: str = PROBE) -> subprocess.CompletedProcess[str]:
     # stdout and stderr are pipes, block-buffered (no PYTHONUNBUFFERED): only a flush gets them out
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | {"NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 
@@ -68,3 +74,9 @@ def test_other_commands_and_errors_exit_as_before(tmp_path: Path) -> None:
     validated = console("validate", str(EXAMPLE_PATHS[0]))
     assert validated.returncode == 0 and "✓" in validated.stdout
     assert "INTERPRETER-EXIT" in validated.stderr
+
+
+def test_a_thread_still_at_work_is_waited_for(tmp_path: Path) -> None:
+    result = console("plan", str(EXAMPLE_PATHS[0]), "--state", str(tmp_path / "state"), probe=THREADED)
+    assert result.returncode == 0, result.stderr
+    assert "THREAD-DONE" in result.stderr and "INTERPRETER-EXIT" in result.stderr

@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import sys
+import threading
 from typing import NoReturn
 
 import typer
@@ -125,8 +126,8 @@ _left_to_exit: list[object] = []
 
 def leave_to_exit(*values: object) -> None:
     """Let the process's end drop `values` instead of freeing them here. Only a command with nothing left
-    to finish at exit calls it (no thread, no child, no open file: atexit handlers and finalizers do not
-    run); the console script then ends the process with os._exit. In process, it does nothing."""
+    to finish at exit calls it (no child, no open file: atexit handlers and finalizers do not run); the
+    console script then ends the process with os._exit. In process, it does nothing."""
     if _exit_hard:
         _left_to_exit.extend(values)
         # what they hold never becomes garbage: the collector, back on, need not walk it
@@ -143,8 +144,8 @@ def run_and_exit() -> NoReturn:
         code: str | int | None = 0
     except SystemExit as exit_:
         code = exit_.code
-    if not _left_to_exit or not isinstance(code, int):
-        sys.exit(code)  # the interpreter's own exit
+    if not _left_to_exit or not isinstance(code, int) or threading.active_count() > 1:
+        sys.exit(code)  # the interpreter's own exit (which also waits for any other thread)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
