@@ -2,9 +2,9 @@ from __future__ import annotations
 
 
 def main() -> None:
-    from hybridctl.commands.app import run
+    from hybridctl.commands.app import run_and_exit
 
-    run()
+    run_and_exit()
 
 
 if __name__ == "__main__":

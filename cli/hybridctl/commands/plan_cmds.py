@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from hybridctl.commands.app import app
+from hybridctl.commands.app import app, leave_to_exit
 from hybridctl.commands.common import (
     ReportFormat,
     StagedFile,
@@ -22,8 +22,12 @@ from hybridctl.core.showback import CostDimension  # light: the enum the --by op
 from hybridctl.errors import CHANGES, ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hybridctl.commands.cloud_changes import CloudChanges
     from hybridctl.core.diagnostics import Diagnostic
     from hybridctl.core.inventory.loader import LoadedInventory
+    from hybridctl.core.plan.diff import PlanDiff
 
 # From this many placements the checker runs in a forked child beside the rest of `plan` (about
 # 0.3 s of checking at 10,000); below, a fork costs more than it saves.
@@ -48,6 +52,61 @@ def _fill_plan_file(staged: StagedFile, plan: Plan) -> None:
     from hybridctl.core.plan.serialize import plan_to_json_utf8
 
     staged.fill(plan_to_json_utf8(plan, plan_file=True))
+
+
+def _shown(output_format: ReportFormat, result: Plan, diff: PlanDiff | None, before: Plan | None,
+           baseline: Plan | None, cloud: CloudChanges, max_rows: int, detailed: bool) -> str:
+    """What `plan` prints on stdout, as text: the table as rich writes it, byte for byte (its width,
+    its colours, TTY or not)."""
+    from hybridctl.render.console import stdout
+
+    if output_format is not ReportFormat.table:
+        return _document(output_format, result, diff, cloud)
+    console = stdout()
+    console.begin_capture()
+    try:
+        _print_table(console, result, diff, before, baseline, cloud, max_rows, detailed)
+    finally:
+        text = console.end_capture()
+    return text
+
+
+def _show(output_format: ReportFormat, result: Plan, diff: PlanDiff | None, before: Plan | None,
+          baseline: Plan | None, cloud: CloudChanges, max_rows: int, detailed: bool) -> None:
+    """Print what `plan` prints on stdout, as it is rendered."""
+    from hybridctl.render.console import stdout
+
+    if output_format is ReportFormat.table:
+        _print_table(stdout(), result, diff, before, baseline, cloud, max_rows, detailed)
+    else:
+        typer.echo(_document(output_format, result, diff, cloud), nl=False)
+
+
+def _document(output_format: ReportFormat, result: Plan, diff: PlanDiff | None, cloud: CloudChanges) -> str:
+    from hybridctl.core.jsontext import dumps_indented
+    from hybridctl.core.plan.serialize import plan_to_dict
+    from hybridctl.render.plan import render_markdown
+
+    if output_format is ReportFormat.markdown:
+        return render_markdown(result, diff, cloud)
+    document = plan_to_dict(result)
+    document["cloud_changes"] = cloud.to_dict()
+    leave_to_exit(document)
+    return dumps_indented(document) + "\n"  # json.dumps(indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _print_table(console: Console, result: Plan, diff: PlanDiff | None, before: Plan | None, baseline: Plan | None,
+                 cloud: CloudChanges, max_rows: int, detailed: bool) -> None:
+    from hybridctl.commands.cloud_changes import render_cloud_changes
+    from hybridctl.core.plan.diff import diff_plans
+    from hybridctl.core.plan_summary import summarize
+    from hybridctl.render.plan import render_plan
+
+    summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
+                        "previous" if before is not None else "applied")
+    leave_to_exit(summary)
+    render_plan(console, result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
+    render_cloud_changes(console, cloud, max_rows)
 
 
 class TableOrJson(StrEnum):
@@ -121,6 +180,7 @@ def plan(
     # The collector paused throughout, as loading and planning pause it: what follows builds a few
     # million objects and frees no cycles. They are all freed when _plan_and_show returns, inside the
     # pause: the collector, back on, then has no fleet to walk (about a second at 100,000 workloads).
+    # From the console script, they are not even freed: the process's exit drops them (leave_to_exit).
     with paused_gc():
         code = _plan_and_show(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap,
                               move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced,
@@ -138,22 +198,19 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
     from dataclasses import replace
     from functools import partial
 
-    from hybridctl.commands.cloud_changes import config_diff, pulumi_preview, render_cloud_changes
+    from hybridctl.commands.cloud_changes import config_diff, pulumi_preview
     from hybridctl.core.inventory.loader import check_feasible, load_inventory
-    from hybridctl.core.jsontext import dumps_indented
     from hybridctl.core.plan.checker import check_plan
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.planner import PlanOptions, budget_violation, unplaced_failure
     from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.core.plan.verify import accepted
-    from hybridctl.core.plan_summary import summarize
     from hybridctl.drivers.background import Background
     from hybridctl.drivers.state import applied_plan
+    from hybridctl.drivers.yamlbeside import load_plain_beside
     from hybridctl.render.console import stderr, stdout
-    from hybridctl.render.plan import render_markdown, render_plan
 
-    loaded = load_inventory(inventory, feasibility=False)
+    loaded = load_inventory(inventory, feasibility=False, plain=load_plain_beside)
     # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
     # and the inventory's digest run in a forked child beside the planner; when the checks fail, they
     # are reported exactly as loading reports them and the plan is dropped unseen. A small inventory
@@ -193,6 +250,11 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
             diff = diff_plans(before, result) if before else None
             baseline = before if before is not None else applied_plan(state)
             cloud = None if cloud_preview else config_diff(loaded.inventory, result, baseline)
+            # With children at work, what `plan` prints is worked out beside them (a second at 100,000
+            # workloads) and printed only after the checker's verdict. Without, it is printed as it is
+            # rendered: `plan | head -1` then still ends on the broken pipe, exit 1, as it always has.
+            shown = _shown(output_format, result, diff, before, baseline, cloud, max_rows, detailed) \
+                if forking and cloud is not None else None
             if writing is not None:
                 writing.result()
         except Exception:
@@ -203,17 +265,16 @@ def _plan_and_show(inventory: Path, out: Path | None, previous: Path | None, out
             cloud = pulumi_preview(loaded.inventory, result, state)
         if staged is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
             staged.commit()
-    if output_format is ReportFormat.json:
-        document = plan_to_dict(result)
-        document["cloud_changes"] = cloud.to_dict()
-        typer.echo(dumps_indented(document))  # json.dumps(indent=2, sort_keys=True, ensure_ascii=False)
-    elif output_format is ReportFormat.markdown:
-        typer.echo(render_markdown(result, diff, cloud), nl=False)
+    if shown is None:
+        _show(output_format, result, diff, before, baseline, cloud, max_rows, detailed)
+    elif output_format is ReportFormat.table:  # as rich writes what it renders
+        stdout().file.write(shown)
+        stdout().file.flush()
     else:
-        summary = summarize(result, diff_plans(baseline, result) if baseline is not None else None,
-                            "previous" if before is not None else "applied")
-        render_plan(stdout(), result, diff, max_rows, detailed=detailed, summary=summary, cloud=cloud)
-        render_cloud_changes(stdout(), cloud, max_rows)
+        typer.echo(shown, nl=False)
+    # Freeing what this holds takes about a second at 100,000 workloads: the console script's exit
+    # drops it instead (nothing here runs at exit: the children are reaped and the file committed).
+    leave_to_exit(loaded, result, before, baseline, diff, cloud)
     if out is not None:
         stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     violation = budget_violation(result)

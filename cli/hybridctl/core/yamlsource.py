@@ -139,6 +139,27 @@ def load_plain(text: str) -> Value | None:
     an alias bomb, several documents...). The caller then calls load_yaml, which reports the
     problem at its line: positions cost two thirds of the load of a large inventory, and are only
     needed to report an error, so they are read only then (by parsing again)."""
+    parsed = parse_plain(text)
+    return None if parsed is None else parsed.value
+
+
+@dataclass
+class PlainParse:
+    """What parse_plain read: the value, and what joining it with a neighbouring part needs."""
+
+    value: Value
+    expanded: int  # values, counting alias expansions
+    anchors: dict[str, tuple[Value, int]]  # each anchor's value and expanded size, as of the end
+    # Parsed as a later part (unresolved=True): each alias to an anchor of an earlier part, as the
+    # container and slot where its value goes (None until then), and the anchor's name.
+    unresolved: list[tuple[YamlMap | YamlSeq, str | int, str]] = field(default_factory=list)
+
+
+def parse_plain(text: str, *, depth: int = 0, unresolved: bool = False) -> PlainParse | None:
+    """load_plain, with what it read along the way. `depth`: levels of nesting around the text (a part
+    of a document). `unresolved` (the part of a document after another): an alias to no anchor seen yet
+    is None, listed in the result to be filled in, instead of a failure; unless it is a key, or inside
+    an anchored container that is aliased later (that one's size depends on the earlier part: None)."""
     if "\x00" in text or not text.strip():
         return None
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
@@ -146,8 +167,9 @@ def load_plain(text: str) -> Value | None:
     map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
     scalars: dict[str, Scalar] = {}
     anchors: dict[str, tuple[Value, int]] = {}
-    # each open container: (container, is_map, pending key, expanded count at its start, anchor)
-    stack: list[tuple[YamlMap | YamlSeq | None, bool, str | None, int, str | None]] = []
+    # each open container: (container, is_map, pending key, expanded count at its start, anchor,
+    # placeholders so far at its start)
+    stack: list[tuple[YamlMap | YamlSeq | None, bool, str | None, int, str | None, int]] = []
     top: YamlMap | YamlSeq | None = None
     is_map = False
     key: str | None = None
@@ -155,6 +177,9 @@ def load_plain(text: str) -> Value | None:
     expanded = 0  # values so far, counting alias expansions (the alias-bomb guard, as in _Builder)
     documents = 0
     missing = scalars  # a sentinel no scalar equals
+    max_depth = MAX_DEPTH - depth
+    placeholders: list[tuple[YamlMap | YamlSeq, str | int, str]] = []
+    depends: set[str] = set()  # anchors whose size depends on an earlier part
     value: Value
     try:
         for event in yaml.parse(text, Loader=yaml.CSafeLoader):
@@ -172,10 +197,11 @@ def load_plain(text: str) -> Value | None:
                     value = event.value
                 if event.anchor:
                     anchors[event.anchor] = (value, 1)
+                    depends.discard(event.anchor)
             elif kind is map_start or kind is seq_start:
-                if len(stack) >= MAX_DEPTH or (event.tag is not None and event.tag != "!"):
+                if len(stack) >= max_depth or (event.tag is not None and event.tag != "!"):
                     return None
-                stack.append((top, is_map, key, expanded, event.anchor))
+                stack.append((top, is_map, key, expanded, event.anchor, len(placeholders)))
                 is_map = kind is map_start
                 top = {} if is_map else []
                 key = None
@@ -184,13 +210,24 @@ def load_plain(text: str) -> Value | None:
                 if is_map and key is not None:
                     return None
                 value = top
-                top, is_map, key, began, anchor = stack.pop()
+                top, is_map, key, began, anchor, placed = stack.pop()
                 if anchor:
                     anchors[anchor] = (value, expanded - began + 1)
+                    if len(placeholders) > placed:
+                        depends.add(anchor)
+                    else:
+                        depends.discard(anchor)
             elif kind is alias_event:
-                if event.anchor not in anchors:
+                name = event.anchor
+                if name in depends:
                     return None
-                value, size = anchors[event.anchor]
+                if name in anchors:
+                    value, size = anchors[name]
+                elif unresolved and top is not None and not (is_map and key is None):
+                    value = None
+                    placeholders.append((top, key if is_map else len(top), name))  # type: ignore[arg-type]
+                else:
+                    return None
             elif kind is yaml.DocumentStartEvent:
                 documents += 1
                 if documents > 1:
@@ -218,7 +255,7 @@ def load_plain(text: str) -> Value | None:
         return None
     if not root or root[0] is None:
         return None
-    return root[0]
+    return PlainParse(root[0], expanded, anchors, placeholders)
 
 
 class _Builder:

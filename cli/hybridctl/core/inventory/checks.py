@@ -44,11 +44,11 @@ def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool
     site_names = {s.name for s in inventory.sites}
     regions = set(inventory.regions)
     dataset_names = {d.name for d in inventory.datasets}
+    jurisdictions = {s.jurisdiction for s in inventory.sites}
     for i, dataset in enumerate(inventory.datasets):
         if dataset.site not in site_names:
             diagnostics.error("unresolved-reference", f"dataset {dataset.name}: site '{dataset.site}' is not defined",
                               at(("datasets", i, "site")), _unknown("site", dataset.site, site_names))
-        jurisdictions = {s.jurisdiction for s in inventory.sites}
         for j, zone in enumerate(dataset.residency or []):
             if zone not in jurisdictions:
                 diagnostics.warning("unknown-jurisdiction", f"dataset {dataset.name}: no site is in jurisdiction "

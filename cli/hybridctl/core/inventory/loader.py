@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args, get_origin
@@ -121,14 +122,19 @@ def read_sources(path: Path) -> list[Source]:
     return sources
 
 
-def merge_documents(sources: list[Source]) -> Locator:
+# load_plain, or what does its work faster (the same values: drivers/yamlbeside.py parses a large file
+# in two processes)
+PlainLoader = Callable[[str], Value | None]
+
+
+def merge_documents(sources: list[Source], plain: PlainLoader = load_plain) -> Locator:
     """Parse each file and concatenate their top-level lists; scalars must agree across files.
     Without positions when every file is well formed (the common case, three times faster on a
     large inventory); the locator reads them if a diagnostic asks, and any problem here is
     reported by the located parse, at its line."""
     root: dict[str, Value] = {}
     for source in sources:
-        document = load_plain(source.text)
+        document = plain(source.text)
         if not isinstance(document, dict):
             return _merge_located(sources)
         for key, value in document.items():
@@ -305,13 +311,13 @@ def validate_document(locator: Locator) -> Inventory:
         raise InvalidInventoryError([_diagnostic_for(e, locator) for e in exc.errors(include_url=False)]) from None
 
 
-def load_sources(sources: list[Source], *, feasibility: bool = True) -> LoadedInventory:
+def load_sources(sources: list[Source], *, feasibility: bool = True, plain: PlainLoader = load_plain) -> LoadedInventory:
     """Parse, merge, validate against the models and run the semantic checks (with feasibility=False,
     all but the feasibility checks, which `check_feasible` then runs)."""
     from hybridctl.core.inventory.checks import check_inventory
 
     with paused_gc():
-        locator = merge_documents(sources)
+        locator = merge_documents(sources, plain)
         inventory = validate_document(locator)
         diagnostics = check_inventory(inventory, locator, feasibility=feasibility)
     if diagnostics.errors:
@@ -319,8 +325,8 @@ def load_sources(sources: list[Source], *, feasibility: bool = True) -> LoadedIn
     return LoadedInventory(inventory, locator, tuple(sources), tuple(diagnostics.warnings))
 
 
-def load_inventory(path: Path, *, feasibility: bool = True) -> LoadedInventory:
-    return load_sources(read_sources(path), feasibility=feasibility)
+def load_inventory(path: Path, *, feasibility: bool = True, plain: PlainLoader = load_plain) -> LoadedInventory:
+    return load_sources(read_sources(path), feasibility=feasibility, plain=plain)
 
 
 def feasibility_diagnostics(loaded: LoadedInventory) -> list[Diagnostic]:
