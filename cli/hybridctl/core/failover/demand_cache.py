@@ -20,6 +20,7 @@ from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Pool, 
 from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import WorkloadFacts
+from hybridctl.core.replaced import replaced
 from hybridctl.core.tiers import classify_workload
 
 _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
@@ -72,12 +73,11 @@ class DemandCache:
                 or len(datasets) != len(inventory.datasets):
             return None
         differ = list(map(operator.is_not, workloads, inventory.workloads))
-        changed = list(compress(zip(datasets, inventory.datasets, strict=True),
-                                map(operator.is_not, datasets, inventory.datasets)))
-        if any(was.name != now.name for was, now in changed):
+        changed = replaced(datasets, inventory.datasets)
+        if changed is None:
             return None
         if changed:
-            names = {now.name for _, now in changed}
+            names = {dataset.name for dataset in changed}
             reads = map(operator.not_, map(names.isdisjoint, map(_DATASETS, inventory.workloads)))
             differ = list(map(operator.or_, differ, reads))
         return list(compress(range(len(differ)), differ))
@@ -91,7 +91,7 @@ class DemandCache:
             tiers = workload_tiers(inventory, demands_)
             self._first_tiers = (list(inventory.workloads), inventory.policies, tiers)
             return dict(tiers)
-        changed = _changed_since(first[0], inventory.workloads)
+        changed = replaced(first[0], inventory.workloads)
         if changed is None or first[1] is not inventory.policies:
             return workload_tiers(inventory, demands_)
         tiers = dict(first[2])
@@ -110,7 +110,7 @@ class DemandCache:
             facts = WorkloadFacts.of(inventory)
             self._first_facts = (list(inventory.workloads), facts)
             return facts
-        changed = _changed_since(first[0], inventory.workloads)
+        changed = replaced(first[0], inventory.workloads)
         if changed is None:
             return WorkloadFacts.of(inventory)
         if not changed:
@@ -139,23 +139,6 @@ class DemandCache:
         known = self._known.get(id(workload))
         return (known is not None and known[0] is workload and known[2] is policies and len(known[1]) == len(read)
                 and all(a is b for a, b in zip(known[1], read, strict=True)))
-
-
-def _changed_since(first: Sequence[Workload], now: Sequence[Workload]) -> list[Workload] | None:
-    """The workloads of `now` that are not the very objects of `first`; None unless both list the same
-    workloads by name, in the same order."""
-    if len(first) != len(now):
-        return None
-    differ = list(map(operator.is_not, first, now))
-    changed = list(compress(now, differ))
-    if any(a.name != b.name for a, b in zip(compress(first, differ), changed, strict=True)):
-        return None
-    return changed
-
-
-def _same(known: Sequence[object], now: Sequence[object]) -> bool:
-    """The very same objects, in the same order."""
-    return len(known) == len(now) and all(map(operator.is_, known, now))
 
 
 class MovementMemo:

@@ -179,10 +179,10 @@ class _Rules:
         by_pool = dict(known.pools) if known else {}
         for name, pool_sums in sums.items():
             by_pool[name] = self._pool(name, pool_sums, reported.get(name))
-        searched = {name for name in workloads if by_workload[name].searched} if known is None else \
-            {name for name in {*known.searched, *workloads} if name in by_workload and by_workload[name].searched}
+        candidates = {*workloads, *(known.searched if known else ())}
+        searched = frozenset(name for name in candidates if name in by_workload and by_workload[name].searched)
         return PlanCheck(self.inventory, plan, by_workload, by_pool, tuple(self._unknown(plan)),
-                         tuple(self._totals(plan, by_pool)), frozenset(searched))
+                         tuple(self._totals(plan, by_pool)), searched)
 
     def _unknown(self, plan: Plan) -> Iterable[str]:
         named = set(map(_WORKLOAD, plan.placements))

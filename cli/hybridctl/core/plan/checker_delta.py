@@ -20,6 +20,7 @@ from typing import TypeVar
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check, recheck
 from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.replaced import N, replaced
 
 T = TypeVar("T")
 _NAME = attrgetter("name")
@@ -95,15 +96,10 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
     return workloads, pools
 
 
-def _changed(was: Sequence[T], now: Sequence[T]) -> set[str] | None:
+def _changed(was: Sequence[N], now: Sequence[N]) -> set[str] | None:
     """The names of the entries that are not the very same objects; None when the names or order differ."""
-    if len(was) != len(now):
-        return None
-    differ = list(map(operator.is_not, was, now))
-    pairs = list(compress(zip(was, now, strict=True), differ))
-    if any(_NAME(a) != _NAME(b) for a, b in pairs):
-        return None
-    return {_NAME(b) for _, b in pairs}
+    changed = replaced(was, now)
+    return None if changed is None else {entry.name for entry in changed}
 
 
 def _same_but_pools(was: Site, now: Site) -> bool:
