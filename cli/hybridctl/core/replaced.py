@@ -1,10 +1,11 @@
 """Which entries of a copied list are not the very objects of the original (a disrupted inventory keeps
-most of its workloads, sites, pools and datasets as they were): found without a Python step per entry."""
+most of its workloads, sites, pools and datasets as they were, a replanned plan most of its
+placements): found without a Python step per entry."""
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import compress
 from typing import Protocol, TypeVar
 
@@ -15,6 +16,7 @@ class Named(Protocol):
 
 
 N = TypeVar("N", bound=Named)
+T = TypeVar("T")
 
 
 def replaced(was: Sequence[N], now: Sequence[N]) -> list[N] | None:
@@ -27,3 +29,9 @@ def replaced(was: Sequence[N], now: Sequence[N]) -> list[N] | None:
     if any(a.name != b.name for a, b in zip(compress(was, differ), changed, strict=True)):
         return None
     return changed
+
+
+def not_in(these: Sequence[T], those: Sequence[T]) -> Iterator[T]:
+    """The entries of `these` that are not (the very objects) in `those`, in their order."""
+    present = set(map(id, those))
+    return compress(these, map(operator.not_, map(present.__contains__, map(id, these))))

@@ -9,7 +9,7 @@ A workload that keeps at least one replica where it was never stops serving: its
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress
@@ -17,6 +17,7 @@ from operator import attrgetter
 
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
+from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
@@ -98,20 +99,17 @@ class WorkloadImpact:
         return round(self.usd_per_month_after - self.usd_per_month_before, 2)
 
 
-def changed_workloads(before: Plan, after: Plan) -> set[str]:
+def changed_workloads(before: Plan, after: Plan) -> frozenset[str]:
     """Workloads with a placement that is not the very same object in both plans.
 
     A replan keeps the placements it pins as they are (scope.py), so on a fleet most workloads
     share every placement object with the applied plan: only the others can have changed (a
     workload whose placements are the same has no impact, whatever its data movements cost now).
-    The objects are matched by identity in sets, without a Python step per placement of the fleet.
     """
-    mine = dict(zip(map(id, before.placements), before.placements, strict=True))
-    theirs = dict(zip(map(id, after.placements), after.placements, strict=True))
-    return {(mine.get(key) or theirs[key]).workload for key in mine.keys() ^ theirs.keys()}
+    return placement_delta(before, after).workloads
 
 
-def _by_workload(result: Plan, only: set[str]) -> tuple[
+def _by_workload(result: Plan, only: Collection[str]) -> tuple[
         dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]:
     replicas: dict[str, dict[str, int]] = defaultdict(dict)
     usd: dict[str, float] = defaultdict(float)

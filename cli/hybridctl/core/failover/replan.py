@@ -25,6 +25,7 @@ from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope
 from hybridctl.core.inventory.models import Inventory, Workload
+from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
 from hybridctl.core.plan.units import TIER_WEIGHT
@@ -205,11 +206,9 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
 def replanned_inventory(result: Replan) -> Inventory:
     """The inventory a failover plan is checked against: the disrupted one, each workload the replan
     re-placed or left unplaced seen as the planner saw it (Disruption.as_replanned)."""
-    from hybridctl.core.failover.impact import changed_workloads  # impact reads Replan: imported when used
-
     if not result.disruption.down_links:
         return result.disruption.inventory
-    moved = changed_workloads(result.before, result.after) | {u.workload for u in result.after.unplaced}
+    moved = placement_delta(result.before, result.after).workloads | {u.workload for u in result.after.unplaced}
     return result.disruption.as_replanned(moved)
 
 

@@ -15,14 +15,13 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, compress
 from operator import attrgetter
-from typing import TypeVar
 
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check, recheck
+from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.replaced import N, replaced
+from hybridctl.core.replaced import N, not_in, replaced
 
-T = TypeVar("T")
 _NAME = attrgetter("name")
 _DATASETS = attrgetter("datasets")
 _WORKLOAD = attrgetter("workload")
@@ -67,8 +66,8 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
         readers = map(operator.not_, map(changed_datasets.isdisjoint, map(_DATASETS, inventory.workloads)))
         workloads |= set(map(_NAME, compress(inventory.workloads, readers)))
     pools = set(changed_pools)
-    removed, added = _not_in(old.placements, plan.placements), _not_in(plan.placements, old.placements)
-    for placement in chain(removed, added):
+    delta = placement_delta(old, plan)
+    for placement in chain(delta.removed, delta.added):
         workloads.add(placement.workload)
         pools.add(placement.pool)
     if changed_pools:
@@ -90,8 +89,8 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
     pools |= {u.pool for u in plan.pools if was_reported.get(u.pool) != u}
     pools |= was_reported.keys() - {u.pool for u in plan.pools}
     # data movements: mostly the very objects, else worked out again alike (compared by value then)
-    movements = set(_not_in(old.data_movements, plan.data_movements)) ^ set(_not_in(plan.data_movements,
-                                                                                   old.data_movements))
+    movements = set(not_in(old.data_movements, plan.data_movements)) ^ set(not_in(plan.data_movements,
+                                                                                 old.data_movements))
     workloads |= set(map(_WORKLOAD, movements))
     return workloads, pools
 
@@ -104,12 +103,6 @@ def _changed(was: Sequence[N], now: Sequence[N]) -> set[str] | None:
 
 def _same_but_pools(was: Site, now: Site) -> bool:
     return all(getattr(was, field) == getattr(now, field) for field in Site.model_fields if field != "pools")
-
-
-def _not_in(these: Sequence[T], those: Sequence[T]) -> Iterator[T]:
-    """The entries of `these` that are not (the very objects) in `those`, without a Python step per entry."""
-    present = set(map(id, those))
-    return compress(these, map(operator.not_, map(present.__contains__, map(id, these))))
 
 
 def _on(placements: Sequence[Placement], field: Callable[[Placement], str], names: Iterable[str]) -> Iterator[Placement]:

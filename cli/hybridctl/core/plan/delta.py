@@ -1,0 +1,76 @@
+"""Which placements differ between two plans of one fleet, worked out once and shared.
+
+A failover plan keeps most placements as the very objects of the applied plan (failover/scope.py),
+so "what changed" is the placements that are not the same objects in both plans. A drill's
+scenario asks that of the same two plans many times over: the impacts of the failover and of its
+rollback, the checker's delta, the inventory the plan is checked against, the steps. Each asking
+would cost a pass over the fleet's placements; placement_delta() makes it one pass per pair of plans.
+
+The answer depends on the two placement tuples alone, which the memo holds while it keeps them
+(so no identity passes to another tuple meanwhile); a plan rebuilt with dataclasses.replace keeps
+its placements, and so its delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from operator import attrgetter
+
+from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.replaced import not_in
+
+_WORKLOAD = attrgetter("workload")
+_SITE = attrgetter("site")
+_POOL = attrgetter("pool")
+_KEPT = 8  # pairs remembered: a drill's scenario has two (failover and rollback), one and the same reversed
+
+
+@dataclass(frozen=True, eq=False)
+class PlacementDelta:
+    before: tuple[Placement, ...]  # the earlier plan's placements
+    after: tuple[Placement, ...]
+    removed: tuple[Placement, ...]  # in `before`, not (the very objects) in `after`, in `before`'s order
+    added: tuple[Placement, ...]  # in `after`, not (the very objects) in `before`, in `after`'s order
+
+    @staticmethod
+    def of(before: Sequence[Placement], after: Sequence[Placement]) -> PlacementDelta:
+        was, now = tuple(before), tuple(after)
+        return PlacementDelta(was, now, tuple(not_in(was, now)), tuple(not_in(now, was)))
+
+    @property
+    def reversed(self) -> PlacementDelta:
+        return PlacementDelta(self.after, self.before, self.added, self.removed)
+
+    @cached_property
+    def workloads(self) -> frozenset[str]:
+        """Workloads with a placement that is not the very same object in both plans: only these can
+        have moved (the others keep every placement as it was)."""
+        return frozenset(map(_WORKLOAD, self.removed)) | frozenset(map(_WORKLOAD, self.added))
+
+    @cached_property
+    def sites(self) -> frozenset[str]:
+        return frozenset(map(_SITE, self.removed)) | frozenset(map(_SITE, self.added))
+
+    @cached_property
+    def pools(self) -> frozenset[str]:
+        return frozenset(map(_POOL, self.removed)) | frozenset(map(_POOL, self.added))
+
+
+_memo: list[PlacementDelta] = []
+
+
+def placement_delta(before: Plan, after: Plan) -> PlacementDelta:
+    """The placements that differ between the two plans (each a pass over them, done once per pair)."""
+    was, now = before.placements, after.placements
+    for known in _memo:
+        if known.before is was and known.after is now:
+            return known
+        if known.before is now and known.after is was:
+            return known.reversed
+    found = PlacementDelta.of(was, now)
+    _memo.insert(0, found)
+    del _memo[_KEPT:]
+    return found
+
