@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.inventory.models import CapacityType, Inventory, Policies, Pool, SiteKind
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.tiers import TIER_ORDER, Tier
 
 ALL_GROUP = "hybridctl"
@@ -76,15 +76,25 @@ class AnsibleInventory:
         )
 
 
-def build_ansible_inventory(inventory: Inventory, plan: Plan) -> AnsibleInventory:
-    """Every host of every onprem/edge site, with the variables the playbooks read (playbooks/README.md)."""
-    model_gb = {w.name: w.model_gb or 0.0 for w in inventory.workloads}
+def hosted_placements(inventory: Inventory, placements: Iterable[Placement]) -> list[Placement]:
+    """The placements that on-prem and edge hosts run (replicas on a pool with hosts): all that the
+    Ansible side reads of a plan. Pool names are unique in an inventory, so a pool names its site."""
+    pools = {h.pool for s in inventory.sites if s.kind is not SiteKind.CLOUD for h in s.hosts}
+    return [p for p in placements if p.replicas > 0 and p.pool in pools] if pools else []
+
+
+def build_ansible_inventory(inventory: Inventory, plan: Plan,
+                            hosted: Iterable[Placement] | None = None) -> AnsibleInventory:
+    """Every host of every onprem/edge site, with the variables the playbooks read (playbooks/README.md).
+
+    `hosted`: the plan's hosted_placements, when already known."""
     placed: dict[str, set[str]] = defaultdict(set)  # pool -> workloads placed there
     placed_tiers: dict[str, set[str]] = defaultdict(set)
-    for placement in plan.placements:
-        if placement.replicas > 0:
-            placed[placement.pool].add(placement.workload)
-            placed_tiers[placement.pool].add(placement.tier)
+    for placement in hosted_placements(inventory, plan.placements) if hosted is None else hosted:
+        placed[placement.pool].add(placement.workload)
+        placed_tiers[placement.pool].add(placement.tier)
+    # a fleet's workloads are tens of thousands, the hosts' a few
+    model_gb = {w.name: w.model_gb or 0.0 for w in inventory.workloads} if placed else {}
     hostvars: dict[str, HostVars] = {}
     groups: dict[str, list[str]] = defaultdict(list)
     for site in inventory.sites:

@@ -21,14 +21,26 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING
 
 from hybridctl.core.catalog import Catalog, catalog
-from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
-from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, Workload
+from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.serialize import plan_to_json
+from hybridctl.core.stackplanned import (
+    MultiKueue,
+    PlanIndex,
+    PlannedPool,
+    PoolKey,
+    burst_spread,
+    cluster_of,
+    multikueue_groups,
+    planned_machines,
+    planned_pools,
+    spanning_of,
+)
 from hybridctl.core.stackvalues import (
     DISK_FLOOR_GIB,
     ClusterQueueConfig,
@@ -41,9 +53,9 @@ from hybridctl.core.stackvalues import (
     WorkloadQueue,
 )
 from hybridctl.core.tiers import TIER_ORDER, Tier, allowed_capacity_types
-from hybridctl.errors import HybridctlError
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from hybridctl.core.stackreuse import StackConfigMemo
 
 # Shared with stacks/aws-gpu-pools (node labels) and stacks/k8s-queues (flavor selectors).
 LABEL_SITE = "hybridctl.io/site"
@@ -76,49 +88,6 @@ def node_group_sizes(fixed_gpus: int, planned_gpus: int, gpus_per_node: int, quo
     return minimum, desired, max(quota_gpus // gpus_per_node, desired, 1)
 
 
-def planned_machines(plan: Plan) -> dict[tuple[str, str], int]:
-    """(site, pool) -> the plan's whole machines (PoolUsage.machines), the figure the bill counts.
-
-    A reserved cloud pool's machines are all the machines it has: they are paid for either way.
-    """
-    return {(usage.site, usage.pool): usage.machines for usage in plan.pools}
-
-
-@dataclass(frozen=True)
-class _PlannedPool:
-    site: Site
-    pool: Pool
-    gpus_by_tier: dict[str, int]
-    usd_per_gpu_hour: float
-    workloads: frozenset[str]
-
-
-def _planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[_PlannedPool]:
-    """Cloud pools the plan uses, in inventory order, with their GPUs per tier."""
-    gpus: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    users: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for placement in plan.placements:
-        gpus[(placement.site, placement.pool)][placement.tier] += placement.gpus
-        users[(placement.site, placement.pool)].add(placement.workload)
-    planned = []
-    for site in inventory.sites:
-        if site.kind is not SiteKind.CLOUD:
-            continue
-        for pool in site.pools:
-            by_tier = gpus.get((site.name, pool.name))
-            if not by_tier or not sum(by_tier.values()):
-                continue
-            instance = cat.instances.get(pool.instance_type or "")
-            if instance is None or pool.max_gpus is None or site.region is None or site.cluster is None:
-                raise HybridctlError(
-                    f"cloud pool {site.name}/{pool.name} lacks a catalog instance type, max_gpus, region or cluster",
-                    hint="run `hybridctl validate` on the inventory",
-                )
-            price = pool.usd_per_gpu_hour if pool.usd_per_gpu_hour is not None else instance.usd_per_gpu_hour
-            planned.append(_PlannedPool(site, pool, dict(by_tier), price, frozenset(users[(site.name, pool.name)])))
-    return planned
-
-
 def _gib(gb: float) -> int:
     return math.ceil(gb * 1e9 / 2**30)
 
@@ -147,7 +116,7 @@ def _zone(site: Site, pool: Pool) -> str | None:
     return None
 
 
-def _node_pool(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
+def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
                machines: int | None) -> NodePoolConfig:
     pool = planned.pool
     gpn = cat.instances[pool.instance_type or ""].gpus_per_node
@@ -166,63 +135,9 @@ def _node_pool(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb:
     )
 
 
-def _node_pool_of(planned: _PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
-                  machines: int | None, inventory: Inventory, plan: Plan, memo: StackConfigMemo | None) -> NodePoolConfig:
-    if memo is None:
-        return _node_pool(planned, known, dataset_gb, cat, machines)
-    return memo.node_pool(plan, inventory, cat, planned, machines,
-                          lambda: _node_pool(planned, known, dataset_gb, cat, machines))
-
-
-def _multikueue_groups(plan: Plan, cluster_of: dict[str, str]) -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
-    """Manager cluster -> workers, and cluster -> burst workloads dispatched through MultiKueue.
-
-    Only burst workloads placed in more than one cluster are dispatched; every other workload
-    stays in its own cluster's queues. The manager's dispatching queues run nothing locally, so
-    the manager is the cluster with the fewest planned GPUs for dispatched work: the least
-    capacity of its own waits on the workers.
-    """
-    clusters_of: dict[str, set[str]] = defaultdict(set)
-    for p in plan.placements:
-        if p.tier == Tier.BURST and p.site in cluster_of:
-            clusters_of[p.workload].add(cluster_of[p.site])
-    spanning = {w for w, cs in clusters_of.items() if len(cs) > 1}
-    if not spanning:
-        return {}, {}
-    dispatched_gpus: dict[str, int] = defaultdict(int)
-    for p in plan.placements:
-        if p.workload in spanning and p.tier == Tier.BURST and p.site in cluster_of:
-            dispatched_gpus[cluster_of[p.site]] += p.gpus
-    group = sorted(dispatched_gpus, key=lambda c: (dispatched_gpus[c], c))
-    manager, workers = group[0], tuple(sorted(group[1:]))
-    # MultiKueue mirrors a workload into the worker's namespace and LocalQueue of the same name.
-    return {manager: workers}, {c: spanning for c in group}
-
-
 def plan_digest(plan: Plan) -> str:
     """The digest of the plan file's bytes (byte-stable: the solver's wall time is left out)."""
     return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class _PlanIndex:
-    """The plan's placements by pool and by site, and each workload's spec and tier, worked out once
-    for all clusters (a fleet has tens of clusters and tens of thousands of placements)."""
-
-    known: dict[str, Workload]
-    tier_of: dict[str, str]
-    on_pool: dict[tuple[str, str], list[Placement]]
-    at_site: dict[str, set[str]]
-
-    @staticmethod
-    def of(inventory: Inventory, plan: Plan) -> _PlanIndex:
-        on_pool: dict[tuple[str, str], list[Placement]] = defaultdict(list)
-        at_site: dict[str, set[str]] = defaultdict(set)
-        for pl in plan.placements:
-            on_pool[(pl.site, pl.pool)].append(pl)
-            at_site[pl.site].add(pl.workload)
-        return _PlanIndex({w.name: w for w in inventory.workloads},
-                          {**plan.tiers, **{p.workload: p.tier for p in plan.placements}}, on_pool, at_site)
 
 
 def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:
@@ -231,11 +146,11 @@ def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, d
     return f"{cohort}-{tier}-{slug}" + ("-spot" if spot else "") + ("-mk" if dispatched else "")
 
 
-def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], workloads: set[str],
+def _queues(inventory: Inventory, index: PlanIndex, pools: list[PlannedPool], workloads: set[str],
             dispatched: set[str], manager: bool) -> tuple[tuple[ClusterQueueConfig, ...], tuple[WorkloadQueue, ...]]:
     """The cluster's ClusterQueues and each workload's queue: reach = its GPU types and capacity types."""
     known, tier_of = index.known, index.tier_of
-    placed: dict[str, list[tuple[_PlannedPool, int]]] = defaultdict(list)
+    placed: dict[str, list[tuple[PlannedPool, int]]] = defaultdict(list)
     for p in pools:
         for pl in index.on_pool.get((p.site.name, p.pool.name), ()):
             placed[pl.workload].append((p, pl.gpus))
@@ -278,145 +193,95 @@ def _queues(inventory: Inventory, index: _PlanIndex, pools: list[_PlannedPool], 
     return tuple(queues), tuple(queue_of[n] for n in ordered)
 
 
-class StackConfigMemo:
-    """Each cluster's queues and each pool's node group, kept for the next plan that places the same.
-
-    A failover plan keeps most of the applied plan's placements as the very same objects
-    (failover/scope.py), so most clusters and pools of a fleet get the configuration they had:
-    a cluster's queues depend on the inventory, the plan digest, its planned pools, the
-    placements at its sites, its MultiKueue role and the tiers of the workloads mirrored into
-    it; a pool's node group on the inventory, its GPUs per tier, its workloads and its machines.
-    Keyed by the inventory's and the placements' identities; the memo holds them, so no identity
-    can pass to another object meanwhile.
-
-    It keeps the configurations of the first plan it sees (a failover's applied plan, a drill's
-    base plan), which every later plan is a variant of: another scenario's plan holds other
-    placement objects, so keeping its configurations would only grow the memo.
-    """
-
-    def __init__(self) -> None:
-        self._queues: dict[tuple[object, ...], tuple[Inventory, tuple[Placement, ...], QueuesStackConfig]] = {}
-        self._node_pools: dict[tuple[object, ...], tuple[Inventory, Catalog, NodePoolConfig]] = {}
-        self._gpu_pools: dict[tuple[object, ...], tuple[Inventory, GpuPoolsStackConfig]] = {}
-        self._derived: dict[tuple[object, ...], tuple[object, object]] = {}
-        self._first: Plan | None = None
-
-    def _keeps(self, plan: Plan) -> bool:
-        if self._first is None:
-            self._first = plan
-        return plan is self._first
-
-    def queues(self, key: tuple[object, ...]) -> QueuesStackConfig | None:
-        known = self._queues.get(key)
-        return None if known is None else known[2]
-
-    def put_queues(self, plan: Plan, key: tuple[object, ...], inventory: Inventory, placements: tuple[Placement, ...],
-                   config: QueuesStackConfig) -> None:
-        if self._keeps(plan):
-            self._queues[key] = (inventory, placements, config)
-
-    def node_pool(self, plan: Plan, inventory: Inventory, cat: Catalog, planned: _PlannedPool, machines: int | None,
-                  derive: Callable[[], NodePoolConfig]) -> NodePoolConfig:
-        key = (id(inventory), id(cat), planned.site.name, planned.pool.name, tuple(sorted(planned.gpus_by_tier.items())),
-               planned.workloads, machines)
-        known = self._node_pools.get(key)
-        if known is not None:
-            return known[2]
-        config = derive()
-        if self._keeps(plan):
-            self._node_pools[key] = (inventory, cat, config)
-        return config
+def gpu_pools_config(inventory: Inventory, digest: str, site_pools: list[PlannedPool],
+                     node_pools: Iterable[NodePoolConfig]) -> GpuPoolsStackConfig:
+    """A cloud site's GPU pools stack: `site_pools` are its planned pools, `node_pools` their node groups."""
+    site = site_pools[0].site
+    return GpuPoolsStackConfig(site=site.name, region=site.region or "", cluster_name=site.cluster or "",
+                               inventory_name=inventory.name, plan_digest=digest, node_pools=tuple(node_pools))
 
 
-    def gpu_pools(self, plan: Plan, inventory: Inventory, config: GpuPoolsStackConfig) -> GpuPoolsStackConfig:
-        """The first plan's configuration of a site's pools when `config` has the very same node groups: the
-        steps derived from it are kept with it (derived)."""
-        key = (id(inventory), config.site, config.region, config.cluster_name, config.plan_digest,
-               tuple(map(id, config.node_pools)))
-        known = self._gpu_pools.get(key)
-        if known is not None:
-            return known[1]
-        if self._keeps(plan):
-            self._gpu_pools[key] = (inventory, config)
-        return config
+def queues_config(inventory: Inventory, digest: str, cluster: str, pools: list[PlannedPool], index: PlanIndex,
+                  groups: MultiKueue) -> QueuesStackConfig:
+    """A cluster's queues stack: `pools` are its planned pools, `groups` the plan's MultiKueue groups."""
+    managers, mirrored = groups
+    sites = {p.site.name for p in pools}
+    dispatched = mirrored.get(cluster, set())
+    workloads = {w for site in sites for w in index.at_site.get(site, ())} | dispatched
+    cluster_queues, assigned = _queues(inventory, index, pools, workloads, dispatched, cluster in managers)
+    return QueuesStackConfig(
+        cluster_name=cluster, inventory_name=inventory.name, plan_digest=digest, cohort=inventory.name,
+        flavors=tuple(
+            FlavorConfig(p.pool.name, p.pool.gpu,
+                         ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
+                         spot=p.pool.capacity_type is CapacityType.SPOT)
+            for p in pools
+        ),
+        cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=managers.get(cluster, ()),
+        region=pools[0].site.region or "",
+    )
 
-    def derived(self, plan: Plan, config: object, key: tuple[object, ...], derive: Callable[[], T]) -> T:
-        """What `derive` works out from `config` (and what `key` names), kept while `config` is one of the
-        first plan's configurations: a later plan that reuses the configuration reuses it too."""
-        full = (id(config), *key)
-        known = self._derived.get(full)
-        if known is not None:
-            return cast(T, known[1])
-        value = derive()
-        if self._keeps(plan):
-            self._derived[full] = (config, value)
-        return value
+
+def by_site(planned: Iterable[PlannedPool]) -> dict[str, list[PlannedPool]]:
+    grouped: dict[str, list[PlannedPool]] = defaultdict(list)
+    for p in planned:
+        grouped[p.site.name].append(p)
+    return grouped
+
+
+def by_cluster(planned: Iterable[PlannedPool], clusters: Mapping[str, str]) -> dict[str, list[PlannedPool]]:
+    grouped: dict[str, list[PlannedPool]] = defaultdict(list)
+    for p in planned:
+        grouped[clusters[p.site.name]].append(p)
+    return grouped
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """The stack configurations of a plan, with what they were derived from (StackConfigMemo keeps the
+    first plan's, to derive a later plan's from them and what changed)."""
+
+    configs: StackConfigs
+    planned: dict[PoolKey, PlannedPool]
+    node_pools: dict[PoolKey, NodePoolConfig]
+    machines: dict[PoolKey, int]
+    known: dict[str, Workload]
+    dataset_gb: dict[str, float]
+    index: PlanIndex
+    spread: dict[str, dict[str, int]]  # burst_spread
+    groups: MultiKueue
+
+
+def derive(inventory: Inventory, plan: Plan, digest: str, cat: Catalog) -> Derivation:
+    """The stack configurations of `plan`, worked out over all of it."""
+    planned = planned_pools(inventory, plan, cat)
+    machines = planned_machines(plan)
+    known = {w.name: w for w in inventory.workloads}
+    dataset_gb = {d.name: d.size_gb for d in inventory.datasets}
+    node_pools = {(p.site.name, p.pool.name): node_pool(p, known, dataset_gb, cat,
+                                                         machines.get((p.site.name, p.pool.name)))
+                  for p in planned}
+    gpu_pools = tuple(gpu_pools_config(inventory, digest, site_pools,
+                                       (node_pools[(p.site.name, p.pool.name)] for p in site_pools))
+                      for _, site_pools in sorted(by_site(planned).items()))
+    clusters = cluster_of(inventory)
+    spread = burst_spread(plan.placements, clusters)
+    groups = multikueue_groups(*spanning_of(spread))
+    index = PlanIndex.of(inventory, plan, known)
+    queues = tuple(queues_config(inventory, digest, cluster, pools, index, groups)
+                   for cluster, pools in sorted(by_cluster(planned, clusters).items()))
+    return Derivation(StackConfigs(gpu_pools, queues), {(p.site.name, p.pool.name): p for p in planned}, node_pools,
+                      machines, known, dataset_gb, index, spread, groups)
 
 
 def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None,
                   memo: StackConfigMemo | None = None) -> StackConfigs:
     """The stack configurations that make `plan` real in the cloud; `digest` defaults to plan_digest(plan).
 
-    `memo` (optional) reuses the queues and node groups that an earlier plan placed the same.
+    `memo` (optional) derives a plan that varies the first plan it saw from that plan's configurations.
     """
     cat = cat or catalog()
     digest = digest or plan_digest(plan)
-    planned = _planned_pools(inventory, plan, cat)
-    machines = planned_machines(plan)
-    known = {w.name: w for w in inventory.workloads}
-    dataset_gb = {d.name: d.size_gb for d in inventory.datasets}
-    by_site: dict[str, list[_PlannedPool]] = defaultdict(list)
-    for p in planned:
-        by_site[p.site.name].append(p)
-    gpu_pools: list[GpuPoolsStackConfig] = []
-    for _, site_pools in sorted(by_site.items()):
-        site = site_pools[0].site
-        config = GpuPoolsStackConfig(
-            site=site.name, region=site.region or "", cluster_name=site.cluster or "", inventory_name=inventory.name,
-            plan_digest=digest,
-            node_pools=tuple(_node_pool_of(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)),
-                                           inventory, plan, memo)
-                             for p in site_pools))
-        gpu_pools.append(config if memo is None else memo.gpu_pools(plan, inventory, config))
-
-    cluster_of = {s.name: s.cluster for s in inventory.sites if s.kind is SiteKind.CLOUD and s.cluster}
-    managers, mirrored = _multikueue_groups(plan, cluster_of)
-    by_cluster: dict[str, list[_PlannedPool]] = defaultdict(list)
-    for p in planned:
-        by_cluster[cluster_of[p.site.name]].append(p)
-    queues = []
-    index = _PlanIndex.of(inventory, plan)
-    placed_at: dict[str, list[Placement]] = defaultdict(list)
     if memo is not None:
-        for pl in plan.placements:
-            placed_at[pl.site].append(pl)
-    for cluster, pools in sorted(by_cluster.items()):
-        sites = {p.site.name for p in pools}
-        key: tuple[object, ...] = ()
-        held: tuple[Placement, ...] = ()
-        if memo is not None:
-            held = tuple(pl for site in sorted(sites) for pl in placed_at[site])
-            dispatched = mirrored.get(cluster, set())
-            key = (id(inventory), digest, cluster, tuple(p.pool.name for p in pools), tuple(map(id, held)),
-                   tuple(sorted((w, index.tier_of[w]) for w in dispatched)), managers.get(cluster), cluster in managers)
-            reused = memo.queues(key)
-            if reused is not None:
-                queues.append(reused)
-                continue
-        workloads = {w for site in sites for w in index.at_site.get(site, ())} | mirrored.get(cluster, set())
-        cluster_queues, assigned = _queues(inventory, index, pools, workloads, mirrored.get(cluster, set()),
-                                           cluster in managers)
-        queues.append(QueuesStackConfig(
-            cluster_name=cluster, inventory_name=inventory.name, plan_digest=digest, cohort=inventory.name,
-            flavors=tuple(
-                FlavorConfig(p.pool.name, p.pool.gpu,
-                             ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
-                             spot=p.pool.capacity_type is CapacityType.SPOT)
-                for p in pools
-            ),
-            cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=managers.get(cluster, ()),
-            region=pools[0].site.region or "",
-        ))
-        if memo is not None:
-            memo.put_queues(plan, key, inventory, held, queues[-1])
-    return StackConfigs(tuple(gpu_pools), tuple(queues))
+        return memo.stack_configs(inventory, plan, digest, cat)
+    return derive(inventory, plan, digest, cat).configs

@@ -26,11 +26,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property, partial
 
-from hybridctl.core.ansible_inventory import AnsibleInventory, build_ansible_inventory, group_name
+from hybridctl.core.ansible_inventory import (
+    AnsibleInventory,
+    build_ansible_inventory,
+    group_name,
+    hosted_placements,
+)
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.jsontext import dumps_canonical_utf8
-from hybridctl.core.plan.model import Plan
-from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.stackconfig import stack_configs
+from hybridctl.core.stackreuse import StackConfigMemo
 from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
 
 Params = Mapping[str, object]
@@ -247,11 +253,11 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
     # a configuration the memo kept (one of the first plan's) keeps its stack, and so the stack's digest
     for pools in configs.gpu_pools:
         build = partial(_pools_stack, pools)
-        stacks.append(build() if memo is None else memo.derived(plan, pools, (), build))
+        stacks.append(build() if memo is None else memo.derived(pools, (), build))
     for queues in configs.queues:
         sites = tuple(sorted(s for s, c in cluster_of.items() if c == queues.cluster_name))
         build = partial(_queues_stack, queues, sites)
-        stacks.append(build() if memo is None else memo.derived(plan, queues, sites, build))
+        stacks.append(build() if memo is None else memo.derived(queues, sites, build))
     return tuple(stacks)
 
 
@@ -273,13 +279,16 @@ def _ansible_params(kind: StepKind, hosts: AnsibleInventory, extravars: Mapping[
 def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack] | None = None,
                 bundles: Mapping[str, BundleRef] | None = None, bundle_public_key: str | None = None,
                 deployed: Mapping[str, DeployedStep] | None = None,
-                asset_digests: Mapping[str, str] | None = None, verify_full: bool = False) -> StepPlan:
+                asset_digests: Mapping[str, str] | None = None, verify_full: bool = False,
+                hosted: Sequence[Placement] | None = None) -> StepPlan:
     """The steps that make `plan` real. `bundles` None means no bundles were given at all.
 
     `verify_full` makes model sync re-hash installed versions (and so re-runs its steps).
 
     `deployed` (from the state) adds the teardown of cloud stacks the new plan no longer has.
     `asset_digests` (playbook file -> digest) makes an edited playbook re-run its steps.
+    `hosted`: the plan's placements that hosts run (hosted_placements), when already known (a drill
+    derives them from its base plan's): all the steps read of the plan beside its stacks.
     """
     assets = asset_digests or {}
     stacks = cloud_stacks(inventory, plan) if stacks is None else stacks
@@ -300,11 +309,12 @@ def apply_steps(plan: Plan, inventory: Inventory, *, stacks: Sequence[CloudStack
             steps.append(make_step(f"cluster-queues/{stack.cluster}", StepKind.CLUSTER_QUEUES,
                                    f"Kueue queues of cluster {stack.cluster}", _stack_params(stack),
                                    depends_on=deps, site=None, deploys=True, digest=stack.identity_digest))
-    ansible = build_ansible_inventory(inventory, plan)
+    # the hosts' placements only: a fleet has tens of thousands of placements, mostly on cloud pools
+    hosted = hosted_placements(inventory, plan.placements) if hosted is None else hosted
+    ansible = build_ansible_inventory(inventory, plan, hosted)
     placed_pools: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # site -> workload -> pools
-    for placement in plan.placements:
-        if placement.replicas > 0:
-            placed_pools[placement.site][placement.workload].add(placement.pool)
+    for placement in hosted:
+        placed_pools[placement.site][placement.workload].add(placement.pool)
     needs_models = False
     for site in inventory.sites:
         if site.kind is SiteKind.CLOUD:

@@ -80,7 +80,8 @@ def test_the_queues_memo_gives_what_stack_configs_gives_for_every_failover_plan(
     """Clusters a failover plan places the same on get the very queues of the applied plan; the others
     are derived again, and every configuration equals the one derived without the memo."""
     from hybridctl.core.failover.replan import replan
-    from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+    from hybridctl.core.stackconfig import stack_configs
+    from hybridctl.core.stackreuse import StackConfigMemo
 
     inventory, base, scenarios = enterprise
     memo = StackConfigMemo()
@@ -105,7 +106,8 @@ def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(ent
     (the fixed tier's machines) changes, and the memo must not hand back the applied plan's."""
     import dataclasses
 
-    from hybridctl.core.stackconfig import StackConfigMemo, stack_configs
+    from hybridctl.core.stackconfig import stack_configs
+    from hybridctl.core.stackreuse import StackConfigMemo
 
     inventory, base, _ = enterprise
     cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from hybridctl.core.ansible_inventory import hosted_placements
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.events import SITE_EVENTS, Event
 from hybridctl.core.failover.impact import impacts
@@ -22,11 +23,11 @@ from hybridctl.core.failover.runbook import (
     failover_manual_steps,
     incident_id,
 )
-from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.planner import budget_violation
-from hybridctl.core.stackconfig import StackConfigMemo
+from hybridctl.core.stackreuse import StackConfigMemo
 from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
@@ -96,19 +97,23 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     """apply's steps without bundles or deployed state, for a drill, which only builds them.
 
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
-    identity covers (serialising a fleet's plan for it would be most of a drill's time). The
-    queues of a cluster that a later plan (the failover plan, a drill's next scenario) places the
-    same on are reused (StackConfigMemo). A plan that reads the same as the first plan built (a
+    identity covers (serialising a fleet's plan for it would be most of a drill's time). A later
+    plan (the failover plan, a drill's next scenario) gets its stacks, and the placements its hosts
+    run, derived from the first plan's where it differs from it (StackConfigMemo). A plan that reads the same as the first plan built (a
     drill's base plan) gets that plan's steps: a scenario that moves nothing (a reclaimed spot
     pool nobody used, a link down with nothing behind it) replans into such a plan.
     """
     memo = StackConfigMemo()
     first: list[tuple[Plan, StepPlan]] = []
+    hosted_sites = [s.name for s in inventory.sites if s.kind is not SiteKind.CLOUD and s.hosts]
 
     def build(plan: Plan) -> StepPlan:
         if first and same_steps_inputs(plan, first[0][0]):
             return first[0][1]
-        steps = apply_steps(plan, inventory, stacks=cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo))
+        stacks = cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo)
+        at_hosts = memo.placements_at(plan, hosted_sites) if first else None
+        steps = apply_steps(plan, inventory, stacks=stacks,
+                            hosted=None if at_hosts is None else hosted_placements(inventory, at_hosts))
         if not first:
             first.append((plan, steps))
         return steps

@@ -1,0 +1,227 @@
+"""The stack configurations of a plan that varies another, derived from the other's and what changed.
+
+A failover plan keeps most of the applied plan's placements as the very same objects
+(failover/scope.py), and a drill builds the steps of hundreds of such plans, each differing from
+its base plan at a few sites. StackConfigMemo derives the first plan it sees (a failover's
+applied plan, a drill's base plan) in full and keeps what the derivation read; a later plan of
+the same inventory, catalog and digest is then derived from the first's through
+placement_delta(): only the GPU pools stacks of the sites, and the queues stacks of the
+clusters, whose inputs differ are derived again, each by the same function as in full
+(stackconfig.py), over the first plan's indexes patched where placements changed.
+
+A site's GPU pools read its planned pools (GPUs per tier, workloads) and their machines; a
+cluster's queues read its planned pools, the placements at its sites and their workloads'
+tiers, its MultiKueue role and the set (and tiers) of the workloads mirrored into it. The
+MultiKueue groups depend on every cluster's burst work: a change at one site can change the
+manager, or the mirrored set, of clusters it never touched; so the groups are worked out
+again from the first plan's per-workload burst spread, patched for the changed workloads.
+Whatever the patch cannot show equal (another inventory, catalog or digest; a workload whose
+placements carry two tiers, where the plan's order decides) is derived in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import TypeVar, cast
+
+from hybridctl.core.catalog import Catalog
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.delta import PlacementDelta, placement_delta
+from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.stackconfig import (
+    Derivation,
+    by_cluster,
+    by_site,
+    derive,
+    gpu_pools_config,
+    node_pool,
+    queues_config,
+)
+from hybridctl.core.stackplanned import (
+    PlanIndex,
+    PlannedPool,
+    burst_spread,
+    cloud_pools,
+    cluster_of,
+    multikueue_groups,
+    planned_machines,
+    planned_pool,
+    tally,
+)
+from hybridctl.core.stackvalues import StackConfigs
+
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Patched(Mapping[K, V]):
+    """`base` with the entries of `patch` put over it, without copying `base` (a fleet's index)."""
+
+    def __init__(self, base: Mapping[K, V], patch: Mapping[K, V]) -> None:
+        self._base, self._patch = base, patch
+
+    def __getitem__(self, key: K) -> V:
+        if key in self._patch:
+            return self._patch[key]
+        if key in self._base:  # never base[key] first: a defaultdict would grow an entry
+            return self._base[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._patch or key in self._base
+
+    def __iter__(self) -> Iterator[K]:
+        yield from self._patch
+        yield from (k for k in self._base if k not in self._patch)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Base:
+    """The first plan's derivation, and the indexes a variant is patched from."""
+
+    def __init__(self, inventory: Inventory, plan: Plan, digest: str, cat: Catalog, derived: Derivation) -> None:
+        self.inventory, self.plan, self.digest, self.cat, self.derived = inventory, plan, digest, cat, derived
+        self.placed_at: dict[str, list[Placement]] = {}
+        self.placed_of: dict[str, list[Placement]] = {}
+        for pl in plan.placements:
+            self.placed_at.setdefault(pl.site, []).append(pl)
+            self.placed_of.setdefault(pl.workload, []).append(pl)
+        # a workload's tier is its last placement's: with two tiers, the later plan's order would decide
+        self.mixed_tiers = any(len({pl.tier for pl in placed}) > 1 for placed in self.placed_of.values())
+        self.cloud_pools = {(site.name, pool.name): (site, pool) for site, pool in cloud_pools(inventory)}
+        self.clusters = cluster_of(inventory)
+        self.gpu_pools = {c.site: c for c in derived.configs.gpu_pools}
+        self.queues = {c.cluster_name: c for c in derived.configs.queues}
+        self.spanning = next(iter(derived.groups[1].values()), set())  # every cluster of the group mirrors the same
+        # cluster -> (the GPUs, the number) of spanning workloads' burst placements there
+        self.dispatched: dict[str, tuple[int, int]] = {}
+        for w in self.spanning:
+            self._count(derived.spread[w], self.dispatched, 1)
+
+    @staticmethod
+    def _count(spread: dict[str, int], into: dict[str, tuple[int, int]], sign: int) -> None:
+        for cluster, gpus in spread.items():
+            had = into.get(cluster, (0, 0))
+            into[cluster] = (had[0] + sign * gpus, had[1] + sign)
+
+    def placements_at(self, delta: PlacementDelta, sites: Collection[str]) -> dict[str, list[Placement]]:
+        """Site -> the later plan's placements there: the first plan's, less those removed, plus those added."""
+        gone = set(map(id, delta.removed))
+        found = {s: [pl for pl in self.placed_at.get(s, ()) if id(pl) not in gone] for s in sites}
+        for pl in delta.added:
+            if pl.site in found:
+                found[pl.site].append(pl)
+        return found
+
+    def vary(self, plan: Plan) -> StackConfigs | None:
+        """`plan`'s configurations, from the first plan's and what changed; None when that cannot be shown equal."""
+        if self.mixed_tiers:
+            return None
+        delta = placement_delta(self.plan, plan)
+        base = self.derived
+        gone = set(map(id, delta.removed))
+        of_workload = {w: [pl for pl in self.placed_of.get(w, ()) if id(pl) not in gone] for w in delta.workloads}
+        for pl in delta.added:
+            of_workload[pl.workload].append(pl)
+        tiers: dict[str, str] = {}
+        for w, placed in of_workload.items():
+            distinct = {pl.tier for pl in placed}
+            if len(distinct) > 1:
+                return None  # its tier is its last placement's: the plan's order would decide
+            if distinct:
+                tiers[w] = distinct.pop()
+        at = self.placements_at(delta, delta.sites)
+        touched = {(pl.site, pl.pool) for pl in (*delta.removed, *delta.added)}
+
+        # planned pools and node groups: the first plan's, but where a pool's placements or machines changed
+        machines = base.machines if plan.pools is self.plan.pools else planned_machines(plan)
+        refit = {k for k in machines.keys() | base.machines.keys() if machines.get(k) != base.machines.get(k)}
+        counted = tally(pl for site in at.values() for pl in site)
+        planned: list[PlannedPool] = []
+        for key, (site, pool) in self.cloud_pools.items():
+            p = planned_pool(site, pool, counted.get(key), self.cat) if key in touched else base.planned.get(key)
+            if p is not None:
+                planned.append(p)
+        new_sites = {p for p, _ in touched} | {p for p, _ in refit}
+        gpu_pools = tuple(
+            gpu_pools_config(self.inventory, self.digest, pools, (
+                node_pool(p, base.known, base.dataset_gb, self.cat, machines.get(k))
+                if (k := (p.site.name, p.pool.name)) in touched or k in refit else base.node_pools[k] for p in pools))
+            if site in new_sites else self.gpu_pools[site]
+            for site, pools in sorted(by_site(planned).items()))
+
+        # MultiKueue: the spanning workloads and their GPUs per cluster, patched for the changed workloads
+        spread = burst_spread((pl for placed in of_workload.values() for pl in placed), self.clusters)
+        spanning, dispatched = self.spanning, dict(self.dispatched)
+        flipped = False
+        for w in delta.workloads:
+            was, now = base.spread.get(w, {}), spread.get(w, {})
+            if len(was) > 1:
+                self._count(was, dispatched, -1)
+            if len(now) > 1:
+                self._count(now, dispatched, 1)
+            flipped |= (len(was) > 1) != (len(now) > 1)
+        if flipped:
+            spanning = {w for w in spanning if w not in delta.workloads} | {w for w, cs in spread.items() if len(cs) > 1}
+        groups = multikueue_groups(spanning, {c: gpus for c, (gpus, n) in dispatched.items() if n})
+        # a mirrored workload's tier reaches every cluster of the group
+        retiered = any(w in spanning and tiers.get(w) != base.index.tier_of.get(w) for w in delta.workloads)
+        (managers, mirrored), (was_managers, was_mirrored) = groups, base.groups
+        regroup = {c for c in mirrored.keys() | was_mirrored.keys()
+                   if flipped or retiered or (managers.get(c), c in mirrored) != (was_managers.get(c), c in was_mirrored)}
+
+        index = PlanIndex(base.known, Patched(base.index.tier_of, tiers),
+                          Patched(base.index.on_pool, {k: [pl for pl in at[k[0]] if pl.pool == k[1]] for k in touched}),
+                          Patched(base.index.at_site, {s: {pl.workload for pl in placed} for s, placed in at.items()}))
+        requeue = {self.clusters[s] for s in delta.sites if s in self.clusters} | regroup
+        queues = tuple(queues_config(self.inventory, self.digest, cluster, pools, index, groups)
+                       if cluster in requeue else self.queues[cluster]
+                       for cluster, pools in sorted(by_cluster(planned, self.clusters).items()))
+        return StackConfigs(gpu_pools, queues)
+
+
+class StackConfigMemo:
+    """The first plan's stack configurations (a failover's applied plan, a drill's base plan), from which
+    every later plan's are derived where they differ; and what is derived from those configurations.
+
+    The memo holds the first plan, its inventory and its configurations, so no identity it compares
+    can pass to another object meanwhile.
+    """
+
+    def __init__(self) -> None:
+        self._base: _Base | None = None
+        self._derived: dict[tuple[object, ...], object] = {}
+        self._kept: set[int] = set()
+
+    def stack_configs(self, inventory: Inventory, plan: Plan, digest: str, cat: Catalog) -> StackConfigs:
+        base = self._base
+        if base is None:
+            derived = derive(inventory, plan, digest, cat)
+            self._base = _Base(inventory, plan, digest, cat, derived)
+            self._kept = {id(c) for c in (*derived.configs.gpu_pools, *derived.configs.queues)}
+            return derived.configs
+        if plan is base.plan and inventory is base.inventory and cat is base.cat and digest == base.digest:
+            return base.derived.configs
+        varied = (base.vary(plan) if inventory is base.inventory and cat is base.cat and digest == base.digest
+                  else None)
+        return varied if varied is not None else derive(inventory, plan, digest, cat).configs
+
+    def derived(self, config: object, key: tuple[object, ...], derive: Callable[[], T]) -> T:
+        """What `derive` works out from `config` (and what `key` names), kept while `config` is one of the
+        first plan's configurations: a later plan that reuses the configuration reuses it too."""
+        if id(config) not in self._kept:
+            return derive()
+        full = (id(config), *key)
+        if full not in self._derived:
+            self._derived[full] = derive()
+        return cast(T, self._derived[full])
+
+    def placements_at(self, plan: Plan, sites: Collection[str]) -> Sequence[Placement] | None:
+        """The placements of `plan` at `sites`, from the first plan's and the delta; None before a first plan."""
+        base = self._base
+        if base is None:
+            return None
+        return [pl for placed in base.placements_at(placement_delta(base.plan, plan), sites).values() for pl in placed]
