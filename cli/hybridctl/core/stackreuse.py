@@ -139,7 +139,7 @@ class _Base:
         # planned pools and node groups: the first plan's, but where a pool's placements or machines changed
         machines = base.machines if plan.pools is self.plan.pools else planned_machines(plan)
         refit = {k for k in machines.keys() | base.machines.keys() if machines.get(k) != base.machines.get(k)}
-        counted = tally(pl for site in at.values() for pl in site)
+        counted = tally(pl for site in at.values() for pl in site if (pl.site, pl.pool) in touched)
         planned: list[PlannedPool] = []
         for key, (site, pool) in self.cloud_pools.items():
             p = planned_pool(site, pool, counted.get(key), self.cat) if key in touched else base.planned.get(key)
@@ -167,11 +167,12 @@ class _Base:
         if flipped:
             spanning = {w for w in spanning if w not in delta.workloads} | {w for w, cs in spread.items() if len(cs) > 1}
         groups = multikueue_groups(spanning, {c: gpus for c, (gpus, n) in dispatched.items() if n})
-        # a mirrored workload's tier reaches every cluster of the group
-        retiered = any(w in spanning and tiers.get(w) != base.index.tier_of.get(w) for w in delta.workloads)
+        # Every cluster of the group mirrors the spanning workloads: a change to that set reaches them all.
+        # Their tiers cannot change unless the set does: a spanning workload's placements are all burst
+        # (one of another tier would give it two, which vary() leaves to the whole derivation).
         (managers, mirrored), (was_managers, was_mirrored) = groups, base.groups
         regroup = {c for c in mirrored.keys() | was_mirrored.keys()
-                   if flipped or retiered or (managers.get(c), c in mirrored) != (was_managers.get(c), c in was_mirrored)}
+                   if flipped or (managers.get(c), c in mirrored) != (was_managers.get(c), c in was_mirrored)}
 
         index = PlanIndex(base.known, Patched(base.index.tier_of, tiers),
                           Patched(base.index.on_pool, {k: [pl for pl in at[k[0]] if pl.pool == k[1]] for k in touched}),

@@ -1,0 +1,182 @@
+"""The steps and stack configurations a drill derives from its base plan's (StackConfigMemo, plain_steps)
+are exactly those derived from scratch, for every plan a drill meets and for hand-made changes that reach
+each input of a configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps
+from hybridctl.core.failover.replan import replan
+from hybridctl.core.failover.scenario import standard_scenarios
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.plan.planner import plan
+from hybridctl.core.stackconfig import stack_configs
+from hybridctl.core.stackplanned import burst_spread, cluster_of, multikueue_groups, spanning_of
+from hybridctl.core.stackreuse import StackConfigMemo
+from hybridctl.core.stackvalues import StackConfigs
+from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
+from inventory_gen import generate
+from support.examples import EXAMPLE_PATHS
+
+DIGEST = "sha256:x"
+
+
+def scratch_steps(inventory: Inventory, p: Plan) -> StepPlan:
+    return apply_steps(p, inventory, stacks=cloud_stacks(inventory, p, REHEARSAL_DIGEST))
+
+
+class Drilled:
+    """A base plan's memo and steps, as a drill holds them, and the checks every variant must pass."""
+
+    def __init__(self, inventory: Inventory, base: Plan) -> None:
+        self.inventory, self.base = inventory, base
+        self.memo = StackConfigMemo()
+        self.first = stack_configs(inventory, base, DIGEST, memo=self.memo)
+        self.steps_for = plain_steps(inventory)
+        self.steps_for(base)
+
+    def configs(self, variant: Plan) -> StackConfigs:
+        """The variant's configurations from the memo, asserted equal to those from scratch."""
+        got = stack_configs(self.inventory, variant, DIGEST, memo=self.memo)
+        assert got == stack_configs(self.inventory, variant, DIGEST)
+        got_steps = self.steps_for(variant)
+        assert got_steps == scratch_steps(self.inventory, variant)
+        return got
+
+    def replaced(self, change: Callable[[Placement], Placement | None]) -> Plan:
+        """The base plan with `change` applied to each placement (None drops it), keeping the others' objects."""
+        kept = (change(p) for p in self.base.placements)
+        return dataclasses.replace(self.base, placements=tuple(p for p in kept if p is not None))
+
+
+@cache
+def example(path: Path) -> Drilled:
+    inventory = load_inventory(path).inventory
+    return Drilled(inventory, plan(inventory))
+
+
+@cache
+def fleet() -> Drilled:
+    # 4 clusters; one burst workload spans two of them, with as many GPUs in each (the name decides the manager)
+    inventory = Inventory.model_validate(generate(1000, 100, 1))
+    return Drilled(inventory, plan(inventory))
+
+
+def _check_scenarios(drilled: Drilled, every: int) -> None:
+    for scenario in standard_scenarios(drilled.inventory)[::every]:
+        after = replan(drilled.inventory, drilled.base, scenario.events).after
+        try:
+            drilled.configs(after)
+        except AssertionError as exc:
+            raise AssertionError(f"scenario {scenario.name}") from exc
+
+
+@pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.name)
+def test_every_standard_scenario_of_every_example_gets_the_steps_derived_from_scratch(path: Path) -> None:
+    _check_scenarios(example(path), every=1)
+
+
+def test_standard_scenarios_of_a_synthetic_fleet_get_the_steps_derived_from_scratch() -> None:
+    _check_scenarios(fleet(), every=3)
+
+
+def _groups(drilled: Drilled, p: Plan) -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
+    return multikueue_groups(*spanning_of(burst_spread(p.placements, cluster_of(drilled.inventory))))
+
+
+def _spanning(drilled: Drilled) -> tuple[str, list[Placement]]:
+    spanning, _ = spanning_of(burst_spread(drilled.base.placements, cluster_of(drilled.inventory)))
+    assert spanning, "the fleet has no burst work spanning clusters"
+    name = sorted(spanning)[0]
+    return name, [p for p in drilled.base.placements if p.workload == name]
+
+
+class TestHandMadeChanges:
+    def test_more_gpus_in_the_manager_cluster_hands_the_manager_role_to_another_cluster(self) -> None:
+        drilled = fleet()
+        (manager, _), = _groups(drilled, drilled.base)[0].items()
+        clusters = cluster_of(drilled.inventory)
+        _, placed = _spanning(drilled)
+        target = next(p for p in placed if p.tier == "burst" and clusters.get(p.site) == manager)
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, gpus=p.gpus + 64) if p is target else p)
+        assert manager not in _groups(drilled, variant)[0]  # the role moved
+        got = drilled.configs(variant)
+        assert got.queues != drilled.first.queues
+
+    def test_a_workload_that_stops_spanning_clusters_leaves_every_cluster_of_the_group(self) -> None:
+        drilled = fleet()
+        clusters = cluster_of(drilled.inventory)
+        _, placed = _spanning(drilled)
+        # keep its burst work in one cluster only: MultiKueue no longer dispatches anything
+        keep = clusters[placed[0].site]
+        ids = {id(p) for p in placed}
+        variant = drilled.replaced(lambda p: None if id(p) in ids and clusters.get(p.site) != keep else p)
+        assert _groups(drilled, variant) == ({}, {})
+        drilled.configs(variant)
+
+    def test_a_workload_that_starts_spanning_clusters_is_mirrored_into_the_group(self) -> None:
+        drilled = fleet()
+        clusters = cluster_of(drilled.inventory)
+        spanning, _ = spanning_of(burst_spread(drilled.base.placements, clusters))
+        lone = next(p for p in drilled.base.placements
+                    if p.tier == "burst" and p.site in clusters and p.workload not in spanning and p.gpus)
+        elsewhere = next(s for s, c in sorted(clusters.items()) if c != clusters[lone.site])
+        pool = next(q.name for s in drilled.inventory.sites if s.name == elsewhere for q in s.pools)
+        copy = dataclasses.replace(lone, site=elsewhere, pool=pool)
+        variant = dataclasses.replace(drilled.base, placements=(*drilled.base.placements, copy))
+        assert lone.workload in next(iter(_groups(drilled, variant)[1].values()))
+        drilled.configs(variant)
+
+    def test_a_change_only_in_a_pools_machines_resizes_its_node_group(self) -> None:
+        drilled = fleet()
+        planned = {(c.site, n.name) for c in drilled.first.gpu_pools for n in c.node_pools}
+        busy = next(u for u in drilled.base.pools if (u.site, u.pool) in planned)
+        variant = dataclasses.replace(drilled.base, pools=tuple(
+            dataclasses.replace(u, machines=u.machines + 5) if u is busy else u for u in drilled.base.pools))
+        got = drilled.configs(variant)
+        assert got.gpu_pools != drilled.first.gpu_pools and got.queues == drilled.first.queues
+
+    def test_a_change_only_in_a_workloads_tier_repoints_its_queue(self) -> None:
+        drilled = fleet()
+        clusters = cluster_of(drilled.inventory)
+        on_cloud = {p.workload for p in drilled.base.placements if p.site in clusters and p.tier == "burst"}
+        name = sorted(on_cloud)[0]
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, tier="opportunistic") if p.workload == name else p)
+        got = drilled.configs(variant)
+        assert got.queues != drilled.first.queues
+
+    def test_a_placement_of_another_tier_beside_the_others_is_derived_in_full(self) -> None:
+        """A workload with placements of two tiers takes its last placement's, which only the whole
+        plan's order tells: the memo must not guess it from the changed placements."""
+        drilled = fleet()
+        clusters = cluster_of(drilled.inventory)
+        twice = next(p for p in drilled.base.placements
+                     if p.site in clusters and sum(q.workload == p.workload for q in drilled.base.placements) > 1)
+        for tier in ("fixed", "opportunistic"):
+            drilled.configs(drilled.replaced(lambda p, t=tier: dataclasses.replace(p, tier=t) if p is twice else p))
+
+    def test_another_digest_or_inventory_is_derived_in_full(self) -> None:
+        drilled = fleet()
+        moved = drilled.base.placements[0]
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, gpus=p.gpus + 1) if p is moved else p)
+        assert stack_configs(drilled.inventory, variant, "sha256:y", memo=drilled.memo) == stack_configs(
+            drilled.inventory, variant, "sha256:y")
+        renamed = drilled.inventory.model_copy(update={"name": "renamed"})
+        assert stack_configs(renamed, variant, DIGEST, memo=drilled.memo) == stack_configs(renamed, variant, DIGEST)
+
+    def test_a_change_at_a_site_with_hosts_reaches_its_ansible_steps(self) -> None:
+        drilled = example(next(p for p in EXAMPLE_PATHS if p.name == "enterprise"))
+        hosted = {h.pool for s in drilled.inventory.sites for h in s.hosts}
+        target = next(p for p in drilled.base.placements if p.pool in hosted and p.replicas)
+        first = drilled.steps_for(drilled.base)
+        for variant in (drilled.replaced(lambda p: dataclasses.replace(p, replicas=0) if p is target else p),
+                        drilled.replaced(lambda p: dataclasses.replace(p, workload="w-new") if p is target else p)):
+            drilled.configs(variant)
+            assert drilled.steps_for(variant).graph != first.graph
