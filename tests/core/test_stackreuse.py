@@ -121,17 +121,35 @@ class TestHandMadeChanges:
         assert _groups(drilled, variant) == ({}, {})
         drilled.configs(variant)
 
-    def test_a_workload_that_starts_spanning_clusters_is_mirrored_into_the_group(self) -> None:
+    def test_a_workload_that_starts_spanning_clusters_is_mirrored_into_every_cluster_of_the_group(self) -> None:
+        """Its burst work in the manager's cluster, as many GPUs in a worker's: the manager stays, and its
+        cluster, where nothing changed, gets the workload mirrored all the same."""
         drilled = fleet()
         clusters = cluster_of(drilled.inventory)
+        ((manager, workers),), _ = (tuple(g.items()) for g in _groups(drilled, drilled.base))
         spanning, _ = spanning_of(burst_spread(drilled.base.placements, clusters))
         lone = next(p for p in drilled.base.placements
-                    if p.tier == "burst" and p.site in clusters and p.workload not in spanning and p.gpus)
-        elsewhere = next(s for s, c in sorted(clusters.items()) if c != clusters[lone.site])
-        pool = next(q.name for s in drilled.inventory.sites if s.name == elsewhere for q in s.pools)
-        copy = dataclasses.replace(lone, site=elsewhere, pool=pool)
+                    if p.tier == "burst" and clusters.get(p.site) == manager and p.workload not in spanning and p.gpus
+                    and sum(q.workload == p.workload for q in drilled.base.placements) == 1)
+        worker_site = next(s for s, c in sorted(clusters.items()) if c == workers[0])
+        pool = next(q.name for s in drilled.inventory.sites if s.name == worker_site for q in s.pools)
+        copy = dataclasses.replace(lone, site=worker_site, pool=pool)
         variant = dataclasses.replace(drilled.base, placements=(*drilled.base.placements, copy))
-        assert lone.workload in next(iter(_groups(drilled, variant)[1].values()))
+        managers, mirrored = _groups(drilled, variant)
+        assert manager in managers and lone.workload in mirrored[manager]
+        drilled.configs(variant)
+
+    def test_a_group_that_changes_workers_reaches_the_manager_where_nothing_changed(self) -> None:
+        drilled = fleet()
+        clusters = cluster_of(drilled.inventory)
+        ((manager, workers),), _ = (tuple(g.items()) for g in _groups(drilled, drilled.base))
+        _, placed = _spanning(drilled)
+        target = next(p for p in placed if p.tier == "burst" and clusters.get(p.site) == workers[0])
+        other = next(s for s, c in sorted(clusters.items()) if c not in (manager, *workers))
+        pool = next(q.name for s in drilled.inventory.sites if s.name == other for q in s.pools)
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, site=other, pool=pool) if p is target else p)
+        managers, _ = _groups(drilled, variant)
+        assert manager in managers and managers[manager] != workers  # same manager, other workers
         drilled.configs(variant)
 
     def test_a_change_only_in_a_pools_machines_resizes_its_node_group(self) -> None:
@@ -161,6 +179,18 @@ class TestHandMadeChanges:
                      if p.site in clusters and sum(q.workload == p.workload for q in drilled.base.placements) > 1)
         for tier in ("fixed", "opportunistic"):
             drilled.configs(drilled.replaced(lambda p, t=tier: dataclasses.replace(p, tier=t) if p is twice else p))
+
+    def test_a_base_plan_with_a_workload_of_two_tiers_lets_the_order_of_placements_decide(self) -> None:
+        """Its tier is its last placement's: a variant holding the very same placements in another order
+        gives it another tier, which no delta shows."""
+        drilled = fleet()
+        clusters = cluster_of(drilled.inventory)
+        twice = next(p for p in drilled.base.placements if p.site in clusters and p.tier == "burst"
+                     and sum(q.workload == p.workload for q in drilled.base.placements) > 1)
+        mixed = Drilled(drilled.inventory, drilled.replaced(
+            lambda p: dataclasses.replace(p, tier="opportunistic") if p is twice else p))
+        reordered = dataclasses.replace(mixed.base, placements=mixed.base.placements[::-1])
+        mixed.configs(reordered)
 
     def test_another_digest_or_inventory_is_derived_in_full(self) -> None:
         drilled = fleet()
