@@ -13,6 +13,11 @@ machines, never below desired.
 
 Queues: each workload's LocalQueue points at a ClusterQueue that reaches only the flavors of
 its GPU types, and spot flavors only when the workload is preemptible (queue_key).
+
+derive() works out a whole plan; a site's stack (gpu_pools_config) and a cluster's
+(queues_config) are built by functions of their own, which stackreuse.py calls for just the
+sites and clusters where a plan differs from one derived before. What they read of the plan is
+in stackplanned.py.
 """
 
 from __future__ import annotations

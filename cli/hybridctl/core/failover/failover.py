@@ -99,9 +99,10 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
     identity covers (serialising a fleet's plan for it would be most of a drill's time). A later
     plan (the failover plan, a drill's next scenario) gets its stacks, and the placements its hosts
-    run, derived from the first plan's where it differs from it (StackConfigMemo). A plan that reads the same as the first plan built (a
-    drill's base plan) gets that plan's steps: a scenario that moves nothing (a reclaimed spot
-    pool nobody used, a link down with nothing behind it) replans into such a plan.
+    run, derived from the first plan's where it differs from it (StackConfigMemo): a scenario
+    costs what it changed, not what the fleet holds. A plan that reads the same as the first plan
+    built (a drill's base plan) gets that plan's steps: a scenario that moves nothing (a reclaimed
+    spot pool nobody used, a link down with nothing behind it) replans into such a plan.
     """
     memo = StackConfigMemo()
     first: list[tuple[Plan, StepPlan]] = []
