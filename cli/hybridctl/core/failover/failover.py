@@ -9,7 +9,9 @@ those that differ between the failover plan's and the pre-failover plan's.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Sequence
+from itertools import compress
 
 from hybridctl.core.ansible_inventory import hosted_placements
 from hybridctl.core.failover.disrupt import Disruption
@@ -129,13 +131,17 @@ def same_steps_inputs(plan: Plan, other: Plan) -> bool:
 
     A failover plan keeps most placements as the very objects of the applied plan: comparing costs little.
     """
-    return (plan.tiers == other.tiers and len(plan.placements) == len(other.placements)
-            and [(u.site, u.pool, u.machines) for u in plan.pools] == [(u.site, u.pool, u.machines) for u in other.pools]
-            and all(map(_placed_alike, plan.placements, other.placements)))
+    ours, theirs = plan.placements, other.placements
+    if not (plan.tiers == other.tiers and len(ours) == len(theirs)
+            and [(u.site, u.pool, u.machines) for u in plan.pools] == [(u.site, u.pool, u.machines) for u in other.pools]):
+        return False
+    # the pairs that are not one object, found without a Python step per placement (a fleet has tens of thousands)
+    return all(_placed_alike(one, two) for one, two in compress(zip(ours, theirs, strict=True),
+                                                            map(operator.is_not, ours, theirs)))
 
 
 def _placed_alike(one: Placement, other: Placement) -> bool:
-    return one is other or (one.workload, one.tier, one.site, one.pool, one.replicas, one.gpus) == (
+    return (one.workload, one.tier, one.site, one.pool, one.replicas, one.gpus) == (
         other.workload, other.tier, other.site, other.pool, other.replicas, other.gpus)
 
 
