@@ -40,6 +40,7 @@ from hybridctl.core.stackconfig import (
 from hybridctl.core.stackplanned import (
     PlanIndex,
     PlannedPool,
+    PoolKey,
     burst_spread,
     cloud_pools,
     cluster_of,
@@ -139,7 +140,12 @@ class _Base:
         # planned pools and node groups: the first plan's, but where a pool's placements or machines changed
         machines = base.machines if plan.pools is self.plan.pools else planned_machines(plan)
         refit = {k for k in machines.keys() | base.machines.keys() if machines.get(k) != base.machines.get(k)}
-        counted = tally(pl for site in at.values() for pl in site if (pl.site, pl.pool) in touched)
+        on_pool: dict[PoolKey, list[Placement]] = {key: [] for key in touched}
+        for placed in at.values():
+            for pl in placed:
+                if (pl.site, pl.pool) in on_pool:
+                    on_pool[(pl.site, pl.pool)].append(pl)
+        counted = tally(pl for placed in on_pool.values() for pl in placed)
         planned: list[PlannedPool] = []
         for key, (site, pool) in self.cloud_pools.items():
             p = planned_pool(site, pool, counted.get(key), self.cat) if key in touched else base.planned.get(key)
@@ -175,7 +181,7 @@ class _Base:
                    if flipped or (managers.get(c), c in mirrored) != (was_managers.get(c), c in was_mirrored)}
 
         index = PlanIndex(base.known, Patched(base.index.tier_of, tiers),
-                          Patched(base.index.on_pool, {k: [pl for pl in at[k[0]] if pl.pool == k[1]] for k in touched}),
+                          Patched(base.index.on_pool, on_pool),
                           Patched(base.index.at_site, {s: {pl.workload for pl in placed} for s, placed in at.items()}))
         requeue = {self.clusters[s] for s in delta.sites if s in self.clusters} | regroup
         queues = tuple(queues_config(self.inventory, self.digest, cluster, pools, index, groups)
