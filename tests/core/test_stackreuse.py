@@ -172,13 +172,18 @@ class TestHandMadeChanges:
 
     def test_a_placement_of_another_tier_beside_the_others_is_derived_in_full(self) -> None:
         """A workload with placements of two tiers takes its last placement's, which only the whole
-        plan's order tells: the memo must not guess it from the changed placements."""
+        plan's order tells: the memo must not guess it from the changed placements. The changed
+        placement first and last of its workload's: one of the two would catch any guess."""
         drilled = fleet()
         clusters = cluster_of(drilled.inventory)
-        twice = next(p for p in drilled.base.placements
+        twice = next(p for p in drilled.base.placements  # the first of its workload's placements
                      if p.site in clusters and sum(q.workload == p.workload for q in drilled.base.placements) > 1)
-        for tier in ("fixed", "opportunistic"):
-            drilled.configs(drilled.replaced(lambda p, t=tier: dataclasses.replace(p, tier=t) if p is twice else p))
+        for tier in sorted({"fixed", "burst", "opportunistic"} - {twice.tier}):
+            changed = dataclasses.replace(twice, tier=tier)
+            in_place = drilled.replaced(lambda p, c=changed: c if p is twice else p)
+            drilled.configs(in_place)
+            drilled.configs(dataclasses.replace(in_place, placements=(
+                *(p for p in in_place.placements if p is not changed), changed)))
 
     def test_a_base_plan_with_a_workload_of_two_tiers_lets_the_order_of_placements_decide(self) -> None:
         """Its tier is its last placement's: a variant holding the very same placements in another order
