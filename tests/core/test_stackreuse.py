@@ -69,6 +69,23 @@ def fleet() -> Drilled:
     return Drilled(inventory, plan(inventory))
 
 
+@cache
+def two_spanning() -> Drilled:
+    """The fleet with a second burst workload spanning clusters: one of the first's, and one it does not reach."""
+    drilled = fleet()
+    clusters = cluster_of(drilled.inventory)
+    (manager, workers), = _groups(drilled, drilled.base)[0].items()
+    spanning, _ = spanning_of(burst_spread(drilled.base.placements, clusters))
+    outside = sorted(set(clusters.values()) - {manager, *workers})[0]
+    lone = next(p for p in drilled.base.placements
+                if p.tier == "burst" and clusters.get(p.site) == outside and p.workload not in spanning and p.gpus
+                and sum(q.workload == p.workload for q in drilled.base.placements) == 1)
+    site = next(s for s, c in sorted(clusters.items()) if c == workers[0])
+    copy = dataclasses.replace(lone, site=site, pool=next(q.name for s in drilled.inventory.sites if s.name == site
+                                                          for q in s.pools))
+    return Drilled(drilled.inventory, dataclasses.replace(drilled.base, placements=(*drilled.base.placements, copy)))
+
+
 def _check_scenarios(drilled: Drilled, every: int) -> None:
     for scenario in standard_scenarios(drilled.inventory)[::every]:
         after = replan(drilled.inventory, drilled.base, scenario.events).after
@@ -109,6 +126,34 @@ class TestHandMadeChanges:
         assert manager not in _groups(drilled, variant)[0]  # the role moved
         got = drilled.configs(variant)
         assert got.queues != drilled.first.queues
+
+    def test_a_new_manager_changes_the_queues_of_workloads_mirrored_there_that_did_not_change(self) -> None:
+        drilled = two_spanning()
+        (manager, _), = _groups(drilled, drilled.base)[0].items()
+        clusters = cluster_of(drilled.inventory)
+        spanning, _ = spanning_of(burst_spread(drilled.base.placements, clusters))
+        assert len(spanning) == 2
+        target = next(p for p in drilled.base.placements
+                      if p.workload in spanning and p.tier == "burst" and clusters.get(p.site) == manager)
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, gpus=p.gpus + 64) if p is target else p)
+        assert manager not in _groups(drilled, variant)[0]
+        drilled.configs(variant)
+
+    def test_a_workload_mirrored_into_a_cluster_it_is_not_placed_in_stays_there_when_it_changes(self) -> None:
+        """One spanning workload changes, and so does another workload in a cluster that only mirrors it."""
+        drilled = two_spanning()
+        clusters = cluster_of(drilled.inventory)
+        spanning, _ = spanning_of(burst_spread(drilled.base.placements, clusters))
+        mirrored = _groups(drilled, drilled.base)[1]
+        one = sorted(spanning)[0]
+        at = {clusters[p.site] for p in drilled.base.placements if p.workload == one and p.site in clusters}
+        elsewhere = sorted(set(mirrored) - at)[0]
+        changed = next(p for p in drilled.base.placements if p.workload == one)
+        other = next(p for p in drilled.base.placements
+                     if clusters.get(p.site) == elsewhere and p.workload not in spanning and p.gpus)
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, gpus=p.gpus + 1) if p is other else
+                                   dataclasses.replace(p) if p is changed else p)
+        drilled.configs(variant)
 
     def test_a_workload_that_stops_spanning_clusters_leaves_every_cluster_of_the_group(self) -> None:
         drilled = fleet()

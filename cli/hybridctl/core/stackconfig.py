@@ -26,13 +26,13 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hybridctl.core.catalog import Catalog, catalog
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, Workload
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json
 from hybridctl.core.stackplanned import (
     MultiKueue,
@@ -151,51 +151,107 @@ def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, d
     return f"{cohort}-{tier}-{slug}" + ("-spot" if spot else "") + ("-mk" if dispatched else "")
 
 
-def _queues(inventory: Inventory, index: PlanIndex, pools: list[PlannedPool], workloads: set[str],
-            dispatched: set[str], manager: bool) -> tuple[tuple[ClusterQueueConfig, ...], tuple[WorkloadQueue, ...]]:
-    """The cluster's ClusterQueues and each workload's queue: reach = its GPU types and capacity types."""
-    known, tier_of = index.known, index.tier_of
+Reach = tuple[str, tuple[str, ...], bool, bool]  # tier, GPU types (sorted), spot allowed, dispatched
+Placed = Iterable[tuple[PlannedPool, int]]  # a workload's GPUs on a cluster's pools
+
+
+class QueueTally:
+    """A cluster's workloads by reach (its ClusterQueue), and each reach's GPUs per pool: what the
+    cluster's queues are assembled from. stackreuse.py patches a copy for the workloads that changed."""
+
+    def __init__(self) -> None:
+        self.reach: dict[str, Reach] = {}
+        self.count: dict[Reach, int] = defaultdict(int)
+        self.gpus: dict[Reach, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def add(self, name: str, reach: Reach, placed: Placed) -> None:
+        self.reach[name] = reach
+        self.count[reach] += 1
+        for p, g in placed:
+            self.gpus[reach][p.pool.name] += g
+
+    def remove(self, name: str, placed: Placed) -> None:
+        reach = self.reach.pop(name)
+        self.count[reach] -= 1
+        for p, g in placed:
+            self.gpus[reach][p.pool.name] -= g
+
+    def copy(self) -> QueueTally:
+        other = QueueTally()
+        other.reach = dict(self.reach)
+        other.count.update(self.count)
+        for reach, gpus in self.gpus.items():
+            other.gpus[reach].update(gpus)
+        return other
+
+
+ReachCache = dict[tuple[str, tuple[str, ...], bool], tuple[str, tuple[str, ...], bool]]
+
+
+def reach_of(inventory: Inventory, tier: str, spec: Workload | None, placed: list[tuple[PlannedPool, int]],
+             dispatched: bool, cache: ReachCache) -> Reach:
+    """A workload's reach: its tier, GPU types and whether spot is open to it."""
+    if spec is not None:
+        asked = (tier, tuple(spec.gpu.types), spec.preemptible)
+    else:
+        # A workload the inventory no longer lists keeps the reach of where it is placed
+        # (the planner puts only preemptible work on spot).
+        asked = (tier, tuple({p.pool.gpu for p, _ in placed}),
+                 any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed))
+    # (tier, GPU types as written, preemptible) -> (tier, sorted types, spot allowed): 100,000 workloads, a few answers
+    reach = cache.get(asked)
+    if reach is None:
+        reach = cache[asked] = (Tier(tier).value, tuple(sorted(asked[1])), CapacityType.SPOT in
+                                allowed_capacity_types(Tier(tier), asked[2], inventory.policies))
+    return (*reach, dispatched)
+
+
+def placed_on(on_pool: Mapping[PoolKey, list[Placement]], pools: list[PlannedPool]) -> dict[str, list[tuple[PlannedPool, int]]]:
+    """Workload -> its GPUs on each of `pools`."""
     placed: dict[str, list[tuple[PlannedPool, int]]] = defaultdict(list)
     for p in pools:
-        for pl in index.on_pool.get((p.site.name, p.pool.name), ()):
+        for pl in on_pool.get((p.site.name, p.pool.name), ()):
             placed[pl.workload].append((p, pl.gpus))
-    members: dict[tuple[str, tuple[str, ...], bool, bool], list[str]] = defaultdict(list)
-    # (tier, GPU types as written, preemptible) -> (tier, sorted types, spot allowed): 100,000 workloads, a few answers
-    reach_of: dict[tuple[str, tuple[str, ...], bool], tuple[str, tuple[str, ...], bool]] = {}
-    ordered = sorted(workloads)
-    for name in ordered:
-        tier = tier_of[name]
-        spec = known.get(name)
-        if spec is not None:
-            asked = (tier, tuple(spec.gpu.types), spec.preemptible)
-        else:
-            # A workload the inventory no longer lists keeps the reach of where it is placed
-            # (the planner puts only preemptible work on spot).
-            asked = (tier, tuple({p.pool.gpu for p, _ in placed[name]}),
-                     any(p.pool.capacity_type is CapacityType.SPOT for p, _ in placed[name]))
-        reach = reach_of.get(asked)
-        if reach is None:
-            reach = reach_of[asked] = (Tier(tier).value, tuple(sorted(asked[1])), CapacityType.SPOT in
-                                       allowed_capacity_types(Tier(tier), asked[2], inventory.policies))
-        members[(*reach, manager and name in dispatched)].append(name)
+    return placed
+
+
+def _tally_queues(inventory: Inventory, index: PlanIndex, pools: list[PlannedPool], workloads: set[str],
+                  dispatched: set[str], manager: bool) -> QueueTally:
+    placed = placed_on(index.on_pool, pools)
+    tally = QueueTally()
+    cache: ReachCache = {}
+    for name in workloads:
+        mine = placed.get(name, [])
+        tally.add(name, reach_of(inventory, index.tier_of[name], index.known.get(name), mine,
+                                 manager and name in dispatched, cache), mine)
+    return tally
+
+
+def assemble_queues(inventory: Inventory, pools: list[PlannedPool], tally: QueueTally, known: Mapping[str, Workload],
+                    kept: Mapping[str, WorkloadQueue], fresh: Collection[str]
+                    ) -> tuple[tuple[ClusterQueueConfig, ...], tuple[WorkloadQueue, ...]]:
+    """The cluster's ClusterQueues and each workload's queue: reach = its GPU types and capacity types.
+    `kept`: queues of workloads whose reach is the tally's (a queue's name is a function of its reach),
+    but those in `fresh`."""
     queues = []
-    queue_of: dict[str, WorkloadQueue] = {}
-    for (tier_name, types, spot, mk), names in sorted(members.items(),
-                                                      key=lambda kv: (TIER_ORDER.index(Tier(kv[0][0])), kv[0])):
+    named: dict[Reach, str] = {}
+    for reach in sorted((r for r, n in tally.count.items() if n), key=lambda r: (TIER_ORDER.index(Tier(r[0])), r)):
+        tier_name, types, spot, mk = reach
         allowed = allowed_capacity_types(Tier(tier_name), spot, inventory.policies)
         pooled = sorted((p for p in pools if p.pool.gpu in types and p.pool.capacity_type in allowed),
                         key=lambda p: (p.usd_per_gpu_hour, p.pool.name))
-        gpus: dict[str, int] = defaultdict(int)
-        for n in names:
-            for p, g in placed[n]:
-                gpus[p.pool.name] += g
-        name = queue_name(inventory.name, tier_name, types, spot, mk)
-        queues.append(ClusterQueueConfig(name, tier_name, tuple(FlavorQuota(p.pool.name, gpus[p.pool.name])
+        gpus = tally.gpus.get(reach, {})
+        name = named[reach] = queue_name(inventory.name, tier_name, types, spot, mk)
+        queues.append(ClusterQueueConfig(name, tier_name, tuple(FlavorQuota(p.pool.name, gpus.get(p.pool.name, 0))
                                                                 for p in pooled), mk))
-        for n in names:
-            spec = known.get(n)
-            queue_of[n] = WorkloadQueue(n, tier_name, name, spec.team if spec is not None else None)
-    return tuple(queues), tuple(queue_of[n] for n in ordered)
+    assigned = []
+    for n in sorted(tally.reach):
+        queue = kept.get(n) if n not in fresh else None
+        if queue is None:
+            spec, reach = known.get(n), tally.reach[n]
+            queue = WorkloadQueue(n, reach[0], named[reach], spec.team if spec is not None else None)
+        assigned.append(queue)
+    return tuple(queues), tuple(assigned)
 
 
 def gpu_pools_config(inventory: Inventory, digest: str, site_pools: list[PlannedPool],
@@ -209,11 +265,23 @@ def gpu_pools_config(inventory: Inventory, digest: str, site_pools: list[Planned
 def queues_config(inventory: Inventory, digest: str, cluster: str, pools: list[PlannedPool], index: PlanIndex,
                   groups: MultiKueue) -> QueuesStackConfig:
     """A cluster's queues stack: `pools` are its planned pools, `groups` the plan's MultiKueue groups."""
+    return queues_of_tally(inventory, digest, cluster, pools, index.known, groups,
+                           cluster_tally(inventory, cluster, pools, index, groups), {})
+
+
+def cluster_tally(inventory: Inventory, cluster: str, pools: list[PlannedPool], index: PlanIndex,
+                  groups: MultiKueue) -> QueueTally:
+    """The cluster's workloads (placed at its sites, or mirrored into it) by reach, with their GPUs."""
     managers, mirrored = groups
-    sites = {p.site.name for p in pools}
     dispatched = mirrored.get(cluster, set())
-    workloads = {w for site in sites for w in index.at_site.get(site, ())} | dispatched
-    cluster_queues, assigned = _queues(inventory, index, pools, workloads, dispatched, cluster in managers)
+    workloads = {w for site in {p.site.name for p in pools} for w in index.at_site.get(site, ())} | dispatched
+    return _tally_queues(inventory, index, pools, workloads, dispatched, cluster in managers)
+
+
+def queues_of_tally(inventory: Inventory, digest: str, cluster: str, pools: list[PlannedPool],
+                    known: Mapping[str, Workload], groups: MultiKueue, tally: QueueTally,
+                    kept: Mapping[str, WorkloadQueue], fresh: Collection[str] = ()) -> QueuesStackConfig:
+    cluster_queues, assigned = assemble_queues(inventory, pools, tally, known, kept, fresh)
     return QueuesStackConfig(
         cluster_name=cluster, inventory_name=inventory.name, plan_digest=digest, cohort=inventory.name,
         flavors=tuple(
@@ -222,7 +290,7 @@ def queues_config(inventory: Inventory, digest: str, cluster: str, pools: list[P
                          spot=p.pool.capacity_type is CapacityType.SPOT)
             for p in pools
         ),
-        cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=managers.get(cluster, ()),
+        cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=groups[0].get(cluster, ()),
         region=pools[0].site.region or "",
     )
 
@@ -255,6 +323,7 @@ class Derivation:
     index: PlanIndex
     spread: dict[str, dict[str, int]]  # burst_spread
     groups: MultiKueue
+    tallies: dict[str, QueueTally]  # cluster -> its queues' tally
 
 
 def derive(inventory: Inventory, plan: Plan, digest: str, cat: Catalog) -> Derivation:
@@ -273,10 +342,13 @@ def derive(inventory: Inventory, plan: Plan, digest: str, cat: Catalog) -> Deriv
     spread = burst_spread(plan.placements, clusters)
     groups = multikueue_groups(*spanning_of(spread))
     index = PlanIndex.of(inventory, plan, known)
-    queues = tuple(queues_config(inventory, digest, cluster, pools, index, groups)
-                   for cluster, pools in sorted(by_cluster(planned, clusters).items()))
+    tallies = {cluster: (pools, cluster_tally(inventory, cluster, pools, index, groups))
+               for cluster, pools in sorted(by_cluster(planned, clusters).items())}
+    queues = tuple(queues_of_tally(inventory, digest, cluster, pools, known, groups, tally, {})
+                   for cluster, (pools, tally) in tallies.items())
     return Derivation(StackConfigs(gpu_pools, queues), {(p.site.name, p.pool.name): p for p in planned}, node_pools,
-                      machines, known, dataset_gb, index, spread, groups)
+                      machines, known, dataset_gb, index, spread, groups,
+                      {cluster: tally for cluster, (_, tally) in tallies.items()})
 
 
 def stack_configs(inventory: Inventory, plan: Plan, digest: str | None = None, cat: Catalog | None = None,

@@ -30,14 +30,18 @@ from hybridctl.core.plan.delta import PlacementDelta, placement_delta
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.stackconfig import (
     Derivation,
+    ReachCache,
     by_cluster,
     by_site,
     derive,
     gpu_pools_config,
     node_pool,
     queues_config,
+    queues_of_tally,
+    reach_of,
 )
 from hybridctl.core.stackplanned import (
+    MultiKueue,
     PlanIndex,
     PlannedPool,
     PoolKey,
@@ -49,7 +53,7 @@ from hybridctl.core.stackplanned import (
     planned_pool,
     tally,
 )
-from hybridctl.core.stackvalues import StackConfigs
+from hybridctl.core.stackvalues import QueuesStackConfig, StackConfigs
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -96,6 +100,9 @@ class _Base:
         self.clusters = cluster_of(inventory)
         self.gpu_pools = {c.site: c for c in derived.configs.gpu_pools}
         self.queues = {c.cluster_name: c for c in derived.configs.queues}
+        self.queue_of = {c.cluster_name: {q.name: q for q in c.workloads} for c in derived.configs.queues}
+        self.pools_of = {cluster: tuple((p.site.name, p.pool.name) for p in pools)
+                         for cluster, pools in by_cluster(derived.planned.values(), self.clusters).items()}
         self.spanning = next(iter(derived.groups[1].values()), set())  # every cluster of the group mirrors the same
         # cluster -> (the GPUs, the number) of spanning workloads' burst placements there
         self.dispatched: dict[str, tuple[int, int]] = {}
@@ -184,10 +191,33 @@ class _Base:
                           Patched(base.index.on_pool, on_pool),
                           Patched(base.index.at_site, {s: {pl.workload for pl in placed} for s, placed in at.items()}))
         requeue = {self.clusters[s] for s in delta.sites if s in self.clusters} | regroup
-        queues = tuple(queues_config(self.inventory, self.digest, cluster, pools, index, groups)
+        queues = tuple(self._requeue(cluster, pools, index, groups, cluster in regroup, of_workload)
                        if cluster in requeue else self.queues[cluster]
                        for cluster, pools in sorted(by_cluster(planned, self.clusters).items()))
         return StackConfigs(gpu_pools, queues)
+
+
+    def _requeue(self, cluster: str, pools: list[PlannedPool], index: PlanIndex, groups: MultiKueue, regrouped: bool,
+                 of_workload: Mapping[str, list[Placement]]) -> QueuesStackConfig:
+        """A cluster's queues where placements at its sites changed: the first plan's tally, less the changed
+        workloads' GPUs and reach there, plus their new ones (`of_workload`: their placements now). In full
+        when its pools or its MultiKueue role changed: then every workload's reach or flavors may have."""
+        keys = {(p.site.name, p.pool.name): p for p in pools}
+        if regrouped or tuple(keys) != self.pools_of.get(cluster):
+            return queues_config(self.inventory, self.digest, cluster, pools, index, groups)
+        tally = self.derived.tallies[cluster].copy()
+        sites = {p.site.name for p in pools}
+        dispatched = groups[1].get(cluster, set())
+        cache: ReachCache = {}
+        for w, placed in of_workload.items():
+            if w in tally.reach:
+                tally.remove(w, [(keys[k], pl.gpus) for pl in self.placed_of.get(w, ()) if (k := (pl.site, pl.pool)) in keys])
+            if w in dispatched or any(pl.site in sites for pl in placed):
+                mine = [(keys[k], pl.gpus) for pl in placed if (k := (pl.site, pl.pool)) in keys]
+                tally.add(w, reach_of(self.inventory, index.tier_of[w], index.known.get(w), mine,
+                                      cluster in groups[0] and w in dispatched, cache), mine)
+        return queues_of_tally(self.inventory, self.digest, cluster, pools, index.known, groups, tally,
+                               self.queue_of[cluster], of_workload)
 
 
 class StackConfigMemo:
