@@ -3,7 +3,7 @@
 Run:  .venv/bin/python bench/steps_bench.py [--workloads 10000] [--pools 300] [--seed 1] [--every 10]
                                            [--cache /tmp/base.pickle]
 
-Plans the base plan of a seeded synthetic fleet (bench/inventory_gen.py; ~20 s at 10,000
+Plans the base plan of a seeded synthetic fleet (bench/inventory_gen.py; ~2 s at 10,000
 workloads; --cache keeps the inventory and base plan in a pickle for the next run), builds its
 steps as a drill does (plain_steps: the base plan's first), then for every --every-th standard
 scenario replans (not timed) and times the steps of the failover plan: CPU and wall time, as the
