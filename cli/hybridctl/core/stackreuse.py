@@ -22,6 +22,7 @@ placements carry two tiers, where the plan's order decides) is derived in full.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from operator import attrgetter
 from typing import TypeVar, cast
 
 from hybridctl.core.catalog import Catalog
@@ -84,6 +85,21 @@ class Patched(Mapping[K, V]):
         return sum(1 for _ in self)
 
 
+def _varied(placed: Mapping[str, list[Placement]], keys: Collection[str], delta: PlacementDelta,
+            key_of: Callable[[Placement], str]) -> dict[str, list[Placement]]:
+    """Key (a site, a workload) -> the later plan's placements under it: the first plan's (`placed`), less
+    those the delta removed, plus those it added."""
+    gone = set(map(id, delta.removed))
+    found = {k: [pl for pl in placed.get(k, ()) if id(pl) not in gone] for k in keys}
+    for pl in delta.added:
+        if key_of(pl) in found:
+            found[key_of(pl)].append(pl)
+    return found
+
+
+_SITE, _WORKLOAD = attrgetter("site"), attrgetter("workload")
+
+
 class _Base:
     """The first plan's derivation, and the indexes a variant is patched from."""
 
@@ -116,13 +132,8 @@ class _Base:
             into[cluster] = (had[0] + sign * gpus, had[1] + sign)
 
     def placements_at(self, delta: PlacementDelta, sites: Collection[str]) -> dict[str, list[Placement]]:
-        """Site -> the later plan's placements there: the first plan's, less those removed, plus those added."""
-        gone = set(map(id, delta.removed))
-        found = {s: [pl for pl in self.placed_at.get(s, ()) if id(pl) not in gone] for s in sites}
-        for pl in delta.added:
-            if pl.site in found:
-                found[pl.site].append(pl)
-        return found
+        """Site -> the later plan's placements there."""
+        return _varied(self.placed_at, sites, delta, _SITE)
 
     def vary(self, plan: Plan) -> StackConfigs | None:
         """`plan`'s configurations, from the first plan's and what changed; None when that cannot be shown equal."""
@@ -130,10 +141,7 @@ class _Base:
             return None
         delta = placement_delta(self.plan, plan)
         base = self.derived
-        gone = set(map(id, delta.removed))
-        of_workload = {w: [pl for pl in self.placed_of.get(w, ()) if id(pl) not in gone] for w in delta.workloads}
-        for pl in delta.added:
-            of_workload[pl.workload].append(pl)
+        of_workload = _varied(self.placed_of, delta.workloads, delta, _WORKLOAD)
         tiers: dict[str, str] = {}
         for w, placed in of_workload.items():
             distinct = {pl.tier for pl in placed}
