@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -c .ci/constraints.txt -e '.[test]'
 # Headless Chromium for the HTML report's browser test (tests/render/test_report_browser.py).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
