@@ -3,9 +3,8 @@
 `plan -f json`, `drill -f json` and the plan file go to stdout, and CI parses them. HiGHS logs
 from C++ straight to file descriptor 1, past sys.stdout; highspy 1.16's Python wrapper logged
 its banner there before output_flag could be cleared, which broke every JSON reader (one reason
-for the pin in pyproject.toml). HiGHS
-logs that banner once per process, so each case runs in a fresh interpreter: in this one an
-earlier test's solve would already have used it up.
+for the pin in pyproject.toml). HiGHS logs that banner once per process, so each case runs in a
+fresh interpreter: in this one an earlier test's solve would already have used it up.
 """
 
 from __future__ import annotations
