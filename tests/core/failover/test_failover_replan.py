@@ -278,3 +278,61 @@ def test_work_that_may_not_start_behind_a_down_link_is_checked_as_the_replan_pla
     result = replan(fleet, plan(fleet), parse_events(["link-down edge-5"]))
     assert check_plan(result.disruption.inventory, result.after)  # what the unbarred view says
     assert check_plan(replanned_inventory(result), result.after) == []
+
+
+class TestWorkTheAppliedPlanLeftUnplaced:
+    """Which of the work the applied plan left unplaced a failover tries to place again (scope.py)."""
+
+    @pytest.fixture
+    def inv(self):
+        # two fixed workloads want dc-b's one A10G, and burst training takes the L4s the sweep wants
+        return inventory(
+            [onprem("dc-a", [pool("a-l4", "L4", 2, 1.0), pool("a-t4", "T4", 2, 0.5)], provision=5),
+             onprem("dc-b", [pool("b-t4", "T4", 2, 0.6), pool("b-a10", "A10G", 1, 0.6)], provision=5)],
+            [workload("web", "realtime_inference", ["T4"], rto_minutes=20),
+             workload("api", "realtime_inference", ["A10G"], rto_minutes=20),
+             workload("api-eu", "realtime_inference", ["A10G"], rto_minutes=20),
+             workload("tune", "fine_tuning", ["L4"], count=2, hours_per_month=200),
+             workload("sweep", "batch_inference", ["L4"], count=2, tier="opportunistic", hours_per_month=100)])
+
+    @staticmethod
+    def freed(inv, *events: str) -> set[str]:
+        from hybridctl.core.eligibility import demands, pool_infos
+        from hybridctl.core.failover.disrupt import disrupt
+        from hybridctl.core.failover.scope import Scope
+
+        base = plan(inv)
+        short = {u.workload for u in base.unplaced}
+        assert short in ({"api", "sweep"}, {"api-eu", "sweep"})
+        disruption = disrupt(inv, parse_events(list(events)), base)
+        free = set(Scope.initial(disruption, demands(disruption.inventory), pool_infos(disruption.inventory),
+                                 base).free)
+        return {"api" if key == "api-eu" else key for key in free}  # whichever of the two is short
+
+    def test_events_that_only_take_other_capacity_leave_opportunistic_work_waiting(self, inv) -> None:
+        # the T4s of dc-b go: nothing of sweep's type changed and no room appeared; api (fixed) is tried again
+        assert self.freed(inv, "pool-lost b-t4") == {"api"}
+
+    def test_a_change_to_a_pool_of_its_gpu_type_brings_it_in(self, inv) -> None:
+        assert self.freed(inv, "capacity a-l4=1") == {"api", "sweep", "tune"}  # tune ran there
+
+    def test_room_anywhere_brings_it_in(self, inv) -> None:
+        assert self.freed(inv, "capacity b-t4=8") == {"api", "sweep"}
+        assert self.freed(inv, "price b-t4=x0.5") == {"api", "sweep"}
+
+    def test_a_failover_that_frees_nothing_keeps_the_applied_plan(self) -> None:
+        from hybridctl.core.failover.failover import plain_steps, plan_failover
+
+        inv = inventory([onprem("dc-a", [pool("a-t4", "T4", 2, 0.5)], provision=5),
+                         onprem("dc-b", [pool("b-t4", "T4", 1, 0.6), pool("b-l4", "L4", 2, 0.9)], provision=5)],
+                        [workload("web", "realtime_inference", ["T4"], replicas=2, rto_minutes=20),
+                         workload("sweep", "batch_inference", ["T4"], count=2, tier="opportunistic",
+                                  hours_per_month=100)])  # 3 T4s: web's 2 leave no pool with 2 free
+        base = plan(inv)
+        assert [u.workload for u in base.unplaced] == ["sweep"]
+        runbook, result = plan_failover(inv, base, parse_events(["pool-lost b-l4"]), steps_for=plain_steps(inv))
+        assert result.after.placements is base.placements  # the very tuple: nothing downstream looks further
+        assert result.after.unplaced == base.unplaced
+        assert result.after.solver.status == "no_demand"
+        assert not [n for n in runbook.notes if "solver stopped" in n]  # nothing was solved, nothing stopped
+        assert runbook.impacts == ()

@@ -183,6 +183,8 @@ class MovementMemo:
         differ = list(map(operator.is_not, before, demands_))
         changed |= set(map(_WORKLOAD_NAME, compress(before, differ))) | set(map(_WORKLOAD_NAME,
                                                                                 compress(demands_, differ)))
+        if not changed:  # a replan that placed nothing anew
+            return list(found)
         kept = compress(found, map(operator.not_, map(changed.__contains__, map(_WORKLOAD, found))))
         theirs = list(compress(demands_, map(changed.__contains__, map(_WORKLOAD_NAME, demands_))))
         fresh = self._worked_out(inventory, egress, theirs, list(compress(

@@ -66,7 +66,7 @@ def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFo
         if kind == "cloud":
             notes.append(f"the GPU pools of {site} are left as they are in Pulumi's state; once the region is back, "
                          "`hybridctl runbook rollback` restores them, or `hybridctl destroy --site` removes them")
-    if result.after.solver.status != "optimal":
+    if result.after.solver.status not in ("optimal", "no_demand"):  # no_demand: the events left nothing to place
         notes.append(f"the solver stopped at {result.after.solver.status} (gap {result.after.solver.gap:.2%})")
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]

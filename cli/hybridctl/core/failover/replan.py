@@ -175,13 +175,13 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
         passes += 1
     best: tuple[Plan, dict[str, Demand]] = (first, {})
     short = {u.demand or u.workload for u in first.unplaced}
-    if short:
+    # a fallback that is the full shape again degrades nothing: such work is simply replanned
+    fallbacks = {d.key: d for d in all_demands if d.key in short and d.key in scope.free
+                 and d.key not in disruption.down
+                 and d.workload.fallback is not None
+                 and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)} if short else {}
+    if fallbacks:
         placed_full = _placed(first)
-        # a fallback that is the full shape again degrades nothing: such work is simply replanned
-        fallbacks = {d.key: d for d in all_demands if d.key in short and d.key in scope.free
-                     and d.key not in disruption.down
-                     and d.workload.fallback is not None
-                     and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)}
         needy = {k: d for k, d in fallbacks.items() if placed_full.get(k, 0) < fallback_shape(d.workload)[2]}
         for group in (needy, fallbacks):
             if group is fallbacks and (len(fallbacks) == len(needy) or min(_placed_of(best[0], wanted)) > 0):

@@ -3,8 +3,9 @@
 A failover must move only what must move. Work whose pools the events did not touch would
 stay anyway under the strong stability term, so it is pinned: its GPUs are taken off the pools'
 capacity and the planner sees only the free demands — those with a replica on a pool whose
-capacity fell or whose price changed, those cut off behind a down link, and those the applied
-plan left unplaced. Solving the affected part alone is what makes a failover of a fleet of
+capacity fell or whose price changed, those cut off behind a down link, and the fixed and burst
+work the applied plan left short (opportunistic work it left unplaced only when the events make
+room, or change a pool of a GPU type it needs). Solving the affected part alone is what makes a failover of a fleet of
 10,000 workloads fast. The scope widens once, to the pinned work on the pools where moving it
 could pay: pools that free work left short could use (moving pinned work makes room), and pools
 where moved work would save more than the move threshold (a cheaper survival).
@@ -21,11 +22,12 @@ from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo, workload_tiers
-from hybridctl.core.failover.disrupt import Disruption
+from hybridctl.core.failover.disrupt import Disruption, PoolChange
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import PlanOptions, WorkloadFacts, plan
+from hybridctl.core.tiers import Tier
 
 
 def key_of(placement_demand: str, workload: str) -> str:
@@ -50,11 +52,12 @@ class Scope:
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
                 applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None,
                 usage: UsageMemo | None = None, facts: WorkloadFacts | None = None) -> Scope:
-        touched = {c.pool for c in disruption.pool_changes
+        changes = disruption.pool_changes
+        touched = {c.pool for c in changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
         free |= set(disruption.cut_off) | set(disruption.down)
-        free |= {key_of(u.demand, u.workload) for u in applied.unplaced}
+        free |= _unplaced_in_play(applied, changes, demands)
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
                      frozenset(_whole_workloads(free, demands)), disruption, movements,
                      workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage,
@@ -63,6 +66,8 @@ class Scope:
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
         on moved work larger than the move threshold (anything less cannot pay for the move)."""
+        if not self.free:  # nothing was placed, so nothing is short and nothing moved
+            return self
         index = EligibilityIndex(self.inventory, list(self.pools))
         by_key = {d.key: d for d in self.demands}
         wanted: set[int] = set()
@@ -125,7 +130,10 @@ class Scope:
 
     def _assemble(self, partial: Plan, pinned: list[Placement], pinned_usage: Sequence[PoolUsage],
                   demands: list[Demand]) -> Plan:
-        placements = sorted([*pinned, *partial.placements], key=_PLACEMENT_ORDER)
+        # with nothing placed, every applied placement is pinned: the very tuple, in order, so that
+        # the identity passes downstream (delta, checker, steps) find nothing changed at once
+        placements = self.applied.placements if not partial.placements and len(pinned) == len(
+            self.applied.placements) else tuple(sorted([*pinned, *partial.placements], key=_PLACEMENT_ORDER))
         free_workloads = {key.split("@", 1)[0] for key in self.free}
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
                           key=lambda u: (u.workload, u.demand))
@@ -137,9 +145,29 @@ class Scope:
         movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
                      else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
-            partial, placements=tuple(placements), unplaced=tuple(unplaced), data_movements=tuple(movements),
+            partial, placements=placements, unplaced=tuple(unplaced), data_movements=tuple(movements),
             pools=pools, compute_usd_per_month=round(sum(map(_USD, placements)), 2),
             data_usd_per_month=round(sum(map(_USD, movements)), 2))
+
+
+def _unplaced_in_play(applied: Plan, changes: Sequence[PoolChange], demands: Sequence[Demand]) -> set[str]:
+    """The work the applied plan left unplaced that this replan tries to place again.
+
+    Fixed and burst work left short is always tried: during an incident, any replica found for
+    it is worth having. Opportunistic work waits for room, and events that only take capacity
+    away make none (the pinned work holds what it held); trying it anyway would cost every
+    scenario of a drill a solve. So it joins only when a pool grew or got cheaper, or when a pool
+    of a GPU type it needs changed (its reason tells what its eligible pools hold).
+    """
+    unplaced = {key_of(u.demand, u.workload): u.tier for u in applied.unplaced}
+    if any(c.capacity_after > c.capacity_before or c.usd_per_gpu_hour_after < c.usd_per_gpu_hour_before
+           for c in changes):
+        return set(unplaced)
+    waiting = {key for key, tier in unplaced.items() if tier == Tier.OPPORTUNISTIC.value}
+    changed_types = {c.gpu for c in changes}
+    return {key for key in unplaced if key not in waiting} | {
+        d.key for d in _of_workloads(demands, {key.split("@", 1)[0] for key in waiting})
+        if d.key in waiting and changed_types.intersection(d.gpu_types)}
 
 
 def _on_pools(placements: Sequence[Placement], pools: Collection[str]) -> Iterator[Placement]:

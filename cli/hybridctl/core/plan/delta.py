@@ -37,6 +37,8 @@ class PlacementDelta:
     @staticmethod
     def of(before: Sequence[Placement], after: Sequence[Placement]) -> PlacementDelta:
         was, now = tuple(before), tuple(after)
+        if was is now:  # a failover that placed nothing keeps the applied plan's very tuple
+            return PlacementDelta(was, now, (), ())
         return PlacementDelta(was, now, tuple(not_in(was, now)), tuple(not_in(now, was)))
 
     @property
