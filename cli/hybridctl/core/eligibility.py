@@ -9,7 +9,7 @@ fast for inventories with thousands of near-identical workloads.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -109,6 +109,12 @@ class Demand:
     checked_datasets: tuple[Dataset, ...]  # whose sensitivity and residency the pool's site must honour
     pinned_site: str | None = None
     spread: int = 1  # failure domains its replicas must span (spread_wanted), before capping by replicas
+    # the workload's name, read once: a replan picks a fleet's demands by it in C loops, where
+    # `workload.name` through the pydantic model costs several times a plain attribute
+    workload_name: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "workload_name", self.workload.name)
 
     @property
     def tier(self) -> Tier:

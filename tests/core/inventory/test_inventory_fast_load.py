@@ -7,6 +7,7 @@ line. Eligibility is decided with vector rules that must agree with the rule-by-
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -96,8 +97,7 @@ def test_the_vector_eligibility_rules_agree_with_the_rule_by_rule_ones(tmp_path:
                 variants.append(w.model_copy(update={"latency": w.latency.model_copy(update={"p95_ms": 5})}))
                 variants.append(w.model_copy(update={"latency": w.latency.model_copy(update={"region": "nowhere"})}))
             for variant in variants:
-                changed = demand.__class__(**{**demand.__dict__, "workload": variant,
-                                               "gpu_count": variant.gpu.count})
+                changed = dataclasses.replace(demand, workload=variant, gpu_count=variant.gpu.count)
                 fresh = EligibilityIndex(inventory, index.pools)
                 assert fresh.explain(changed) == fresh._compute(changed), (inventory.name, demand.key)
                 checked += 1

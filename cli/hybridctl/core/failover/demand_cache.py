@@ -280,7 +280,7 @@ def workload_tiers(inventory: Inventory, demands: Sequence[Demand]) -> dict[str,
     return {w.name: of_demands.get(w.name) or classify_workload(w, policies).tier.value for w in inventory.workloads}
 
 
-_WORKLOAD_NAME = attrgetter("workload.name")
+_WORKLOAD_NAME = attrgetter("workload_name")
 _DATASETS = attrgetter("datasets")
 _REMOTE = attrgetter("remote_datasets")
 _WORKLOAD = attrgetter("workload")

@@ -23,7 +23,7 @@ from hybridctl.core.eligibility import Demand, demands, pool_infos
 from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
-from hybridctl.core.failover.scope import Scope
+from hybridctl.core.failover.scope import Scope, of_workloads
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
@@ -155,7 +155,6 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     disrupted = disruption.inventory
     plan_options = options.plan_options()
     all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
-    wanted = {d.key: d for d in all_demands}
     # the pinned work's data movements are worked out once (in a drill, once for all scenarios)
     movements = demand_cache.movements if demand_cache is not None else MovementMemo()
     # what a drill's scenarios share: tiers and facts of the workloads, the pinned work's use of pools
@@ -174,13 +173,14 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
         first = scope.plan(plan_options)
         passes += 1
     best: tuple[Plan, dict[str, Demand]] = (first, {})
-    short = {u.demand or u.workload for u in first.unplaced}
+    short = {u.demand or u.workload for u in first.unplaced} & scope.free
     # a fallback that is the full shape again degrades nothing: such work is simply replanned
-    fallbacks = {d.key: d for d in all_demands if d.key in short and d.key in scope.free
-                 and d.key not in disruption.down
+    fallbacks = {d.key: d for d in of_workloads(all_demands, {k.split("@", 1)[0] for k in short})
+                 if d.key in short and d.key not in disruption.down
                  and d.workload.fallback is not None
-                 and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)} if short else {}
+                 and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)}
     if fallbacks:
+        wanted = {d.key: d for d in all_demands}
         placed_full = _placed(first)
         needy = {k: d for k, d in fallbacks.items() if placed_full.get(k, 0) < fallback_shape(d.workload)[2]}
         for group in (needy, fallbacks):

@@ -100,7 +100,7 @@ class Scope:
         shaped = shaped or {}
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = {key.split("@", 1)[0] for key in self.free}
-        free = [self._barred(shaped.get(d.key, d)) for d in _of_workloads(self.demands, free_workloads)
+        free = [self._barred(shaped.get(d.key, d)) for d in of_workloads(self.demands, free_workloads)
                 if d.key in self.free]
         # which applied placements are free work's, told apart without a Python step per placement of a fleet
         applied = self.applied.placements
@@ -122,14 +122,15 @@ class Scope:
                        digest=self.applied.inventory_digest or None, tiers=dict(self.tiers), facts=self.facts)
         if not pinned and len(free) == len(self.demands):
             return partial
-        return self._assemble(partial, pinned, pinned_usage, [shaped.get(d.key, d) for d in self.demands])
+        return self._assemble(partial, pinned, pinned_usage,
+                              [shaped.get(d.key, d) for d in self.demands] if shaped else self.demands)
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
         return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
 
     def _assemble(self, partial: Plan, pinned: list[Placement], pinned_usage: Sequence[PoolUsage],
-                  demands: list[Demand]) -> Plan:
+                  demands: Sequence[Demand]) -> Plan:
         # with nothing placed, every applied placement is pinned: the very tuple, in order, so that
         # the identity passes downstream (delta, checker, steps) find nothing changed at once
         placements = self.applied.placements if not partial.placements and len(pinned) == len(
@@ -166,7 +167,7 @@ def _unplaced_in_play(applied: Plan, changes: Sequence[PoolChange], demands: Seq
     waiting = {key for key, tier in unplaced.items() if tier == Tier.OPPORTUNISTIC.value}
     changed_types = {c.gpu for c in changes}
     return {key for key in unplaced if key not in waiting} | {
-        d.key for d in _of_workloads(demands, {key.split("@", 1)[0] for key in waiting})
+        d.key for d in of_workloads(demands, {key.split("@", 1)[0] for key in waiting})
         if d.key in waiting and changed_types.intersection(d.gpu_types)}
 
 
@@ -176,7 +177,7 @@ def _on_pools(placements: Sequence[Placement], pools: Collection[str]) -> Iterat
 
 
 _WORKLOAD = attrgetter("workload")
-_WORKLOAD_NAME = attrgetter("workload.name")
+_WORKLOAD_NAME = attrgetter("workload_name")
 _POOL = attrgetter("pool")
 _USD = attrgetter("usd_per_month")
 _PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the planner's order of placements
@@ -185,9 +186,9 @@ _PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the plann
 def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:
     """A workload's trainer groups share its cost ceiling: free one, free them all."""
     workloads = {key.split("@", 1)[0] for key in keys}
-    return {d.key for d in _of_workloads(demands, workloads)}
+    return {d.key for d in of_workloads(demands, workloads)}
 
 
-def _of_workloads(demands: Sequence[Demand], workloads: Collection[str]) -> Iterator[Demand]:
+def of_workloads(demands: Sequence[Demand], workloads: Collection[str]) -> Iterator[Demand]:
     """The demands of these workloads, in order, picked out without a Python step per demand of a fleet."""
     return compress(demands, map(workloads.__contains__, map(_WORKLOAD_NAME, demands)))
