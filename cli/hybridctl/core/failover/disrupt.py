@@ -205,7 +205,7 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan,
                       cannot_run, expected, staying_behind)
 
 
-def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applied: Plan, lost: frozenset[str]) -> tuple[
+def _after_site_loss(inventory: Inventory, workloads: list[Workload], applied: Plan, lost: frozenset[str]) -> tuple[
         list[Dataset], list[Workload], dict[str, str], frozenset[str]]:
     """The data that is left when sites are lost, and the workloads that cannot run for want of it.
 
@@ -216,8 +216,10 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
     trainers go on. A workload that does not survive the loss of its site (survives_site_loss:
     false) stays where it still runs and starts nowhere else.
     """
+    # lists the events leave as they were are kept as the very objects: what reads a fleet's lists by
+    # identity (nameindex.py, the checker's delta) then knows them at once
     if not lost:
-        return list(inventory.datasets), list(workloads), {}, frozenset()
+        return inventory.datasets, workloads, {}, frozenset()
     datasets: list[Dataset] = []
     gone: dict[str, Dataset] = {}
     for dataset in inventory.datasets:
@@ -230,6 +232,8 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
         # a dataset with no holder keeps its record (its readers are down): only its copies go
         datasets.append(dataset.model_copy(update={"site": left[0], "copies": left[1:]}) if left
                         else dataset.model_copy(update={"copies": []}))
+    if all(map(operator.is_, datasets, inventory.datasets)):
+        datasets = inventory.datasets
     by_name = {d.name: d for d in inventory.datasets}
     # only work that ran at a lost site or reads data held there is looked at, picked out without a
     # Python step per placement or workload of a fleet; the rest is kept as it is
@@ -275,4 +279,6 @@ def _after_site_loss(inventory: Inventory, workloads: Sequence[Workload], applie
         if lost_sites_of_it and not workload.survives_site_loss:
             expected.add(workload.name)
         result[position] = workload
+    if all(map(operator.is_, result, workloads)):
+        return datasets, workloads, down, frozenset(expected)
     return datasets, result, down, frozenset(expected)

@@ -17,6 +17,7 @@ from operator import attrgetter
 
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
+from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 
@@ -126,7 +127,6 @@ def _by_workload(result: Plan, only: Collection[str]) -> tuple[
 
 _WORKLOAD = attrgetter("workload")
 _DEGRADED = attrgetter("degraded")
-_NAME = attrgetter("name")
 
 
 def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
@@ -199,7 +199,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) ->
         unplaced_of[u.workload].append(u)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
-    for w in compress(inventory.workloads, map(changed.__contains__, map(_NAME, inventory.workloads))):
+    for w in named(inventory.workloads, changed):
         before, after = before_all.get(w.name, {}), after_all.get(w.name, {})
         degraded = w.name in degraded_workloads
         if before == after and not degraded:

@@ -25,6 +25,7 @@ from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope, of_workloads
 from hybridctl.core.inventory.models import Inventory, Workload
+from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
@@ -112,11 +113,12 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
         unplaced.append(dataclasses.replace(u, reason=reason))
     # federated trainers whose data site is lost have no demand left to be unplaced: list them here
     listed = {u.demand or u.workload for u in unplaced}
-    replicas = {w.name: w.replicas for w in disruption.inventory.workloads}
     for key, why in sorted(disruption.down.items()):
         workload, _, site = key.partition("@")
         if site and key not in listed:
-            unplaced.append(Unplaced(workload, why, replicas.get(workload, 1), result.tiers.get(workload, ""), key))
+            found = named(disruption.inventory.workloads, (workload,))
+            unplaced.append(Unplaced(workload, why, found[0].replicas if found else 1, result.tiers.get(workload, ""),
+                                     key))
     unplaced.sort(key=lambda x: (x.workload, x.demand))
     real_gpu = disruption.gpu_types
     pools = tuple(dataclasses.replace(p, gpu=real_gpu.get(p.pool, p.gpu)) if p.pool in real_gpu else p

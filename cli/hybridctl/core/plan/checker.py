@@ -21,6 +21,7 @@ from itertools import compress
 from operator import attrgetter
 
 from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
+from hybridctl.core.nameindex import by_name
 from hybridctl.core.plan.checker_rules import (
     ALWAYS_ON_HOURS,
     FIXED,
@@ -143,7 +144,7 @@ class _Rules:
         self.sites = {s.name: s for s in inventory.sites}
         self.pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
         self.datasets = {d.name: d for d in inventory.datasets}
-        self.workloads = {w.name: w for w in inventory.workloads}
+        self.workloads = by_name(inventory.workloads)  # read only, shared with other checks of the same list
         self.pair = PairRules(inventory, self.datasets)
         self._shapes: dict[str, tuple[int, float]] = {}  # pool -> GPUs per machine, price
 
@@ -190,9 +191,10 @@ class _Rules:
             yield from (f"{pl.workload} in {pl.pool}: unknown workload or pool" for pl in plan.placements
                         if pl.workload not in self.workloads or pl.pool not in self.pools)
         orphans: dict[str, list[float]] = defaultdict(list)
-        for m in plan.data_movements:
-            if m.workload not in self.workloads:
-                orphans[m.workload].append(m.usd_per_month)
+        if not set(map(_WORKLOAD, plan.data_movements)) <= self.workloads.keys():  # a fleet's, without a Python step each
+            for m in plan.data_movements:
+                if m.workload not in self.workloads:
+                    orphans[m.workload].append(m.usd_per_month)
         for name in sorted(orphans):
             says = sum(orphans[name])
             if abs(says) > TOLERANCE_USD * max(1, len(orphans[name])):
