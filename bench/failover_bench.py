@@ -26,6 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from hybridctl.__main__ import single_threaded_blas  # noqa: E402
+
+single_threaded_blas()  # as the console script does, before numpy is imported
+
 from inventory_gen import generate  # noqa: E402
 
 

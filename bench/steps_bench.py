@@ -25,6 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from hybridctl.__main__ import single_threaded_blas  # noqa: E402
+
+single_threaded_blas()  # as the console script does, before numpy is imported
+
 from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps  # noqa: E402
 from hybridctl.core.failover.replan import replan  # noqa: E402
 from hybridctl.core.failover.scenario import standard_scenarios  # noqa: E402
