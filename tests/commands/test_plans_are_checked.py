@@ -97,6 +97,11 @@ class TestPlan:
     def test_cost_of_an_inventory(self, inventory: Path, broken_planner: None) -> None:
         assert_flagged(run_cli("cost", str(inventory)), "plan")
 
+    def test_the_base_plan_of_a_drill(self, inventory: Path, broken_planner: None) -> None:
+        result = run_cli("drill", str(inventory), "--format", "json")
+        assert_flagged(result, "base plan of the drill")
+        assert result.stdout == ""
+
 
 class TestReplan:
     def test_every_drill_scenario_is_checked(self, inventory: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,7 +41,6 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.core.failover.serialize import drill_to_json
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.planner import PlanOptions, plan
-    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.drivers.parallel import map_in_processes
     from hybridctl.render.failover import drill_markdown, render_drill
@@ -64,7 +63,8 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
         scenarios += standard_scenarios(inventory)
     check_scenarios(scenarios, inventory)
     if plan_file is None:
-        base = verified(inventory, plan(inventory, options=PlanOptions(time_limit_s=time_limit_s)))
+        # verified by drill(), which keeps the verdict to check each scenario's plan where it differs
+        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
     # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
     spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
     report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s),
