@@ -4,9 +4,9 @@ A failover must move only what must move. Work whose pools the events did not to
 stay anyway under the strong stability term, so it is pinned: its GPUs are taken off the pools'
 capacity and the planner sees only the free demands — those with a replica on a pool whose
 capacity fell or whose price changed, those cut off behind a down link, and the fixed and burst
-work the applied plan left short (opportunistic work it left unplaced only when the events make
-room, or change a pool of a GPU type it needs). Solving the affected part alone is what makes a failover of a fleet of
-10,000 workloads fast. The scope widens once, to the pinned work on the pools where moving it
+work the applied plan left short (the opportunistic work it left unplaced only when the events
+make room, or change a pool of a GPU type it needs). Solving the affected part alone is what
+makes a failover of a fleet of 10,000 workloads fast. The scope widens once, to the pinned work on the pools where moving it
 could pay: pools that free work left short could use (moving pinned work makes room), and pools
 where moved work would save more than the move threshold (a cheaper survival).
 """
