@@ -23,9 +23,9 @@ from hybridctl.core.eligibility import Demand, demands, pool_infos
 from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
-from hybridctl.core.failover.scope import Scope, of_workloads
+from hybridctl.core.failover.scope import Scope, demands_of
 from hybridctl.core.inventory.models import Inventory, Workload
-from hybridctl.core.nameindex import named
+from hybridctl.core.nameindex import by_name
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
@@ -116,9 +116,8 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
     for key, why in sorted(disruption.down.items()):
         workload, _, site = key.partition("@")
         if site and key not in listed:
-            found = named(disruption.inventory.workloads, (workload,))
-            unplaced.append(Unplaced(workload, why, found[0].replicas if found else 1, result.tiers.get(workload, ""),
-                                     key))
+            found = by_name(disruption.inventory.workloads).get(workload)
+            unplaced.append(Unplaced(workload, why, found.replicas if found else 1, result.tiers.get(workload, ""), key))
     unplaced.sort(key=lambda x: (x.workload, x.demand))
     real_gpu = disruption.gpu_types
     pools = tuple(dataclasses.replace(p, gpu=real_gpu.get(p.pool, p.gpu)) if p.pool in real_gpu else p
@@ -177,8 +176,7 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     best: tuple[Plan, dict[str, Demand]] = (first, {})
     short = {u.demand or u.workload for u in first.unplaced} & scope.free
     # a fallback that is the full shape again degrades nothing: such work is simply replanned
-    fallbacks = {d.key: d for d in of_workloads(all_demands, {k.split("@", 1)[0] for k in short})
-                 if d.key in short and d.key not in disruption.down
+    fallbacks = {d.key: d for d in demands_of(all_demands, short) if d.key not in disruption.down
                  and d.workload.fallback is not None
                  and fallback_shape(d.workload) != (d.gpu_types, d.gpu_count, d.replicas)}
     if fallbacks:

@@ -17,6 +17,7 @@ import dataclasses
 import operator
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 
@@ -76,8 +77,7 @@ class Scope:
                 wanted.update(index.eligible(by_key[key]))
         price = {p.name: p.usd_per_gpu_hour for p in self.pools}
         dearest: dict[str, float] = {}  # free demand -> the dearest pool it was placed in
-        free_workloads = {key.split("@", 1)[0] for key in self.free}
-        for placement in compress(result.placements, map(free_workloads.__contains__,
+        for placement in compress(result.placements, map(self.free_workloads.__contains__,
                                                           map(_WORKLOAD, result.placements))):
             key = key_of(placement.demand, placement.workload)
             if key in self.free:
@@ -91,6 +91,11 @@ class Scope:
         extra = {key_of(p.demand, p.workload) for p in _on_pools(self.applied.placements, names)}
         return dataclasses.replace(self, free=frozenset(_whole_workloads(self.free | extra, self.demands)))
 
+    @cached_property
+    def free_workloads(self) -> set[str]:
+        """The workloads of the free demands."""
+        return workloads_of(self.free)
+
     @property
     def everything(self) -> bool:
         return len(self.free) >= len(self.demands)
@@ -99,9 +104,8 @@ class Scope:
         """Place the free demands (in the shapes given) around the pinned ones; a whole plan comes back."""
         shaped = shaped or {}
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
-        free_workloads = {key.split("@", 1)[0] for key in self.free}
-        free = [self._barred(shaped.get(d.key, d)) for d in of_workloads(self.demands, free_workloads)
-                if d.key in self.free]
+        free_workloads = self.free_workloads
+        free = [self._barred(shaped.get(d.key, d)) for d in demands_of(self.demands, self.free)]
         # which applied placements are free work's, told apart without a Python step per placement of a fleet
         applied = self.applied.placements
         of_free = list(map(free_workloads.__contains__, map(_WORKLOAD, applied)))
@@ -135,8 +139,8 @@ class Scope:
         # the identity passes downstream (delta, checker, steps) find nothing changed at once
         placements = self.applied.placements if not partial.placements and len(pinned) == len(
             self.applied.placements) else tuple(sorted([*pinned, *partial.placements], key=_PLACEMENT_ORDER))
-        free_workloads = {key.split("@", 1)[0] for key in self.free}
-        unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced if u.workload not in free_workloads)],
+        unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
+                                                if u.workload not in self.free_workloads)],
                           key=lambda u: (u.workload, u.demand))
         # a pool's usage depends on its own placements alone: only the pools the free work went to change
         touched = {p.pool for p in partial.placements}
@@ -167,8 +171,7 @@ def _unplaced_in_play(applied: Plan, changes: Sequence[PoolChange], demands: Seq
     waiting = {key for key, tier in unplaced.items() if tier == Tier.OPPORTUNISTIC.value}
     changed_types = {c.gpu for c in changes}
     return {key for key in unplaced if key not in waiting} | {
-        d.key for d in of_workloads(demands, {key.split("@", 1)[0] for key in waiting})
-        if d.key in waiting and changed_types.intersection(d.gpu_types)}
+        d.key for d in demands_of(demands, waiting) if changed_types.intersection(d.gpu_types)}
 
 
 def _on_pools(placements: Sequence[Placement], pools: Collection[str]) -> Iterator[Placement]:
@@ -185,10 +188,19 @@ _PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the plann
 
 def _whole_workloads(keys: Iterable[str], demands: Sequence[Demand]) -> set[str]:
     """A workload's trainer groups share its cost ceiling: free one, free them all."""
-    workloads = {key.split("@", 1)[0] for key in keys}
-    return {d.key for d in of_workloads(demands, workloads)}
+    return {d.key for d in _of_workloads(demands, workloads_of(keys))}
 
 
-def of_workloads(demands: Sequence[Demand], workloads: Collection[str]) -> Iterator[Demand]:
+def workloads_of(keys: Iterable[str]) -> set[str]:
+    """The workloads of these demand keys ("workload", or "workload@site" for a trainer group)."""
+    return {key.split("@", 1)[0] for key in keys}
+
+
+def demands_of(demands: Sequence[Demand], keys: Collection[str]) -> Iterator[Demand]:
+    """The demands with these keys, in order, picked out by workload without a Python step per demand of a fleet."""
+    return (d for d in _of_workloads(demands, workloads_of(keys)) if d.key in keys)
+
+
+def _of_workloads(demands: Sequence[Demand], workloads: Collection[str]) -> Iterator[Demand]:
     """The demands of these workloads, in order, picked out without a Python step per demand of a fleet."""
     return compress(demands, map(workloads.__contains__, map(_WORKLOAD_NAME, demands)))
