@@ -157,12 +157,14 @@ class MovementMemo:
         self._first: tuple[int, list[Demand], Sequence[Placement], set[int], list[DataMovement]] | None = None
 
     def movements(self, inventory: Inventory, demands_: Sequence[Demand], placements: Sequence[Placement],
-                  like: Sequence[DataMovement] = ()) -> list[DataMovement]:
+                  like: Sequence[DataMovement] = (),
+                  since: tuple[Sequence[Placement], Collection[str]] | None = None) -> list[DataMovement]:
         """What plan.costs.data_movements(inventory, demands_, placements) gives.
 
         `like`: movements made before (a drill's base plan's). A workload's that equal what is worked out
         here are kept as those very objects, so that plans sharing them can be told apart by identity
-        (checker_delta.py).
+        (checker_delta.py). `since`: (earlier placements, workloads): `placements` are the earlier ones
+        (the very objects) but for those of these workloads; saves finding the others out one by one.
         """
         egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),
                                          len(self._egress))
@@ -175,11 +177,14 @@ class MovementMemo:
         # the first call's movements, but those of the workloads whose demands (the very objects) or
         # placements differ from its own, which are worked out (each from the memo where it can)
         _, before, placed, placed_ids, found = first
-        now_ids = set(map(id, placements))
-        changed = set(map(_WORKLOAD, compress(placements, map(operator.not_, map(placed_ids.__contains__,
-                                                                                  map(id, placements))))))
-        changed |= set(map(_WORKLOAD, compress(placed, map(operator.not_, map(now_ids.__contains__,
-                                                                               map(id, placed))))))
+        if since is not None and since[0] is placed:
+            changed = set(since[1])
+        else:
+            now_ids = set(map(id, placements))
+            changed = set(map(_WORKLOAD, compress(placements, map(operator.not_, map(placed_ids.__contains__,
+                                                                                      map(id, placements))))))
+            changed |= set(map(_WORKLOAD, compress(placed, map(operator.not_, map(now_ids.__contains__,
+                                                                                   map(id, placed))))))
         differ = list(map(operator.is_not, before, demands_))
         changed |= set(map(_WORKLOAD_NAME, compress(before, differ))) | set(map(_WORKLOAD_NAME,
                                                                                 compress(demands_, differ)))

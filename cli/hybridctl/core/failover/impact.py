@@ -9,7 +9,7 @@ A workload that keeps at least one replica where it was never stops serving: its
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress
@@ -110,19 +110,60 @@ def changed_workloads(before: Plan, after: Plan) -> frozenset[str]:
     return placement_delta(before, after).workloads
 
 
-def _by_workload(result: Plan, only: Collection[str]) -> tuple[
-        dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]:
+_Tally = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]
+_tallied: list[tuple[Plan, frozenset[str] | None, _Tally]] = []  # newest first; None: every workload
+_KEPT = 4  # a drill's base plan, and a scenario's failover plan (read again by its rollback)
+
+
+_sited: list[tuple[Sequence[Site], dict[str, Site]]] = []
+
+
+def _pool_sites(sites: Sequence[Site]) -> dict[str, Site]:
+    """Pool -> its site, kept for the last two lists of sites (a drill's inventory, and its rollback's)."""
+    for known, found in _sited:
+        if known is sites:
+            return found
+    found = {p.name: s for s in sites for p in s.pools}
+    _sited.insert(0, (sites, found))
+    del _sited[2:]
+    return found
+
+
+def _by_workload(result: Plan, only: Collection[str]) -> _Tally:
+    """Of the workloads `only` (at least), their replicas and GPU type per pool, and their cost.
+
+    A failover's impacts and its rollback's read the same two plans, and a drill reads its base plan
+    in every scenario: the last few plans' tallies are kept (by identity: the memo holds the plans,
+    so an id never passes to another). A plan read for other workloads again is tallied whole.
+    """
+    seen_before = False
+    for plan, known, tally in _tallied:
+        if plan is result:
+            if known is None or known.issuperset(only):
+                return tally
+            seen_before = True
+    wanted = None if seen_before else frozenset(only)
+    tally = _tally(result, wanted)
+    _tallied.insert(0, (result, wanted, tally))
+    del _tallied[_KEPT:]
+    return tally
+
+
+def _tally(result: Plan, only: Collection[str] | None) -> _Tally:
     replicas: dict[str, dict[str, int]] = defaultdict(dict)
     usd: dict[str, float] = defaultdict(float)
     gpu: dict[str, dict[str, str]] = defaultdict(dict)
-    # the few placements of `only` picked out of a fleet's without a Python step per placement
-    for p in compress(result.placements, map(only.__contains__, map(_WORKLOAD, result.placements))):
+    placements, movements = result.placements, result.data_movements
+    if only is not None:  # the few placements of `only` picked out of a fleet's without a Python step each
+        placements = tuple(compress(placements, map(only.__contains__, map(_WORKLOAD, placements))))
+        movements = tuple(compress(movements, map(only.__contains__, map(_WORKLOAD, movements))))
+    for p in placements:
         replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
         usd[p.workload] += p.usd_per_month
         gpu[p.workload][p.pool] = p.gpu_type
-    for m in compress(result.data_movements, map(only.__contains__, map(_WORKLOAD, result.data_movements))):
+    for m in movements:
         usd[m.workload] += m.usd_per_month
-    return replicas, usd, gpu
+    return dict(replicas), dict(usd), dict(gpu)
 
 
 _WORKLOAD = attrgetter("workload")
@@ -186,7 +227,7 @@ def _wanted(workload: Workload, site_of: Mapping[str, str]) -> int:
 
 def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
     """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
-    pool_site = {p.name: s for s in inventory.sites for p in s.pools}
+    pool_site = _pool_sites(inventory.sites)
     after_placements = replan.after.placements
     degraded_workloads = {p.workload: p for p in compress(after_placements, map(_DEGRADED, after_placements))}
     # a workload can be affected only if a placement of it changed, or it runs degraded

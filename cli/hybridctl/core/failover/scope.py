@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from bisect import insort
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -70,12 +71,14 @@ class Scope:
         if not self.free:  # nothing was placed, so nothing is short and nothing moved
             return self
         index = EligibilityIndex(self.inventory, list(self.pools))
-        by_key = {d.key: d for d in self.demands}
+        short = set(short)
+        by_key = {d.key: d for d in demands_of(self.demands, self.free | short)}
         wanted: set[int] = set()
         for key in short:
             if key in by_key:
                 wanted.update(index.eligible(by_key[key]))
         price = {p.name: p.usd_per_gpu_hour for p in self.pools}
+        floor = min(price.values(), default=0.0)
         dearest: dict[str, float] = {}  # free demand -> the dearest pool it was placed in
         for placement in compress(result.placements, map(self.free_workloads.__contains__,
                                                           map(_WORKLOAD, result.placements))):
@@ -86,7 +89,10 @@ class Scope:
             demand = by_key[key]
             # below this price, one replica saves more than the move threshold
             cheaper_than = paid - move_threshold_usd / max(demand.gpu_count * demand.hours, 1e-9)
-            wanted.update(p for p in index.eligible(demand) if self.pools[p].usd_per_gpu_hour < cheaper_than)
+            if cheaper_than > floor:  # else no pool is cheaper: its eligibility need not be worked out
+                wanted.update(p for p in index.eligible(demand) if self.pools[p].usd_per_gpu_hour < cheaper_than)
+        if not wanted:
+            return self
         names = {self.pools[p].name for p in wanted}
         extra = {key_of(p.demand, p.workload) for p in _on_pools(self.applied.placements, names)}
         return dataclasses.replace(self, free=frozenset(_whole_workloads(self.free | extra, self.demands)))
@@ -138,7 +144,7 @@ class Scope:
         # with nothing placed, every applied placement is pinned: the very tuple, in order, so that
         # the identity passes downstream (delta, checker, steps) find nothing changed at once
         placements = self.applied.placements if not partial.placements and len(pinned) == len(
-            self.applied.placements) else tuple(sorted([*pinned, *partial.placements], key=_PLACEMENT_ORDER))
+            self.applied.placements) else _merged(pinned, partial.placements)
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
                                                 if u.workload not in self.free_workloads)],
                           key=lambda u: (u.workload, u.demand))
@@ -147,12 +153,22 @@ class Scope:
         fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
                                                 list(_on_pools(placements, touched)))}
         pools = tuple(fresh.get(u.pool, u) for u in pinned_usage)
-        movements = (self.movements.movements(self.inventory, demands, placements) if self.movements is not None
-                     else data_movements(self.inventory, demands, placements))
+        movements = (self.movements.movements(self.inventory, demands, placements,
+                                              since=(self.applied.placements, self.free_workloads))
+                     if self.movements is not None else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
             partial, placements=placements, unplaced=tuple(unplaced), data_movements=tuple(movements),
             pools=pools, compute_usd_per_month=round(sum(map(_USD, placements)), 2),
             data_usd_per_month=round(sum(map(_USD, movements)), 2))
+
+
+def _merged(pinned: list[Placement], placed: Sequence[Placement]) -> tuple[Placement, ...]:
+    """sorted([*pinned, *placed]) in the planner's order, both being in that order already: the few placed
+    ones are put in among a fleet's pinned ones instead of sorting them all again (ties keep pinned first)."""
+    merged = list(pinned)
+    for placement in placed:
+        insort(merged, placement, key=_PLACEMENT_ORDER)
+    return tuple(merged)
 
 
 def _unplaced_in_play(applied: Plan, changes: Sequence[PoolChange], demands: Sequence[Demand]) -> set[str]:

@@ -35,7 +35,7 @@ from hybridctl.core.plan.checker_rules import (
     read_usd,
     revision2_pool_violations,
 )
-from hybridctl.core.plan.model import Placement, Plan, PoolUsage
+from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
 
 
 class PlacementMemo:
@@ -117,7 +117,9 @@ def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -
 def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: Collection[str],
             pools: Collection[str], memo: PlacementMemo | None = None) -> PlanCheck:
     """check(inventory, plan), given that only the named workloads and pools may judge differently than
-    in `reference`: the caller (checker_delta.py) is to name every part whose inputs differ."""
+    in `reference`: the caller (checker_delta.py) is to name every part whose inputs differ, and the
+    inventory is to name the workloads and pools the reference's did (unknown names are then looked for
+    among the named workloads' placements and data movements, when the reference found none)."""
     return _Rules(inventory, memo).checked(plan, workloads, pools, reference)
 
 
@@ -182,17 +184,26 @@ class _Rules:
             by_pool[name] = self._pool(name, pool_sums, reported.get(name))
         candidates = {*workloads, *(known.searched if known else ())}
         searched = frozenset(name for name in candidates if name in by_workload and by_workload[name].searched)
-        return PlanCheck(self.inventory, plan, by_workload, by_pool, tuple(self._unknown(plan)),
+        # with names unchanged and a clean reference, only the parts named again can hold unknown names
+        unknown = self._unknown(plan, None if known is None or known.unknown else workloads)
+        return PlanCheck(self.inventory, plan, by_workload, by_pool, tuple(unknown),
                          tuple(self._totals(plan, by_pool)), searched)
 
-    def _unknown(self, plan: Plan) -> Iterable[str]:
-        named = set(map(_WORKLOAD, plan.placements))
-        if not named <= self.workloads.keys() or not set(map(_POOL, plan.placements)) <= self.pools.keys():
-            yield from (f"{pl.workload} in {pl.pool}: unknown workload or pool" for pl in plan.placements
+    def _unknown(self, plan: Plan, among: Collection[str] | None) -> Iterable[str]:
+        """Placements and data movements naming no workload or pool of the inventory (`among`: of these
+        workloads only)."""
+        placements: Sequence[Placement] = plan.placements
+        movements: Sequence[DataMovement] = plan.data_movements
+        if among is not None:
+            placements = list(compress(placements, map(among.__contains__, map(_WORKLOAD, placements))))
+            movements = list(compress(movements, map(among.__contains__, map(_WORKLOAD, movements))))
+        named = set(map(_WORKLOAD, placements))
+        if not named <= self.workloads.keys() or not set(map(_POOL, placements)) <= self.pools.keys():
+            yield from (f"{pl.workload} in {pl.pool}: unknown workload or pool" for pl in placements
                         if pl.workload not in self.workloads or pl.pool not in self.pools)
         orphans: dict[str, list[float]] = defaultdict(list)
-        if not set(map(_WORKLOAD, plan.data_movements)) <= self.workloads.keys():  # a fleet's, without a Python step each
-            for m in plan.data_movements:
+        if not set(map(_WORKLOAD, movements)) <= self.workloads.keys():  # a fleet's, without a Python step each
+            for m in movements:
                 if m.workload not in self.workloads:
                     orphans[m.workload].append(m.usd_per_month)
         for name in sorted(orphans):
