@@ -276,14 +276,15 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         applied = _applied(current, store)
         the_inventory = _load_inventory(inventory, current)
         check_events(events, the_inventory)
-        if applied.inventory_digest and applied.inventory_digest != inventory_digest(the_inventory):
+        digest = inventory_digest(the_inventory)
+        if applied.inventory_digest and applied.inventory_digest != digest:
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
                            "replans the applied placements against the inventory as it is now")
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         runbook, result = plan_failover(the_inventory, applied, events,
                                    steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
                                    options=FailoverOptions(move_threshold_usd, time_limit_s),
-                                   base_serial=current.serial)
+                                   base_serial=current.serial, digest=digest)
         verified(replanned_inventory(result), result.after, "failover plan")
         _emit(runbook, output_format)
         if out is not None:

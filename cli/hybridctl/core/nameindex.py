@@ -25,8 +25,9 @@ _memo: list[tuple[Sequence[Any], dict[str, int], dict[str, Any]]] = []
 
 
 def _indexes(entries: Sequence[N]) -> tuple[dict[str, int], dict[str, N]]:
-    for known, where, found in _memo:
+    for position, (known, where, found) in enumerate(_memo):
         if known is entries:
+            _memo.insert(0, _memo.pop(position))  # a drill's base lists stay while scenarios' come and go
             return where, found
     names = [entry.name for entry in entries]
     found, where = dict(zip(names, entries, strict=True)), dict(zip(names, range(len(names)), strict=True))

@@ -141,8 +141,22 @@ def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: M
 
 
 def plan_digest(plan: Plan) -> str:
-    """The digest of the plan file's bytes (byte-stable: the solver's wall time is left out)."""
-    return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
+    """The digest of the plan file's bytes (byte-stable: the solver's wall time is left out).
+
+    A failover's runbook tags the applied plan's stacks and the failover plan's, and its rollback the
+    same two again: serialising a fleet's plan costs a few tenths of a second each time, so the last
+    few plans' digests are kept (by identity: the memo holds the plans, and plans are not changed in place).
+    """
+    for known, digest in _digests:
+        if known is plan:
+            return digest
+    digest = "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
+    _digests.insert(0, (plan, digest))
+    del _digests[4:]
+    return digest
+
+
+_digests: list[tuple[Plan, str]] = []
 
 
 def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:

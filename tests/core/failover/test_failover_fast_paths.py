@@ -45,8 +45,9 @@ def _usd(result: Plan, workload: str) -> float:
 
 
 def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, monkeypatch) -> None:
-    """impacts() looks only at workloads with a placement or movement object not shared by both plans;
-    looking at every workload gives the same entries, with each workload's costs summed plainly."""
+    """impacts() looks only at workloads with a placement or movement object not shared by both plans,
+    and keeps the last plans' tallies; looking at every workload of plans tallied afresh gives the same
+    entries, with each workload's costs summed plainly."""
     from hybridctl.core.failover import impact
 
     inventory, results = replans
@@ -57,6 +58,8 @@ def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, 
         fast += [impacts(inventory, result), impacts(inventory, back, returning=True)]
     with monkeypatch.context() as patched:
         patched.setattr(impact, "changed_workloads", _every_workload(inventory))
+        patched.setattr(impact, "_KEPT", 0)  # each plan tallied afresh, not read from the memo
+        patched.setattr(impact, "_tallied", [])
         plain: list[list[impact.WorkloadImpact]] = []
         for result in results:
             back = Replan(quiet, result.after, result.before, {}, 0)

@@ -36,9 +36,11 @@ StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
 
 
 def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *, steps_for: StepsFor,
-                  options: FailoverOptions | None = None, base_serial: int | None = None) -> tuple[Runbook, Replan]:
+                  options: FailoverOptions | None = None, base_serial: int | None = None,
+                  digest: str | None = None) -> tuple[Runbook, Replan]:
+    """`digest`: the inventory's, when the caller has worked it out already."""
     return failover_runbook(inventory, replan(inventory, applied, events, options), steps_for=steps_for,
-                            base_serial=base_serial)
+                            base_serial=base_serial, digest=digest)
 
 
 def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFor, base_serial: int | None = None,

@@ -137,9 +137,10 @@ def _by_workload(result: Plan, only: Collection[str]) -> _Tally:
     so an id never passes to another). A plan read for other workloads again is tallied whole.
     """
     seen_before = False
-    for plan, known, tally in _tallied:
+    for position, (plan, known, tally) in enumerate(_tallied):
         if plan is result:
             if known is None or known.issuperset(only):
+                _tallied.insert(0, _tallied.pop(position))  # the base plan stays while scenarios come and go
                 return tally
             seen_before = True
     wanted = None if seen_before else frozenset(only)
