@@ -136,6 +136,15 @@ class TestNodeGroups:
         assert plan_digest(PLAN).startswith("sha256:") and len(plan_digest(PLAN)) == 71
         assert plan_digest(PLAN) != plan_digest(make_plan(*PLAN.placements[:-1]))
 
+    def test_a_plans_digest_is_its_files_however_many_plans_were_digested_between(self) -> None:
+        import hashlib
+
+        from hybridctl.core.plan.serialize import plan_to_json
+
+        plans = [make_plan(*PLAN.placements[:n]) for n in range(len(PLAN.placements), 0, -1)] * 3
+        for one in plans:  # kept digests of other plans, and this one's again
+            assert plan_digest(one) == "sha256:" + hashlib.sha256(plan_to_json(one, plan_file=True).encode()).hexdigest()
+
 
 class TestQueues:
     def test_one_queue_stack_per_cluster_with_planned_pools(self) -> None:

@@ -208,18 +208,23 @@ class _Base:
     def _requeue(self, cluster: str, pools: list[PlannedPool], index: PlanIndex, groups: MultiKueue, regrouped: bool,
                  of_workload: Mapping[str, list[Placement]]) -> QueuesStackConfig:
         """A cluster's queues where placements at its sites changed: the first plan's tally, less the changed
-        workloads' GPUs and reach there, plus their new ones (`of_workload`: their placements now). In full
-        when its pools or its MultiKueue role changed: then every workload's reach or flavors may have."""
+        workloads' GPUs and reach there (on the first plan's pools), plus their new ones (`of_workload`: their
+        placements now, on the pools planned now). A workload's reach reads its tier and its spec, not the
+        pools: where pools came or went, only the changed workloads' placements were on them, and the
+        flavors are assembled from the pools anew. In full when its MultiKueue role changed (then every
+        workload's reach may have), or when the first plan had no queues there."""
         keys = {(p.site.name, p.pool.name): p for p in pools}
-        if regrouped or tuple(keys) != self.pools_of.get(cluster):
+        first = self.pools_of.get(cluster)
+        if regrouped or first is None:
             return queues_config(self.inventory, self.digest, cluster, pools, index, groups)
+        was = {k: self.derived.planned[k] for k in first}
         tally = self.derived.tallies[cluster].copy()
         sites = {p.site.name for p in pools}
         dispatched = groups[1].get(cluster, set())
         cache: ReachCache = {}
         for w, placed in of_workload.items():
             if w in tally.reach:
-                tally.remove(w, [(keys[k], pl.gpus) for pl in self.placed_of.get(w, ()) if (k := (pl.site, pl.pool)) in keys])
+                tally.remove(w, [(was[k], pl.gpus) for pl in self.placed_of.get(w, ()) if (k := (pl.site, pl.pool)) in was])
             if w in dispatched or any(pl.site in sites for pl in placed):
                 mine = [(keys[k], pl.gpus) for pl in placed if (k := (pl.site, pl.pool)) in keys]
                 tally.add(w, reach_of(self.inventory, index.tier_of[w], index.known.get(w), mine,
