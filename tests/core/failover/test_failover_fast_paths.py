@@ -93,3 +93,22 @@ def test_the_movement_memo_gives_what_data_movements_gives(replans) -> None:
             assert got == data_movements(disrupted, wanted, placements), result.disruption.events
             moved += len(got)
     assert moved or not results[0].before.data_movements  # the memo was exercised where data moves
+
+
+def test_the_delta_a_replan_remembers_is_the_one_found_by_identity() -> None:
+    """A replan tells the placement delta what it re-placed; the passes over both plans find the same."""
+    from hybridctl.core.plan import delta
+
+    inventory = _inventory("synthetic")
+    base = plan(inventory)
+    cache = DemandCache()
+    remembered = 0
+    for scenario in standard_scenarios(inventory):
+        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        remembered += any(known.before is base.placements and known.after is result.after.placements
+                          for known in delta._memo)  # told by the replan: no pass has looked yet
+        found = delta.placement_delta(result.before, result.after)
+        by_identity = delta.PlacementDelta.of(result.before.placements, result.after.placements)
+        assert [id(p) for p in found.removed] == [id(p) for p in by_identity.removed], scenario.name
+        assert [id(p) for p in found.added] == [id(p) for p in by_identity.added], scenario.name
+    assert remembered  # the replans' own deltas were read

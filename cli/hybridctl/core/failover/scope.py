@@ -27,6 +27,7 @@ from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo, worklo
 from hybridctl.core.failover.disrupt import Disruption, PoolChange
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.costs import data_movements, pool_usage
+from hybridctl.core.plan.delta import PlacementDelta, remember
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import PlanOptions, WorkloadFacts, plan
 from hybridctl.core.tiers import Tier
@@ -132,19 +133,23 @@ class Scope:
                        digest=self.applied.inventory_digest or None, tiers=dict(self.tiers), facts=self.facts)
         if not pinned and len(free) == len(self.demands):
             return partial
-        return self._assemble(partial, pinned, pinned_usage,
+        return self._assemble(partial, pinned, previous.placements, pinned_usage,
                               [shaped.get(d.key, d) for d in self.demands] if shaped else self.demands)
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
         return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
 
-    def _assemble(self, partial: Plan, pinned: list[Placement], pinned_usage: Sequence[PoolUsage],
-                  demands: Sequence[Demand]) -> Plan:
+    def _assemble(self, partial: Plan, pinned: list[Placement], unpinned: Sequence[Placement],
+                  pinned_usage: Sequence[PoolUsage], demands: Sequence[Demand]) -> Plan:
         # with nothing placed, every applied placement is pinned: the very tuple, in order, so that
         # the identity passes downstream (delta, checker, steps) find nothing changed at once
-        placements = self.applied.placements if not partial.placements and len(pinned) == len(
-            self.applied.placements) else _merged(pinned, partial.placements)
+        if not partial.placements and len(pinned) == len(self.applied.placements):
+            placements = self.applied.placements
+        else:
+            placements = _merged(pinned, partial.placements)
+            # what changed is known here: the applied placements of the free work went, the planner's came
+            remember(PlacementDelta(self.applied.placements, placements, tuple(unpinned), partial.placements))
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
                                                 if u.workload not in self.free_workloads)],
                           key=lambda u: (u.workload, u.demand))

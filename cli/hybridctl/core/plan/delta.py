@@ -63,6 +63,12 @@ class PlacementDelta:
 _memo: list[PlacementDelta] = []
 
 
+def remember(delta: PlacementDelta) -> None:
+    """Keep a delta its maker knows without the passes (a replan knows what it re-placed)."""
+    _memo.insert(0, delta)
+    del _memo[_KEPT:]
+
+
 def placement_delta(before: Plan, after: Plan) -> PlacementDelta:
     """The placements that differ between the two plans (each a pass over them, done once per pair)."""
     was, now = before.placements, after.placements
