@@ -122,10 +122,11 @@ def test_the_usage_memo_gives_what_pool_usage_gives_for_every_scenario(enterpris
         touched = {c.pool for c in disruption.pool_changes}
         free = {p.workload for p in base.placements if p.pool in touched}
         pinned = [p for p in base.placements if p.workload not in free]
-        assert memo.pinned(pools, base, free, pinned) == pool_usage(pools, pinned), scenario.name
+        unpinned = [p for p in base.placements if p.workload in free]
+        assert memo.pinned(pools, base, free, pinned, unpinned) == pool_usage(pools, pinned), scenario.name
     other = dataclasses.replace(base, placements=base.placements[1:])  # another applied plan: counted afresh
     pools = pool_infos(inventory)
-    assert memo.pinned(pools, other, set(), list(other.placements)) == pool_usage(pools, other.placements)
+    assert memo.pinned(pools, other, set(), list(other.placements), []) == pool_usage(pools, other.placements)
 
 
 def test_the_movement_memo_follows_work_that_stops_or_moves(enterprise) -> None:

@@ -1,7 +1,7 @@
 """Checking a failover plan where it differs from the checked base plan (what a drill does) gives what
 checking it whole gives: on every example and every standard scenario, and when anything a part of
 the verdict reads is then broken — a placement, an unplaced count, a pool report, a data movement,
-a pool, a dataset, a workload or the policies."""
+a pool, a dataset, a workload (its ceiling, its hours) or the policies."""
 
 from __future__ import annotations
 
@@ -85,6 +85,15 @@ def _pool_shrunk(inv: Inventory, p: Plan) -> Case:
     return inv.model_copy(update={"sites": sites}), p
 
 
+def _pool_retyped(inv: Inventory, p: Plan) -> Case:
+    # the placements on it stay the very objects: only the pool changed, which their rules read
+    used = p.placements[-1].pool
+    sites = [s.model_copy(update={"pools": [q.model_copy(update={"gpu": "no-such-gpu"}) if q.name == used else q
+                                            for q in s.pools]})
+             if any(q.name == used for q in s.pools) else s for s in inv.sites]
+    return inv.model_copy(update={"sites": sites}), p
+
+
 def _dataset_resident_elsewhere(inv: Inventory, p: Plan) -> Case:
     # the last placed reader stays where it ran: only the changed dataset has it checked again
     read = next(w for w in reversed(inv.workloads) if w.datasets and any(x.workload == w.name for x in p.placements))
@@ -96,6 +105,14 @@ def _dataset_resident_elsewhere(inv: Inventory, p: Plan) -> Case:
 def _ceiling_lowered(inv: Inventory, p: Plan) -> Case:
     placed = p.placements[-1].workload
     workloads = [w.model_copy(update={"max_usd_per_month": 0.01}) if w.name == placed else w for w in inv.workloads]
+    return inv.model_copy(update={"workloads": workloads}), p
+
+
+def _hours_changed(inv: Inventory, p: Plan) -> Case:
+    # its placements stay the very objects: only the workload changed, and its pools' machines and cash read its hours
+    placed = p.placements[-1].workload
+    workloads = [w.model_copy(update={"hours_per_month": 100.0 if w.hours != 100.0 else 200.0}) if w.name == placed
+                 else w for w in inv.workloads]
     return inv.model_copy(update={"workloads": workloads}), p
 
 
@@ -111,7 +128,8 @@ def _site_renamed_egress(inv: Inventory, p: Plan) -> Case:
 
 BREAKS: list[Callable[[Inventory, Plan], Case]] = [
     _placement_repriced, _placement_dropped, _unplaced_miscounted, _pool_misreported, _movement_repriced,
-    _pool_shrunk, _dataset_resident_elsewhere, _ceiling_lowered, _policies_changed, _site_renamed_egress]
+    _pool_shrunk, _pool_retyped, _dataset_resident_elsewhere, _ceiling_lowered, _hours_changed, _policies_changed,
+    _site_renamed_egress]
 
 
 @pytest.mark.parametrize("break_it", BREAKS, ids=lambda f: f.__name__.strip("_"))

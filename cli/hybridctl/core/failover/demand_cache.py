@@ -251,8 +251,9 @@ class UsageMemo:
         self._known: dict[tuple[object, ...], tuple[Pool, PoolUsage]] = {}
 
     def pinned(self, pools: Sequence[PoolInfo], applied: Plan, free_workloads: Collection[str],
-               pinned: Sequence[Placement]) -> tuple[PoolUsage, ...]:
-        """What pool_usage(pools, pinned) gives, for `pinned`: the applied placements of the other workloads."""
+               pinned: Sequence[Placement], unpinned: Sequence[Placement]) -> tuple[PoolUsage, ...]:
+        """What pool_usage(pools, pinned) gives, for `pinned`: the applied placements of the workloads that are
+        not free; `unpinned`: those of the free ones."""
         if self._applied is None:
             on_pool: dict[str, list[Placement]] = defaultdict(list)
             for placement in applied.placements:
@@ -261,10 +262,10 @@ class UsageMemo:
         if self._applied[0] is not applied:
             return pool_usage(pools, pinned)
         on_pools = self._applied[1]
-        freed = set(map(_POOL, compress(applied.placements, map(free_workloads.__contains__,
-                                                                  map(_WORKLOAD, applied.placements)))))
-        fresh = {u.pool: u for u in pool_usage([p for p in pools if p.name in freed],
-                                                list(compress(pinned, map(freed.__contains__, map(_POOL, pinned)))))}
+        freed = set(map(_POOL, unpinned))
+        # the pinned placements on those pools, each pool's in the applied order (its sums add up alike)
+        staying = [pl for name in freed for pl in on_pools.get(name, ()) if pl.workload not in free_workloads]
+        fresh = {u.pool: u for u in pool_usage([p for p in pools if p.name in freed], staying)}
         usage: list[PoolUsage] = []
         for p in pools:
             counted = fresh.get(p.name)

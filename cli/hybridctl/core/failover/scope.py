@@ -117,15 +117,16 @@ class Scope:
         applied = self.applied.placements
         of_free = list(map(free_workloads.__contains__, map(_WORKLOAD, applied)))
         pinned = list(compress(applied, map(operator.not_, of_free)))
+        unpinned = tuple(compress(applied, of_free))
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
         pinned_usage = (pool_usage(self.pools, pinned) if self.usage is None
-                        else self.usage.pinned(self.pools, self.applied, free_workloads, pinned))
+                        else self.usage.pinned(self.pools, self.applied, free_workloads, pinned, unpinned))
         taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node for u in pinned_usage}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
         # the stability term concerns the free demands alone: the pinned placements need not be read again
-        previous = dataclasses.replace(self.applied, placements=tuple(compress(applied, of_free)))
+        previous = dataclasses.replace(self.applied, placements=unpinned)
         # the failover plan is the plan of the inventory (under these events) the applied plan was made from:
         # it carries that inventory's digest (hashing a fleet's disrupted copy for each pass would be wasted)
         # (and the tiers its demands already carry)

@@ -12,7 +12,7 @@ not follow (other policies, sites changed beyond their pools, renamed entries) i
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from itertools import chain, compress
 from operator import attrgetter
 
@@ -70,15 +70,16 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
     for placement in chain(delta.removed, delta.added):
         workloads.add(placement.workload)
         pools.add(placement.pool)
+    # the plan's placements are the reference's, less delta.removed, plus delta.added (named above): those
+    # on the changed pools, or of the changed workloads, are the reference's, found from its index
+    on_pool, of_workload = _indexed(old.placements)
     if changed_pools:
         # a placement's rules read its pool; a spread's slow path read every pool
-        workloads |= set(map(_WORKLOAD, chain(_on(old.placements, _POOL, changed_pools),
-                                              _on(plan.placements, _POOL, changed_pools))))
+        workloads |= {pl.workload for pool in changed_pools for pl in on_pool.get(pool, ())}
         workloads |= reference.searched
     if changed_workloads:
         # a pool's machines read its workloads' hours
-        pools |= set(map(_POOL, chain(_on(old.placements, _WORKLOAD, changed_workloads),
-                                      _on(plan.placements, _WORKLOAD, changed_workloads))))
+        pools |= {pl.pool for name in changed_workloads for pl in of_workload.get(name, ())}
     # a replan rebuilds its unplaced entries and pool reports: compared by value
     was_unplaced = {u.demand or u.workload: u.replicas for u in old.unplaced}
     now_unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
@@ -95,6 +96,23 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
     return workloads, pools
 
 
+_index: list[tuple[Sequence[Placement], dict[str, list[Placement]], dict[str, list[Placement]]]] = []
+
+
+def _indexed(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]], dict[str, list[Placement]]]:
+    """The placements by pool and by workload, for the last reference seen (a drill's base plan: the memo
+    holds its placements, so no identity passes to another tuple meanwhile)."""
+    if _index and _index[0][0] is placements:
+        return _index[0][1], _index[0][2]
+    on_pool: dict[str, list[Placement]] = {}
+    of_workload: dict[str, list[Placement]] = {}
+    for pl in placements:
+        on_pool.setdefault(pl.pool, []).append(pl)
+        of_workload.setdefault(pl.workload, []).append(pl)
+    _index[:] = [(placements, on_pool, of_workload)]
+    return on_pool, of_workload
+
+
 def _changed(was: Sequence[N], now: Sequence[N]) -> set[str] | None:
     """The names of the entries that are not the very same objects; None when the names or order differ."""
     changed = replaced(was, now)
@@ -103,8 +121,3 @@ def _changed(was: Sequence[N], now: Sequence[N]) -> set[str] | None:
 
 def _same_but_pools(was: Site, now: Site) -> bool:
     return all(getattr(was, field) == getattr(now, field) for field in Site.model_fields if field != "pools")
-
-
-def _on(placements: Sequence[Placement], field: Callable[[Placement], str], names: Iterable[str]) -> Iterator[Placement]:
-    wanted = set(names)
-    return compress(placements, map(wanted.__contains__, map(field, placements)))
