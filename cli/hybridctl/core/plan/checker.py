@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 
+from hybridctl.core.gcpause import paused_gc
 from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import by_name
 from hybridctl.core.plan.checker_rules import (
@@ -110,8 +111,9 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
 
 
 def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> PlanCheck:
-    rules = _Rules(inventory, memo)
-    return rules.checked(plan, rules.workloads, rules.pools, None)
+    with paused_gc():  # a verdict per workload of a fleet, and no cycles (gcpause.py)
+        rules = _Rules(inventory, memo)
+        return rules.checked(plan, rules.workloads, rules.pools, None)
 
 
 def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: Collection[str],
