@@ -4,8 +4,10 @@
         [--drill-size 10000] [--drill-scenarios N] [--workers N]
 
 1. failover after the loss of the busiest sites, on seeded synthetic fleets
-   (bench/inventory_gen.py): the base plan, then replan() from it, and the whole failover
-   (replan, runbook and its rollback, as `drill` builds them); target at 10,000 workloads ≤ 1 s.
+   (bench/inventory_gen.py): the base plan, then replan() from it, the whole failover
+   (replan, runbook and its rollback, as `drill` builds them), and the failover as the command
+   computes it (replan, runbook with apply's steps, whole check; as `failover --plan` does, without
+   reading files); target at 10,000 workloads ≤ 1 s.
 2. `drill --standard` on a synthetic fleet of --drill-size workloads, as `hybridctl drill` runs
    it (scenarios spread over --workers processes); --drill-scenarios N runs an evenly spaced
    sample of N (the figure printed then says so, with the time per scenario and the total at
@@ -16,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
@@ -40,12 +43,15 @@ def _fleet(workloads: int, pools: int, seed: int):  # type: ignore[no-untyped-de
 
 
 def bench_replan(workloads: int, pools: int, seed: int) -> None:
+    from hybridctl.commands.failover_flow import steps_builder
     from hybridctl.core.failover.drill import run_scenario
     from hybridctl.core.failover.events import Event, EventKind
+    from hybridctl.core.failover.failover import plan_failover
     from hybridctl.core.failover.impact import impacts
-    from hybridctl.core.failover.replan import FailoverOptions, replan
+    from hybridctl.core.failover.replan import FailoverOptions, replan, replanned_inventory
     from hybridctl.core.failover.scenario import Scenario
     from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.verify import verified
 
     inventory = _fleet(workloads, pools, seed)
     started = time.perf_counter()
@@ -66,12 +72,22 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
         scenario = run_scenario(inventory, base, Scenario(f"site-lost-{site}", (Event(EventKind.SITE_LOST, site),)),
                                 FailoverOptions())
         whole_s, whole_cpu = time.perf_counter() - started, time.process_time() - cpu
+        # as `failover --plan` computes it: apply's steps for both plans (stacks tagged with each plan's
+        # digest), then the whole check; a copy of the base plan, so that nothing worked out above is reused
+        applied = dataclasses.replace(base)
+        started, cpu = time.perf_counter(), time.process_time()
+        runbook, command_result = plan_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)],
+                                                steps_for=steps_builder(inventory, None, None, None, applied=applied))
+        verified(replanned_inventory(command_result), command_result.after, "failover plan")
+        command_s, command_cpu = time.perf_counter() - started, time.process_time() - cpu
         print(f"{workloads:>6} workloads, {len(base.pools)} pools: base plan {base_s:6.2f} s; "
               f"site-lost {site} ({gpus} GPUs): replan {replan_s:6.2f} s (CPU {replan_cpu:.2f} s) in {result.passes} pass(es), "
               f"solver {result.after.solver.status}; {dict(statuses)}; healthy workloads moved: {healthy_moved}; "
               f"failover with runbook and rollback {whole_s:6.2f} s (CPU {whole_cpu:.2f} s; {scenario.steps} + "
               f"{scenario.rollback_steps} "
-              f"steps{'; ' + scenario.runbook_problem if scenario.runbook_problem else ''})")
+              f"steps{'; ' + scenario.runbook_problem if scenario.runbook_problem else ''}); "
+              f"as the failover command computes it {command_s:6.2f} s (CPU {command_cpu:.2f} s; "
+              f"{len(runbook.steps)} steps)")
 
 
 def bench_fleet_drill(workloads: int, pools: int, seed: int, limit: int | None, workers: int | None) -> None:

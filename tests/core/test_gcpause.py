@@ -49,3 +49,32 @@ def test_loading_and_planning_run_with_the_collector_paused(monkeypatch: pytest.
         with pytest.raises(RuntimeError):
             call()
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_replans_runbooks_drill_scenarios_and_checks_run_with_the_collector_paused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hybridctl.core.failover import drill, failover, replan
+    from hybridctl.core.plan import checker
+
+    seen: list[bool] = []
+
+    def record(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        raise RuntimeError("recorded")
+
+    class Probe:  # what a runbook or a scenario reads first
+        def __getattr__(self, name: str) -> object:
+            return record()
+
+    # the first thing each one calls
+    monkeypatch.setattr(replan, "disrupt", record)
+    monkeypatch.setattr(checker, "_Rules", record)
+    for call in (lambda: replan.replan(None, None, ()),  # type: ignore[arg-type]
+                 lambda: failover.failover_runbook(None, Probe(), steps_for=record),  # type: ignore[arg-type]
+                 lambda: failover.plan_rollback(None, Probe(), None, steps_for=record,  # type: ignore[arg-type]
+                                                returning_sites=()),
+                 lambda: drill.run_scenario(None, None, Probe(), None),  # type: ignore[arg-type]
+                 lambda: checker.check(None, None)):  # type: ignore[arg-type]
+        with pytest.raises(RuntimeError):
+            call()
+    assert seen == [False] * 5 and gc.isenabled()

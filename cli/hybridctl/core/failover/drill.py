@@ -29,7 +29,7 @@ from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, replanned_inventory
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
-from hybridctl.core.gcpause import paused_gc
+from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check
 from hybridctl.core.plan.checker_delta import check_changes
@@ -125,6 +125,9 @@ class DrillReport:
         return [r for r in self.results if not r.passed]
 
 
+# a scenario makes hundreds of thousands of short-lived objects and next to no cycles: the collector
+# would walk them again and again (4 % of a fleet's drill); it runs again between scenarios
+@gc_paused
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
                  steps_for: StepsFor | None = None, fingerprint: str | None = None,
                  demand_cache: DemandCache | None = None, check_memo: PlacementMemo | None = None,
@@ -133,16 +136,6 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
 
     `base_check` (the checker's verdict on `base`) has the replan checked where it differs from the base plan.
     """
-    # a scenario makes hundreds of thousands of short-lived objects and next to no cycles: the collector
-    # would walk them again and again (4 % of a fleet's drill); it runs again between scenarios
-    with paused_gc():
-        return _run_scenario(inventory, base, scenario, options, steps_for, fingerprint, demand_cache,
-                             check_memo, base_check)
-
-
-def _run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
-                  steps_for: StepsFor | None, fingerprint: str | None, demand_cache: DemandCache | None,
-                  check_memo: PlacementMemo | None, base_check: PlanCheck | None) -> ScenarioResult:
     started = time.perf_counter()
     result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
     what = f"replan of scenario {scenario.name}"  # a bug if the checker rejects it

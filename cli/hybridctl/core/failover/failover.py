@@ -25,7 +25,7 @@ from hybridctl.core.failover.runbook import (
     failover_manual_steps,
     incident_id,
 )
-from hybridctl.core.gcpause import paused_gc
+from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Placement, Plan
@@ -40,11 +40,11 @@ def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], 
                   options: FailoverOptions | None = None, base_serial: int | None = None,
                   digest: str | None = None) -> tuple[Runbook, Replan]:
     """`digest`: the inventory's, when the caller has worked it out already."""
-    with paused_gc():  # a fleet's runbook makes many objects and no cycles (gcpause.py)
-        return failover_runbook(inventory, replan(inventory, applied, events, options), steps_for=steps_for,
-                                base_serial=base_serial, digest=digest)
+    return failover_runbook(inventory, replan(inventory, applied, events, options), steps_for=steps_for,
+                            base_serial=base_serial, digest=digest)
 
 
+@gc_paused  # a fleet's runbook makes many objects and no cycles (gcpause.py)
 def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFor, base_serial: int | None = None,
                      digest: str | None = None, fingerprint: str | None = None) -> tuple[Runbook, Replan]:
     """The runbook from the applied plan (`result.before`) to the failover plan of `result`.
@@ -166,15 +166,10 @@ def steps_once(steps_for: StepsFor) -> StepsFor:
     return build
 
 
+@gc_paused
 def plan_rollback(inventory: Inventory, failover: Runbook, current: Plan, *, steps_for: StepsFor,
                   returning_sites: Sequence[str], base_serial: int | None = None) -> Runbook:
     """Back from the failover plan (`current`) to the plan that ran before the failover."""
-    with paused_gc():  # a fleet's runbook makes many objects and no cycles (gcpause.py)
-        return _rollback(inventory, failover, current, steps_for, returning_sites, base_serial)
-
-
-def _rollback(inventory: Inventory, failover: Runbook, current: Plan, steps_for: StepsFor,
-              returning_sites: Sequence[str], base_serial: int | None) -> Runbook:
     target = failover.before
     quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
     back = Replan(quiet, current, target, {}, 0)

@@ -24,7 +24,7 @@ from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope, demands_of
-from hybridctl.core.gcpause import paused_gc
+from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.nameindex import by_name
 from hybridctl.core.plan.delta import placement_delta
@@ -144,6 +144,7 @@ def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, De
     return (*down, missing, float(len(degraded)), result.total_usd_per_month)
 
 
+@gc_paused  # a fleet's replan makes many objects and no cycles, as the planner does (gcpause.py)
 def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
            options: FailoverOptions | None = None, demand_cache: DemandCache | None = None) -> Replan:
     """The failover plan for `events` hitting the inventory while `applied` runs.
@@ -152,12 +153,7 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     fallback's replicas). If some work is still down, the fallbacks of the other short work are
     tried too, since shrinking them frees capacity. The best outcome by _score wins.
     """
-    with paused_gc():  # a fleet's replan makes many objects and no cycles, as the planner does (gcpause.py)
-        return _replan(inventory, applied, events, options or FailoverOptions(), demand_cache)
-
-
-def _replan(inventory: Inventory, applied: Plan, events: Sequence[Event], options: FailoverOptions,
-            demand_cache: DemandCache | None) -> Replan:
+    options = options or FailoverOptions()
     disruption = disrupt(inventory, events, applied, demand_cache)
     disrupted = disruption.inventory
     plan_options = options.plan_options()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 
-from hybridctl.core.gcpause import paused_gc
+from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import by_name
 from hybridctl.core.plan.checker_rules import (
@@ -110,10 +110,10 @@ def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = No
     return check(inventory, plan, memo).problems
 
 
+@gc_paused  # a verdict per workload of a fleet, and no cycles (gcpause.py)
 def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> PlanCheck:
-    with paused_gc():  # a verdict per workload of a fleet, and no cycles (gcpause.py)
-        rules = _Rules(inventory, memo)
-        return rules.checked(plan, rules.workloads, rules.pools, None)
+    rules = _Rules(inventory, memo)
+    return rules.checked(plan, rules.workloads, rules.pools, None)
 
 
 def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: Collection[str],
