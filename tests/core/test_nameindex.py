@@ -31,13 +31,13 @@ def test_only_the_last_few_lists_are_kept() -> None:
     lists = [[_Entry(f"w-{i}")] for i in range(20)]
     for entries in lists:
         nameindex.by_name(entries)
-    assert len(nameindex._memo) <= nameindex._KEPT
-    assert nameindex._memo[0][0] is lists[-1]
+    assert len(nameindex._memo) <= nameindex._memo.kept
+    assert nameindex._memo.newest() is lists[-1]
 
 
 def test_a_list_read_again_and_again_stays_while_others_come_and_go() -> None:
     base = [_Entry("base")]
     index = nameindex.by_name(base)
-    for i in range(3 * nameindex._KEPT):  # a drill: each scenario's lists, and the base inventory's again
+    for i in range(3 * nameindex._memo.kept):  # a drill: each scenario's lists, and the base inventory's again
         nameindex.by_name([_Entry(f"scenario-{i}")])
         assert nameindex.by_name(base) is index

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
+from hybridctl.core.identitymemo import IdentityMemo
+
 
 class _Named(Protocol):
     @property
@@ -20,20 +22,17 @@ class _Named(Protocol):
 
 N = TypeVar("N", bound=_Named)
 
-_KEPT = 6  # a drill's base inventory, and the few lists of the scenario at hand
-_memo: list[tuple[Sequence[Any], dict[str, int], dict[str, Any]]] = []
+# a drill's base inventory's lists, and the few lists of the scenario at hand
+_memo: IdentityMemo[Sequence[Any], tuple[dict[str, int], dict[str, Any]]] = IdentityMemo(6)
+
+
+def _index(entries: Sequence[Any]) -> tuple[dict[str, int], dict[str, Any]]:
+    names = [entry.name for entry in entries]
+    return dict(zip(names, range(len(names)), strict=True)), dict(zip(names, entries, strict=True))
 
 
 def _indexes(entries: Sequence[N]) -> tuple[dict[str, int], dict[str, N]]:
-    for position, (known, where, found) in enumerate(_memo):
-        if known is entries:
-            _memo.insert(0, _memo.pop(position))  # a drill's base lists stay while scenarios' come and go
-            return where, found
-    names = [entry.name for entry in entries]
-    found, where = dict(zip(names, entries, strict=True)), dict(zip(names, range(len(names)), strict=True))
-    _memo.insert(0, (entries, where, found))
-    del _memo[_KEPT:]
-    return where, found
+    return _memo.get(entries, _index)
 
 
 def by_name(entries: Sequence[N]) -> dict[str, N]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hybridctl.core.catalog import Catalog, catalog
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, Workload
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json
@@ -147,16 +148,14 @@ def plan_digest(plan: Plan) -> str:
     same two again: serialising a fleet's plan costs a few tenths of a second each time, so the last
     few plans' digests are kept (by identity: the memo holds the plans, and plans are not changed in place).
     """
-    for known, digest in _digests:
-        if known is plan:
-            return digest
-    digest = "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
-    _digests.insert(0, (plan, digest))
-    del _digests[4:]
-    return digest
+    return _digests.get(plan, _file_digest)
 
 
-_digests: list[tuple[Plan, str]] = []
+def _file_digest(plan: Plan) -> str:
+    return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
+
+
+_digests: IdentityMemo[Plan, str] = IdentityMemo(4)
 
 
 def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:

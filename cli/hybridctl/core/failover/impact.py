@@ -16,6 +16,7 @@ from itertools import compress
 from operator import attrgetter
 
 from hybridctl.core.failover.replan import Replan
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
@@ -110,23 +111,16 @@ def changed_workloads(before: Plan, after: Plan) -> frozenset[str]:
     return placement_delta(before, after).workloads
 
 
+def _pool_sites(sites: Sequence[Site]) -> dict[str, Site]:
+    """Pool -> its site, kept for the last lists of sites (a drill's inventory's)."""
+    return _sited.get(sites, lambda listed: {p.name: s for s in listed for p in s.pools})
+
+
+_sited: IdentityMemo[Sequence[Site], dict[str, Site]] = IdentityMemo(2)
+
 _Tally = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]
 _tallied: list[tuple[Plan, frozenset[str] | None, _Tally]] = []  # newest first; None: every workload
 _KEPT = 4  # a drill's base plan, and a scenario's failover plan (read again by its rollback)
-
-
-_sited: list[tuple[Sequence[Site], dict[str, Site]]] = []
-
-
-def _pool_sites(sites: Sequence[Site]) -> dict[str, Site]:
-    """Pool -> its site, kept for the last two lists of sites (a drill's inventory, and its rollback's)."""
-    for known, found in _sited:
-        if known is sites:
-            return found
-    found = {p.name: s for s in sites for p in s.pools}
-    _sited.insert(0, (sites, found))
-    del _sited[2:]
-    return found
 
 
 def _by_workload(result: Plan, only: Collection[str]) -> _Tally:

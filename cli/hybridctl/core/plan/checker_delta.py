@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from itertools import chain, compress
 from operator import attrgetter
 
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check, recheck
 from hybridctl.core.plan.delta import placement_delta
@@ -96,21 +97,23 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
     return workloads, pools
 
 
-_index: list[tuple[Sequence[Placement], dict[str, list[Placement]], dict[str, list[Placement]]]] = []
-
-
 def _indexed(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]], dict[str, list[Placement]]]:
-    """The placements by pool and by workload, for the last reference seen (a drill's base plan: the memo
-    holds its placements, so no identity passes to another tuple meanwhile)."""
-    if _index and _index[0][0] is placements:
-        return _index[0][1], _index[0][2]
+    """The placements by pool and by workload, for the last reference seen (a drill's base plan)."""
+    return _index.get(placements, _by_pool_and_workload)
+
+
+def _by_pool_and_workload(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]],
+                                                                    dict[str, list[Placement]]]:
     on_pool: dict[str, list[Placement]] = {}
     of_workload: dict[str, list[Placement]] = {}
     for pl in placements:
         on_pool.setdefault(pl.pool, []).append(pl)
         of_workload.setdefault(pl.workload, []).append(pl)
-    _index[:] = [(placements, on_pool, of_workload)]
     return on_pool, of_workload
+
+
+_index: IdentityMemo[Sequence[Placement], tuple[dict[str, list[Placement]], dict[str, list[Placement]]]] = \
+    IdentityMemo(1)
 
 
 def _changed(was: Sequence[N], now: Sequence[N]) -> set[str] | None:
