@@ -28,3 +28,13 @@ def test_only_the_last_few_are_kept_and_one_read_again_stays() -> None:
         memo.get(base, lambda _: -1)  # never worked out again
         assert memo.get(base, lambda _: -1) == 1
     assert len(memo) == 3 and memo.newest() is base
+
+
+def test_a_value_put_replaces_the_one_kept_and_goes_first() -> None:
+    memo: IdentityMemo[list[int], int] = IdentityMemo(2)
+    one, two = [1], [2]
+    memo.get(one, len)
+    memo.get(two, len)
+    memo.put(one, 10)
+    assert len(memo) == 2 and memo.newest() is one
+    assert memo.get(one, lambda _: -1) == 10 and memo.get(two, lambda _: -1) == 1

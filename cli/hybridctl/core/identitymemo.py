@@ -30,9 +30,13 @@ class IdentityMemo(Generic[K, V]):
                     self._entries.insert(0, self._entries.pop(position))
                 return value
         value = work_out(key)
-        self._entries.insert(0, (key, value))
-        del self._entries[self.kept:]
+        self.put(key, value)
         return value
+
+    def put(self, key: K, value: V) -> None:
+        """Keep `value` for `key`, first, in place of what was kept for it."""
+        self._entries = [(key, value), *((known, kept) for known, kept in self._entries if known is not key)]
+        del self._entries[self.kept:]
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -9,6 +9,7 @@ from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import Replan, replan
 from hybridctl.core.failover.scenario import standard_scenarios
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
@@ -58,8 +59,7 @@ def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, 
         fast += [impacts(inventory, result), impacts(inventory, back, returning=True)]
     with monkeypatch.context() as patched:
         patched.setattr(impact, "changed_workloads", _every_workload(inventory))
-        patched.setattr(impact, "_KEPT", 0)  # each plan tallied afresh, not read from the memo
-        patched.setattr(impact, "_tallied", [])
+        patched.setattr(impact, "_tallied", IdentityMemo(0))  # each plan tallied afresh, not read from the memo
         plain: list[list[impact.WorkloadImpact]] = []
         for result in results:
             back = Replan(quiet, result.after, result.before, {}, 0)

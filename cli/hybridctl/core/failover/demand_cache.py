@@ -18,6 +18,7 @@ from operator import attrgetter
 from hybridctl.core.eligibility import Demand, PoolInfo, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Pool, Workload
 from hybridctl.core.plan.costs import data_movements, pool_usage
+from hybridctl.core.plan.delta import by_pool_and_workload
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
 from hybridctl.core.plan.planner import WorkloadFacts
 from hybridctl.core.replaced import replaced
@@ -243,11 +244,11 @@ class UsageMemo:
     A replan pins the placements of most work (scope.py) and counts what they use of each pool.
     A pool's usage reads its PoolInfo and the placements on it alone: in a pool that holds no free
     work, those are the applied plan's, for every scenario of a drill. Kept for the first applied
-    plan the memo sees (the base plan), whose placements it groups by pool once.
+    plan the memo sees (the base plan), whose placements are grouped by pool once (by_pool_and_workload).
     """
 
     def __init__(self) -> None:
-        self._applied: tuple[Plan, dict[str, list[Placement]]] | None = None
+        self._applied: Plan | None = None
         self._known: dict[tuple[object, ...], tuple[Pool, PoolUsage]] = {}
 
     def pinned(self, pools: Sequence[PoolInfo], applied: Plan, free_workloads: Collection[str],
@@ -255,13 +256,10 @@ class UsageMemo:
         """What pool_usage(pools, pinned) gives, for `pinned`: the applied placements of the workloads that are
         not free; `unpinned`: those of the free ones."""
         if self._applied is None:
-            on_pool: dict[str, list[Placement]] = defaultdict(list)
-            for placement in applied.placements:
-                on_pool[placement.pool].append(placement)
-            self._applied = (applied, dict(on_pool))
-        if self._applied[0] is not applied:
+            self._applied = applied
+        if self._applied is not applied:
             return pool_usage(pools, pinned)
-        on_pools = self._applied[1]
+        on_pools = by_pool_and_workload(applied.placements)[0]
         freed = set(map(_POOL, unpinned))
         # the pinned placements on those pools, each pool's in the applied order (its sums add up alike)
         staying = [pl for name in freed for pl in on_pools.get(name, ()) if pl.workload not in free_workloads]

@@ -119,28 +119,22 @@ def _pool_sites(sites: Sequence[Site]) -> dict[str, Site]:
 _sited: IdentityMemo[Sequence[Site], dict[str, Site]] = IdentityMemo(2)
 
 _Tally = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]
-_tallied: list[tuple[Plan, frozenset[str] | None, _Tally]] = []  # newest first; None: every workload
-_KEPT = 4  # a drill's base plan, and a scenario's failover plan (read again by its rollback)
+# a drill's base plan, and a scenario's failover plan (read again by its rollback): each with the workloads
+# tallied (None: every one)
+_tallied: IdentityMemo[Plan, tuple[frozenset[str] | None, _Tally]] = IdentityMemo(4)
 
 
 def _by_workload(result: Plan, only: Collection[str]) -> _Tally:
     """Of the workloads `only` (at least), their replicas and GPU type per pool, and their cost.
 
     A failover's impacts and its rollback's read the same two plans, and a drill reads its base plan
-    in every scenario: the last few plans' tallies are kept (by identity: the memo holds the plans,
-    so an id never passes to another). A plan read for other workloads again is tallied whole.
+    in every scenario: the last few plans' tallies are kept. A plan read for other workloads again is
+    tallied whole.
     """
-    seen_before = False
-    for position, (plan, known, tally) in enumerate(_tallied):
-        if plan is result:
-            if known is None or known.issuperset(only):
-                _tallied.insert(0, _tallied.pop(position))  # the base plan stays while scenarios come and go
-                return tally
-            seen_before = True
-    wanted = None if seen_before else frozenset(only)
-    tally = _tally(result, wanted)
-    _tallied.insert(0, (result, wanted, tally))
-    del _tallied[_KEPT:]
+    known, tally = _tallied.get(result, lambda plan: (frozenset(only), _tally(plan, only)))
+    if known is not None and not known.issuperset(only):
+        known, tally = None, _tally(result, None)
+        _tallied.put(result, (known, tally))
     return tally
 
 

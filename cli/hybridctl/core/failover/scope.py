@@ -6,9 +6,10 @@ capacity and the planner sees only the free demands — those with a replica on 
 capacity fell or whose price changed, those cut off behind a down link, and the fixed and burst
 work the applied plan left short (the opportunistic work it left unplaced only when the events
 make room, or change a pool of a GPU type it needs). Solving the affected part alone is what
-makes a failover of a fleet of 10,000 workloads fast. The scope widens once, to the pinned work on the pools where moving it
-could pay: pools that free work left short could use (moving pinned work makes room), and pools
-where moved work would save more than the move threshold (a cheaper survival).
+makes a failover of a fleet of 10,000 workloads fast. The scope widens once, to the pinned work
+on the pools where moving it could pay: pools that free work left short could use (moving pinned
+work makes room), and pools where moved work would save more than the move threshold (a cheaper
+survival).
 """
 
 from __future__ import annotations
@@ -134,14 +135,14 @@ class Scope:
                        digest=self.applied.inventory_digest or None, tiers=dict(self.tiers), facts=self.facts)
         if not pinned and len(free) == len(self.demands):
             return partial
-        return self._assemble(partial, pinned, previous.placements, pinned_usage,
+        return self._assemble(partial, pinned, unpinned, pinned_usage,
                               [shaped.get(d.key, d) for d in self.demands] if shaped else self.demands)
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
         return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
 
-    def _assemble(self, partial: Plan, pinned: list[Placement], unpinned: Sequence[Placement],
+    def _assemble(self, partial: Plan, pinned: list[Placement], unpinned: tuple[Placement, ...],
                   pinned_usage: Sequence[PoolUsage], demands: Sequence[Demand]) -> Plan:
         # with nothing placed, every applied placement is pinned: the very tuple, in order, so that
         # the identity passes downstream (delta, checker, steps) find nothing changed at once
@@ -150,7 +151,7 @@ class Scope:
         else:
             placements = _merged(pinned, partial.placements)
             # what changed is known here: the applied placements of the free work went, the planner's came
-            remember(PlacementDelta(self.applied.placements, placements, tuple(unpinned), partial.placements))
+            remember(PlacementDelta(self.applied.placements, placements, unpinned, partial.placements))
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
                                                 if u.workload not in self.free_workloads)],
                           key=lambda u: (u.workload, u.demand))

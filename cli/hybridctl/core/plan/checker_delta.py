@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from itertools import chain, compress
 from operator import attrgetter
 
-from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check, recheck
-from hybridctl.core.plan.delta import placement_delta
-from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.plan.delta import by_pool_and_workload, placement_delta
+from hybridctl.core.plan.model import Plan
 from hybridctl.core.replaced import N, not_in, replaced
 
 _NAME = attrgetter("name")
@@ -73,7 +72,7 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
         pools.add(placement.pool)
     # the plan's placements are the reference's, less delta.removed, plus delta.added (named above): those
     # on the changed pools, or of the changed workloads, are the reference's, found from its index
-    on_pool, of_workload = _indexed(old.placements)
+    on_pool, of_workload = by_pool_and_workload(old.placements)
     if changed_pools:
         # a placement's rules read its pool; a spread's slow path read every pool
         workloads |= {pl.workload for pool in changed_pools for pl in on_pool.get(pool, ())}
@@ -95,25 +94,6 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
                                                                                  old.data_movements))
     workloads |= set(map(_WORKLOAD, movements))
     return workloads, pools
-
-
-def _indexed(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]], dict[str, list[Placement]]]:
-    """The placements by pool and by workload, for the last reference seen (a drill's base plan)."""
-    return _index.get(placements, _by_pool_and_workload)
-
-
-def _by_pool_and_workload(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]],
-                                                                    dict[str, list[Placement]]]:
-    on_pool: dict[str, list[Placement]] = {}
-    of_workload: dict[str, list[Placement]] = {}
-    for pl in placements:
-        on_pool.setdefault(pl.pool, []).append(pl)
-        of_workload.setdefault(pl.workload, []).append(pl)
-    return on_pool, of_workload
-
-
-_index: IdentityMemo[Sequence[Placement], tuple[dict[str, list[Placement]], dict[str, list[Placement]]]] = \
-    IdentityMemo(1)
 
 
 def _changed(was: Sequence[N], now: Sequence[N]) -> set[str] | None:

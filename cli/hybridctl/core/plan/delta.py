@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from operator import attrgetter
 
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.replaced import not_in
 
@@ -78,7 +79,26 @@ def placement_delta(before: Plan, after: Plan) -> PlacementDelta:
         if known.before is now and known.after is was:
             return known.reversed
     found = PlacementDelta.of(was, now)
-    _memo.insert(0, found)
-    del _memo[_KEPT:]
+    remember(found)
     return found
+
+
+def by_pool_and_workload(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]],
+                                                                   dict[str, list[Placement]]]:
+    """The placements by pool and by workload, each in their order: a drill's base plan's are read so in
+    every scenario (the checker's delta, the pinned work's pool usage), and kept for the last two seen."""
+    return _grouped.get(placements, _group)
+
+
+def _group(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]], dict[str, list[Placement]]]:
+    on_pool: dict[str, list[Placement]] = {}
+    of_workload: dict[str, list[Placement]] = {}
+    for pl in placements:
+        on_pool.setdefault(pl.pool, []).append(pl)
+        of_workload.setdefault(pl.workload, []).append(pl)
+    return on_pool, of_workload
+
+
+_grouped: IdentityMemo[Sequence[Placement], tuple[dict[str, list[Placement]], dict[str, list[Placement]]]] = \
+    IdentityMemo(2)
 

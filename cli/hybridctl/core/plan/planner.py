@@ -12,7 +12,7 @@ import numpy as np
 
 from hybridctl import __version__
 from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, is_always_on, pool_infos
-from hybridctl.core.gcpause import paused_gc
+from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import (
     DEFAULT_REALTIME_HOURS,
     CostModel,
@@ -155,15 +155,15 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
     return result
 
 
+@gc_paused
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
          pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None,
          digest: str | None = None, tiers: dict[str, str] | None = None, facts: WorkloadFacts | None = None) -> Plan:
     """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
     `digest`, `tiers` (workload -> tier) and `facts`, the inventory's when the caller knows them, save
     working them out again for the whole inventory."""
-    with paused_gc():
-        return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers,
-                     facts or WorkloadFacts.of(inventory))
+    return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers,
+                 facts or WorkloadFacts.of(inventory))
 
 
 def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo] | None,
