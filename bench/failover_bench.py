@@ -6,8 +6,8 @@
 1. failover after the loss of the busiest sites, on seeded synthetic fleets
    (bench/inventory_gen.py): the base plan, then replan() from it, the whole failover
    (replan, runbook and its rollback, as `drill` builds them), and the failover as the command
-   computes it (replan, runbook with apply's steps, whole check; as `failover --plan` does, without
-   reading files); target at 10,000 workloads ≤ 1 s.
+   computes it from an applied state (replan, runbook with apply's steps, whole check; without
+   reading or writing files); target at 10,000 workloads ≤ 1 s.
 2. `drill --standard` on a synthetic fleet of --drill-size workloads, as `hybridctl drill` runs
    it (scenarios spread over --workers processes); --drill-scenarios N runs an evenly spaced
    sample of N (the figure printed then says so, with the time per scenario and the total at
@@ -42,16 +42,28 @@ def _fleet(workloads: int, pools: int, seed: int):  # type: ignore[no-untyped-de
     return Inventory.model_validate(generate(workloads, pools, seed))
 
 
-def bench_replan(workloads: int, pools: int, seed: int) -> None:
+def _applied_state(inventory, plan):  # type: ignore[no-untyped-def]
+    """The state an apply of `plan` leaves: what it deployed, and the plan's digest."""
     from hybridctl.commands.failover_flow import steps_builder
+    from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+    from hybridctl.core.stackconfig import plan_digest
+    from hybridctl.drivers.statemodel import Deployed, State
+
+    copy = plan_from_dict(plan_to_dict(plan, plan_file=True))
+    graph = steps_builder(inventory, None, None, None, applied=copy)(copy).graph
+    deployed = {s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params))
+                for s in graph if s.deploys}
+    return State(serial=1, applied_plan_digest=plan_digest(copy), deployed=deployed)
+
+
+def bench_replan(workloads: int, pools: int, seed: int) -> None:
+    from hybridctl.commands.failover_flow import checked_failover, steps_builder
     from hybridctl.core.failover.drill import run_scenario
     from hybridctl.core.failover.events import Event, EventKind
-    from hybridctl.core.failover.failover import plan_failover
     from hybridctl.core.failover.impact import impacts
-    from hybridctl.core.failover.replan import FailoverOptions, replan, replanned_inventory
+    from hybridctl.core.failover.replan import FailoverOptions, replan
     from hybridctl.core.failover.scenario import Scenario
     from hybridctl.core.plan.planner import plan
-    from hybridctl.core.plan.verify import verified
 
     inventory = _fleet(workloads, pools, seed)
     started = time.perf_counter()
@@ -72,13 +84,15 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
         scenario = run_scenario(inventory, base, Scenario(f"site-lost-{site}", (Event(EventKind.SITE_LOST, site),)),
                                 FailoverOptions())
         whole_s, whole_cpu = time.perf_counter() - started, time.process_time() - cpu
-        # as `failover --plan` computes it: apply's steps for both plans (stacks tagged with each plan's
-        # digest), then the whole check; a copy of the base plan, so that nothing worked out above is reused
+        # as the failover command computes it from an applied state: apply's steps for both plans (the
+        # failover plan's stacks tagged with its digest), then the whole check. The state (what applying
+        # the base plan deployed, and its digest) is made first, from a copy of the base plan, so that
+        # nothing worked out above is reused.
         applied = dataclasses.replace(base)
+        state = _applied_state(inventory, applied)
         started, cpu = time.perf_counter(), time.process_time()
-        runbook, command_result = plan_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)],
-                                                steps_for=steps_builder(inventory, None, None, None, applied=applied))
-        verified(replanned_inventory(command_result), command_result.after, "failover plan")
+        runbook = checked_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)], options=FailoverOptions(),
+                                   steps_for=steps_builder(inventory, state, None, None, applied=applied))
         command_s, command_cpu = time.perf_counter() - started, time.process_time() - cpu
         print(f"{workloads:>6} workloads, {len(base.pools)} pools: base plan {base_s:6.2f} s; "
               f"site-lost {site} ({gpus} GPUs): replan {replan_s:6.2f} s (CPU {replan_cpu:.2f} s) in {result.passes} pass(es), "

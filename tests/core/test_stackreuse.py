@@ -10,18 +10,19 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps
+from hybridctl.core.failover.failover import REHEARSAL_DIGEST, derived_steps, plain_steps
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.planner import plan
-from hybridctl.core.stackconfig import stack_configs
+from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+from hybridctl.core.stackconfig import plan_digest, stack_configs
 from hybridctl.core.stackplanned import burst_spread, cluster_of, multikueue_groups, spanning_of
 from hybridctl.core.stackreuse import StackConfigMemo
 from hybridctl.core.stackvalues import StackConfigs
-from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
+from hybridctl.core.steps import BundleRef, DeployedStep, StepPlan, apply_steps, cloud_stacks
 from inventory_gen import generate
 from support.examples import EXAMPLE_PATHS
 
@@ -260,3 +261,53 @@ class TestHandMadeChanges:
                         drilled.replaced(lambda p: dataclasses.replace(p, workload="w-new") if p is target else p)):
             drilled.configs(variant)
             assert drilled.steps_for(variant).graph != first.graph
+
+
+class TestPlansOfTheirOwnDigest:
+    """The failover command tags each plan's stacks with that plan's file digest (derived_steps with plan_digest):
+    the failover plan's stacks still come from the applied plan's, and equal those derived from scratch."""
+
+    def test_a_variant_of_another_digest_gets_the_stacks_from_scratch_tagged_with_its_own(self) -> None:
+        drilled = fleet()
+        memo = StackConfigMemo()
+        cloud_stacks(drilled.inventory, drilled.base, DIGEST, memo)
+        moved = drilled.base.placements[0]
+        variant = drilled.replaced(lambda p: dataclasses.replace(p, gpus=p.gpus + 1) if p is moved else p)
+        got = cloud_stacks(drilled.inventory, variant, "sha256:y", memo)
+        scratch = cloud_stacks(drilled.inventory, variant, "sha256:y")
+        assert got == scratch
+        assert [s.identity_digest for s in got] == [s.identity_digest for s in scratch]
+        assert {s.config["planDigest"] for s in got} == {"sha256:y"}
+
+    def test_a_tagged_stack_keeps_its_identity_and_changes_its_tag_alone(self) -> None:
+        drilled = fleet()
+        stack = cloud_stacks(drilled.inventory, drilled.base, DIGEST)[0]
+        tagged = stack.tagged("sha256:y")
+        assert tagged.identity_digest == stack.identity_digest
+        assert {k: v for k, v in tagged.config.items() if k != "planDigest"} == {
+            k: v for k, v in stack.config.items() if k != "planDigest"}
+        assert tagged.config["planDigest"] == "sha256:y" and stack.config["planDigest"] == DIGEST
+        assert stack.tagged(DIGEST) is stack
+
+    @pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.name)
+    def test_apply_steps_with_deployed_state_and_bundles_as_from_scratch(self, path: Path) -> None:
+        drilled = example(path)
+        inventory = drilled.inventory
+        bundles = {w.name: BundleRef(w.name, f"/bundles/{w.name}", "m", "1", "0" * 64) for w in inventory.workloads}
+        options = {"bundles": bundles, "bundle_public_key": "/keys/pub", "asset_digests": {"node.yml": "sha256:n"}}
+        made = apply_steps(drilled.base, inventory, **options)  # type: ignore[arg-type]
+        deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made.graph if s.deploys}
+        steps_for = derived_steps(inventory, plan_digest, deployed=deployed, **options)  # type: ignore[arg-type]
+        assert steps_for(drilled.base) == apply_steps(drilled.base, inventory, deployed=deployed, **options)  # type: ignore[arg-type]
+        for scenario in standard_scenarios(inventory)[::4]:
+            after = replan(inventory, drilled.base, scenario.events).after
+            assert steps_for(after) == apply_steps(after, inventory, deployed=deployed, **options), scenario.name  # type: ignore[arg-type]
+
+    def test_a_plan_read_from_another_file_is_derived_as_from_scratch(self) -> None:
+        drilled = fleet()
+        memo = StackConfigMemo()
+        cloud_stacks(drilled.inventory, drilled.base, DIGEST, memo)
+        read_back = plan_from_dict(plan_to_dict(drilled.base, plan_file=True))
+        assert not set(map(id, read_back.placements)) & set(map(id, drilled.base.placements))
+        assert cloud_stacks(drilled.inventory, read_back, "sha256:y", memo) == cloud_stacks(
+            drilled.inventory, read_back, "sha256:y")

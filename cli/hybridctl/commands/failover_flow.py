@@ -57,28 +57,48 @@ class ExecOptions:
 
 def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
                   public_key: Path | None, *, applied: Plan | None = None) -> Callable[[Plan], StepPlan]:
-    """plan -> apply's step graph for it, built exactly as apply builds it.
+    """plan -> apply's step graph for it, built as apply builds it.
 
-    Without a state (a rehearsal from a plan file), what is deployed is what applying `applied`
-    would deploy, so the runbook is the one the applied state would give.
+    The first plan built (a failover's applied plan, a rollback's failover plan) is derived in
+    full; the other, which varies it, from it (derived_steps). Without a state (a rehearsal from a
+    plan file), what is deployed is what applying `applied` would deploy, so the runbook is the one
+    the applied state would give.
     """
     from hybridctl.commands.apply_flow import assets_digest, deployed_steps
-    from hybridctl.core.steps import DeployedStep, apply_steps
+    from hybridctl.core.failover.failover import derived_steps
+    from hybridctl.core.stackconfig import plan_digest, remember_digest
+    from hybridctl.core.stackreuse import StackConfigMemo
+    from hybridctl.core.steps import DeployedStep
 
     digests = dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
     key = str(public_key.resolve()) if public_key else None
+    memo = StackConfigMemo()
     if state is not None:
         deployed = deployed_steps(state)
+        if applied is not None and state.applied_plan_digest:
+            # what apply recorded for this very plan: serialising a fleet's plan again would give the same
+            remember_digest(applied, state.applied_plan_digest)
     else:
         assert applied is not None
-        made = apply_steps(applied, inventory, bundles=refs, bundle_public_key=key, asset_digests=digests).graph
+        made = derived_steps(inventory, plan_digest, memo, bundles=refs, bundle_public_key=key,
+                             asset_digests=digests)(applied).graph
         deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made if s.deploys}
+    return derived_steps(inventory, plan_digest, memo, bundles=refs, bundle_public_key=key, deployed=deployed,
+                         asset_digests=digests)
 
-    def build(plan: Plan) -> StepPlan:
-        return apply_steps(plan, inventory, bundles=refs, bundle_public_key=key, deployed=deployed,
-                           asset_digests=digests)
 
-    return build
+def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *,
+                     steps_for: Callable[[Plan], StepPlan], options: FailoverOptions,
+                     base_serial: int | None = None, digest: str | None = None) -> Runbook:
+    """The failover runbook, its plan checked whole against the disrupted inventory (exit 70 if it breaks a rule)."""
+    from hybridctl.core.failover.failover import plan_failover
+    from hybridctl.core.failover.replan import replanned_inventory
+    from hybridctl.core.plan.verify import verified
+
+    runbook, result = plan_failover(inventory, applied, events, steps_for=steps_for, options=options,
+                                    base_serial=base_serial, digest=digest)
+    verified(replanned_inventory(result), result.after, "failover plan")
+    return runbook
 
 
 def _load_inventory(option: Path | None, state: State) -> Inventory:
@@ -257,11 +277,9 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
                  options: ExecOptions, plan_file: Path | None = None) -> int:
     from hybridctl.commands.apply_flow import open_store
     from hybridctl.core.failover.events import check_events, parse_events
-    from hybridctl.core.failover.failover import plan_failover
-    from hybridctl.core.failover.replan import FailoverOptions, replanned_inventory
+    from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.core.plan.costs import inventory_digest
-    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
 
     check_output_path(out, "--out")
@@ -281,11 +299,11 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
                            "replans the applied placements against the inventory as it is now")
         refs = _refs(options, {w.name for w in the_inventory.workloads})
-        runbook, result = plan_failover(the_inventory, applied, events,
-                                   steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
+        runbook = checked_failover(the_inventory, applied, events,
+                                   steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key,
+                                                           applied=applied),
                                    options=FailoverOptions(move_threshold_usd, time_limit_s),
                                    base_serial=current.serial, digest=digest)
-        verified(replanned_inventory(result), result.after, "failover plan")
         _emit(runbook, output_format)
         if out is not None:
             atomic_write_text(out, runbook_to_json(runbook))
@@ -299,7 +317,6 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
                        bundles: ExecOptions) -> int:
     """The runbook the applied state would give, from a plan file: nothing is read from a state or run."""
     from hybridctl.core.failover.events import check_events
-    from hybridctl.core.failover.failover import plan_failover
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.drivers.files import atomic_write_text
 
@@ -315,13 +332,9 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     applied, the_inventory = rehearsal_base(plan_file, inventory)
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})
-    from hybridctl.core.failover.replan import replanned_inventory
-    from hybridctl.core.plan.verify import verified
-
-    runbook, result = plan_failover(the_inventory, applied, events, options=options,
-                                    steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
-                                                            applied=applied))
-    verified(replanned_inventory(result), result.after, "failover plan")
+    runbook = checked_failover(the_inventory, applied, events, options=options,
+                               steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
+                                                       applied=applied))
     _emit(runbook, output_format)
     if out is not None:
         atomic_write_text(out, runbook_to_json(runbook))
@@ -370,8 +383,10 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
             raise RefusedError("the inventory changed since the failover: the pre-failover plan no longer fits it",
                                hint="make a new plan instead: hybridctl plan INVENTORY --previous, then apply it")
         refs = _refs(options, {w.name for w in the_inventory.workloads})
-        runbook = plan_rollback(the_inventory, original, _applied(current, store),
-                                steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key),
+        applied = _applied(current, store)
+        runbook = plan_rollback(the_inventory, original, applied,
+                                steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key,
+                                                        applied=applied),
                                 returning_sites=returning_sites(chain), base_serial=current.serial)
         _emit(runbook, output_format)
         if dry_run:

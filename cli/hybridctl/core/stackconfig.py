@@ -151,6 +151,11 @@ def plan_digest(plan: Plan) -> str:
     return _digests.get(plan, _file_digest)
 
 
+def remember_digest(plan: Plan, digest: str) -> None:
+    """`plan`'s digest is known (a state records its applied plan's): plan_digest() need not work it out."""
+    _digests.put(plan, digest)
+
+
 def _file_digest(plan: Plan) -> str:
     return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
 

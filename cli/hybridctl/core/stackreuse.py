@@ -140,6 +140,8 @@ class _Base:
         if self.mixed_tiers:
             return None
         delta = placement_delta(self.plan, plan)
+        if 2 * len(delta.removed) > len(self.plan.placements):
+            return None  # most of the fleet changed (a plan read from another file): patching costs more
         base = self.derived
         of_workload = _varied(self.placed_of, delta.workloads, delta, _WORKLOAD)
         tiers: dict[str, str] = {}
@@ -258,6 +260,11 @@ class StackConfigMemo:
         varied = (base.vary(plan) if inventory is base.inventory and cat is base.cat and digest == base.digest
                   else None)
         return varied if varied is not None else derive(inventory, plan, digest, cat).configs
+
+    @property
+    def digest(self) -> str | None:
+        """The plan digest the first plan's configurations are tagged with (None before a first plan)."""
+        return None if self._base is None else self._base.digest
 
     def derived(self, config: object, key: tuple[object, ...], derive: Callable[[], T]) -> T:
         """What `derive` works out from `config` (and what `key` names), kept while `config` is one of the

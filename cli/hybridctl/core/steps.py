@@ -22,7 +22,7 @@ import hashlib
 import heapq
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property, partial
 
@@ -35,7 +35,7 @@ from hybridctl.core.ansible_inventory import (
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.jsontext import dumps_canonical_utf8
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.stackconfig import stack_configs
+from hybridctl.core.stackconfig import plan_digest, stack_configs
 from hybridctl.core.stackreuse import StackConfigMemo
 from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
 
@@ -56,7 +56,8 @@ class StepKind(StrEnum):
 CLOUD_KINDS = frozenset({StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES, StepKind.DESTROY_CLUSTER_QUEUES,
                          StepKind.DESTROY_CLOUD_POOLS})
 ANSIBLE_KINDS = frozenset({StepKind.PREFLIGHT, StepKind.NODE_BASELINE, StepKind.MODEL_SYNC})
-_VOLATILE_CONFIG = frozenset({"planDigest"})
+PLAN_DIGEST_KEY = "planDigest"  # a stack's tag: the digest of the plan file it was deployed from
+_VOLATILE_CONFIG = frozenset({PLAN_DIGEST_KEY})
 PLAYBOOKS = {StepKind.PREFLIGHT: "preflight.yml", StepKind.NODE_BASELINE: "node.yml",
              StepKind.MODEL_SYNC: "model-sync.yml"}
 _PHASE: dict[str, int] = {StepKind.CLOUD_POOLS: 1, StepKind.CLUSTER_QUEUES: 2, StepKind.PREFLIGHT: 3, StepKind.NODE_BASELINE: 4,
@@ -201,6 +202,15 @@ class CloudStack:
         kind = StepKind.CLOUD_POOLS if self.cluster is None else StepKind.CLUSTER_QUEUES
         return inputs_digest(kind, _stack_identity(self))
 
+    def tagged(self, digest: str) -> CloudStack:
+        """The same stack tagged with another plan's digest. Its identity leaves the tag out, so the
+        digest worked out for this stack is handed on rather than worked out again over megabytes."""
+        if self.config.get(PLAN_DIGEST_KEY) == digest:
+            return self
+        other = replace(self, config={**self.config, PLAN_DIGEST_KEY: digest})
+        other.__dict__["identity_digest"] = self.identity_digest  # where cached_property keeps it
+        return other
+
 
 @dataclass(frozen=True)
 class BundleRef:
@@ -245,9 +255,13 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
     """The Pulumi stacks the plan needs: GPU pools per cloud site, queues per cluster.
 
     `digest` (default: the plan file's) tags the stacks; it is no part of a step's identity.
-    `memo`: see stack_configs.
+    `memo`: see stack_configs. With a memo, the stacks are derived under the digest of the memo's
+    first plan and then tagged with this plan's: the tag is the only thing of a stack it changes,
+    so a failover plan's stacks come from the applied plan's although the two plans' digests differ.
     """
-    configs = stack_configs(inventory, plan, digest, memo=memo)
+    tag = digest or plan_digest(plan)
+    under = tag if memo is None or memo.digest is None else memo.digest
+    configs = stack_configs(inventory, plan, under, memo=memo)
     cluster_of = {c.site: c.cluster_name for c in configs.gpu_pools}
     stacks: list[CloudStack] = []
     # a configuration the memo kept (one of the first plan's) keeps its stack, and so the stack's digest
@@ -258,7 +272,7 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
         sites = tuple(sorted(s for s, c in cluster_of.items() if c == queues.cluster_name))
         build = partial(_queues_stack, queues, sites)
         stacks.append(build() if memo is None else memo.derived(queues, sites, build))
-    return tuple(stacks)
+    return tuple(stacks) if under == tag else tuple(s.tagged(tag) for s in stacks)
 
 
 def _pools_stack(config: GpuPoolsStackConfig) -> CloudStack:

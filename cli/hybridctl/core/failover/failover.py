@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 
 from hybridctl.core.ansible_inventory import hosted_placements
@@ -31,7 +31,7 @@ from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.planner import budget_violation
 from hybridctl.core.stackreuse import StackConfigMemo
-from hybridctl.core.steps import StepPlan, apply_steps, cloud_stacks
+from hybridctl.core.steps import BundleRef, DeployedStep, StepPlan, apply_steps, cloud_stacks
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
 
@@ -103,26 +103,40 @@ def plain_steps(inventory: Inventory) -> StepsFor:
     """apply's steps without bundles or deployed state, for a drill, which only builds them.
 
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
-    identity covers (serialising a fleet's plan for it would be most of a drill's time). A later
-    plan (the failover plan, a drill's next scenario) gets its stacks, and the placements its hosts
-    run, derived from the first plan's where it differs from it (StackConfigMemo): a scenario
-    costs what it changed, not what the fleet holds. A plan that reads the same as the first plan
-    built (a drill's base plan) gets that plan's steps: a scenario that moves nothing (a reclaimed
-    spot pool nobody used, a link down with nothing behind it) replans into such a plan.
+    identity covers (serialising a fleet's plan for it would be most of a drill's time).
     """
-    memo = StackConfigMemo()
-    first: list[tuple[Plan, StepPlan]] = []
+    return derived_steps(inventory, lambda plan: REHEARSAL_DIGEST)
+
+
+def derived_steps(inventory: Inventory, digest_of: Callable[[Plan], str], memo: StackConfigMemo | None = None, *,
+                  bundles: Mapping[str, BundleRef] | None = None, bundle_public_key: str | None = None,
+                  deployed: Mapping[str, DeployedStep] | None = None,
+                  asset_digests: Mapping[str, str] | None = None) -> StepsFor:
+    """apply_steps(plan, inventory, bundles=…, …), its stacks tagged with `digest_of(plan)`, for a run of plans
+    that vary the first one built (a failover's applied plan, a drill's base plan).
+
+    A later plan gets its stacks, and the placements its hosts run, derived from the first plan's
+    where it differs from it (StackConfigMemo; `memo` shares one with another builder): a failover
+    costs what it changed, not what the fleet holds. A plan that reads the same as the first plan
+    built, under the same digest (a drill's base plan), gets that plan's steps: a scenario that
+    moves nothing (a reclaimed spot pool nobody used, a link down with nothing behind it) replans
+    into such a plan.
+    """
+    memo = StackConfigMemo() if memo is None else memo
+    first: list[tuple[Plan, str, StepPlan]] = []
     hosted_sites = [s.name for s in inventory.sites if s.kind is not SiteKind.CLOUD and s.hosts]
 
     def build(plan: Plan) -> StepPlan:
-        if first and same_steps_inputs(plan, first[0][0]):
-            return first[0][1]
-        stacks = cloud_stacks(inventory, plan, REHEARSAL_DIGEST, memo)
+        digest = digest_of(plan)
+        if first and digest == first[0][1] and same_steps_inputs(plan, first[0][0]):
+            return first[0][2]
+        stacks = cloud_stacks(inventory, plan, digest, memo)
         at_hosts = memo.placements_at(plan, hosted_sites) if first else None
-        steps = apply_steps(plan, inventory, stacks=stacks,
+        steps = apply_steps(plan, inventory, stacks=stacks, bundles=bundles, bundle_public_key=bundle_public_key,
+                            deployed=deployed, asset_digests=asset_digests,
                             hosted=None if at_hosts is None else hosted_placements(inventory, at_hosts))
         if not first:
-            first.append((plan, steps))
+            first.append((plan, digest, steps))
         return steps
 
     return build

@@ -1,0 +1,50 @@
+"""The step graphs the failover and rollback commands build (steps_builder), against apply's from scratch."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hybridctl.commands.failover_flow import steps_builder
+from hybridctl.core.failover.events import Event, EventKind
+from hybridctl.core.failover.replan import replan
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.plan.planner import plan
+from hybridctl.core.stackconfig import plan_digest
+from hybridctl.core.steps import DeployedStep, apply_steps
+from hybridctl.drivers.statemodel import Deployed, State
+from support.examples import EXAMPLE_PATHS
+
+
+def _enterprise():  # type: ignore[no-untyped-def]
+    inventory = load_inventory(next(p for p in EXAMPLE_PATHS if p.name == "enterprise")).inventory
+    return inventory, plan(inventory)
+
+
+def test_from_a_state_the_failover_plans_steps_are_apply_steps_tagged_with_its_digest() -> None:
+    inventory, base = _enterprise()
+    made = apply_steps(base, inventory)
+    state = State(serial=3, applied_plan_digest=plan_digest(base), deployed={
+        s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params)) for s in made.graph
+        if s.deploys})
+    deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made.graph if s.deploys}
+    build = steps_builder(inventory, state, None, None, applied=base)
+    cloud = next(s.name for s in inventory.sites if s.kind.value == "cloud")
+    after = replan(inventory, base, [Event(EventKind.SITE_LOST, cloud)]).after
+    assert build(base) == apply_steps(base, inventory, deployed=deployed, asset_digests=_assets())
+    assert build(after) == apply_steps(after, inventory, deployed=deployed, asset_digests=_assets())
+
+
+def test_the_applied_plans_digest_is_the_one_the_state_recorded() -> None:
+    inventory, base = _enterprise()
+    applied = dataclasses.replace(base)  # an object whose digest nothing worked out yet
+    steps_builder(inventory, State(applied_plan_digest="sha256:recorded"), None, None, applied=applied)
+    assert plan_digest(applied) == "sha256:recorded"
+    unrecorded = dataclasses.replace(base)
+    steps_builder(inventory, State(), None, None, applied=unrecorded)
+    assert plan_digest(unrecorded) == plan_digest(base) != "sha256:recorded"
+
+
+def _assets() -> dict[str, str]:
+    from hybridctl.commands.apply_flow import assets_digest
+
+    return dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
