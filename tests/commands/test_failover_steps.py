@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hybridctl.commands.failover_flow import steps_builder
 from hybridctl.core.failover.events import Event, EventKind
-from hybridctl.core.failover.replan import replan
+from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.planner import plan
-from hybridctl.core.stackconfig import plan_digest
+from hybridctl.core.stackconfig import plan_digest, plan_file_digest, remember_digest
 from hybridctl.core.steps import DeployedStep, apply_steps
 from hybridctl.drivers.statemodel import Deployed, State
 from support.examples import EXAMPLE_PATHS
@@ -48,3 +49,42 @@ def _assets() -> dict[str, str]:
     from hybridctl.commands.apply_flow import assets_digest
 
     return dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
+
+
+def test_a_digest_being_worked_out_elsewhere_is_waited_for_once() -> None:
+    _, base = _enterprise()
+    pending = dataclasses.replace(base)
+    calls: list[int] = []
+
+    def work_out() -> str:
+        calls.append(1)
+        return "sha256:pending"
+
+    remember_digest(pending, work_out)
+    assert plan_digest(pending) == "sha256:pending" == plan_digest(pending)
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("site", ["dc-frankfurt", "aws-us-east-1"])
+def test_the_runbook_is_the_same_with_the_digests_and_the_check_in_forked_children(
+        site: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hybridctl.commands import failover_flow
+    from hybridctl.core.failover.serialize import runbook_to_json
+
+    inventory, base = _enterprise()
+    made = apply_steps(base, inventory)
+    state = State(serial=3, applied_plan_digest=plan_digest(base), deployed={
+        s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params)) for s in made.graph
+        if s.deploys})
+    texts = []
+    for placements in (10**9, 0):  # checked here, then in children
+        monkeypatch.setattr(failover_flow, "BACKGROUND_CHECK_PLACEMENTS", placements)
+        applied = dataclasses.replace(base)  # nothing worked out for it before
+        runbook = failover_flow.checked_failover(
+            inventory, applied, [Event(EventKind.SITE_LOST, site)], options=FailoverOptions(),
+            steps_for=steps_builder(inventory, state, None, None, applied=applied))
+        texts.append(runbook_to_json(runbook))
+    assert texts[0] == texts[1]
+    # the failover plan's stacks carry its own digest, the plan file's
+    assert f'"planDigest": "{plan_file_digest(runbook.after)}"' in texts[1]
+    assert f'"planDigest": "{plan_digest(base)}"' not in texts[1]

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hybridctl.commands import plan_cmds
+from hybridctl.commands import failover_flow, plan_cmds
 from hybridctl.core.failover import drill as drill_module
-from hybridctl.core.failover import failover as failover_module
+from hybridctl.core.failover import replan as replan_module
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.plan import planner
 from hybridctl.core.plan.model import Plan
@@ -117,19 +117,21 @@ class TestReplan:
         assert "PlanCheckFailed: the replan of scenario " in result.stderr
         assert "api in aws-b-g6: costs 1460.00, plan says 1459.00" in result.stderr  # aws-a lost: both at aws-b
 
-    def test_failover(self, inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    @pytest.mark.parametrize("placements", [0, 10**9], ids=["checked-in-a-child", "checked-here"])
+    def test_failover(self, inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, placements: int) -> None:
+        monkeypatch.setattr(failover_flow, "BACKGROUND_CHECK_PLACEMENTS", placements)
         monkeypatch.syspath_prepend(str(SUPPORT_DIR))
         monkeypatch.setenv("HYBRIDCTL_CLOUD_DRIVER", "recording_cloud:factory")
         state = str(tmp_path / "state")
         applied = run_cli("apply", str(inventory), "--state", state, "--auto-approve")
         assert applied.code == 0, applied.output
-        real = failover_module.replan
+        real = replan_module.replan
 
         def bad_replan(*args: Any, **kwargs: Any) -> Replan:
             result = real(*args, **kwargs)
             return dataclasses.replace(result, after=underpriced(result.after))
 
-        monkeypatch.setattr(failover_module, "replan", bad_replan)
+        monkeypatch.setattr(replan_module, "replan", bad_replan)  # the failover command's replan
         result = run_cli("failover", "site-lost", "aws-a", "--state", state, "--format", "json")
         assert result.code == INTERNAL_ERROR, result.output
         assert "PlanCheckFailed: the failover plan breaks the spec's placement rules: api in aws-b-g6: costs " \

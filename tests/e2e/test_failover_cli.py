@@ -214,6 +214,16 @@ class TestFailoverRefusals:
         done = lab.run("failover", "site-lost", "aws-c")
         assert done.returncode == 2 and "did you mean 'aws-" in flat(done.stderr)
 
+    def test_an_inventory_changed_since_the_apply_is_noted(self, lab: Lab) -> None:
+        done = lab.run("failover", "site-lost", "aws-a")
+        assert done.returncode == 0 and "the inventory has changed" not in flat(done.stderr), done.stderr
+        changed = two_regions()
+        changed["workloads"][0]["rto_minutes"] = 30
+        write_inventory(lab.inventory, changed)
+        done = lab.run("failover", "site-lost", "aws-a")
+        assert done.returncode == 0, done.stderr
+        assert "note: the inventory has changed since the applied plan was made" in flat(done.stderr)
+
     def test_execute_without_a_terminal_needs_auto_approve(self, lab: Lab) -> None:
         done = lab.run("failover", "site-lost", "aws-a", "--execute")
         assert done.returncode == 4 and "--auto-approve" in flat(done.stderr)

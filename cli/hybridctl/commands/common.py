@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from hybridctl.core.inventory.models import Inventory
     from hybridctl.core.plan.model import Plan
 
+# From this many placements a plan is checked in a forked child beside other work (`plan`, `failover`;
+# drivers/background.py): about 0.2-0.3 s of checking at 10,000 against a 5 ms fork. Below, a fork costs
+# more than it saves.
+BACKGROUND_CHECK_PLACEMENTS = 10_000
+
 
 class ReportFormat(StrEnum):
     """How plans, runbooks and drill reports are shown: rich tables, versioned JSON, or markdown."""

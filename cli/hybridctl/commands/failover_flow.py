@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from hybridctl.commands.common import check_output_path
+from hybridctl.commands.common import BACKGROUND_CHECK_PLACEMENTS, check_output_path
 from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, Runbook, RunbookKind
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
@@ -90,14 +90,33 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
 def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *,
                      steps_for: Callable[[Plan], StepPlan], options: FailoverOptions,
                      base_serial: int | None = None, digest: str | None = None) -> Runbook:
-    """The failover runbook, its plan checked whole against the disrupted inventory (exit 70 if it breaks a rule)."""
-    from hybridctl.core.failover.failover import plan_failover
-    from hybridctl.core.failover.replan import replanned_inventory
-    from hybridctl.core.plan.verify import verified
+    """The failover runbook, its plan checked whole against the disrupted inventory (exit 70 if it breaks a
+    rule). `digest`: the inventory's, when known.
 
-    runbook, result = plan_failover(inventory, applied, events, steps_for=steps_for, options=options,
-                                    base_serial=base_serial, digest=digest)
-    verified(replanned_inventory(result), result.after, "failover plan")
+    For a fleet, what only reads the inputs runs in forked children beside the rest: the inventory's
+    digest beside the replan; the failover plan's file digest (its stacks' tag) and the check beside
+    the runbook, which waits for the digest only when it comes to the failover plan's stacks.
+    """
+    from functools import partial
+
+    from hybridctl.core.failover.failover import failover_runbook, stamped
+    from hybridctl.core.failover.replan import replan, replanned_inventory
+    from hybridctl.core.plan.checker import check_plan
+    from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.core.plan.verify import accepted
+    from hybridctl.core.stackconfig import plan_file_digest, remember_digest
+    from hybridctl.drivers.background import Background
+
+    forking = len(applied.placements) >= BACKGROUND_CHECK_PLACEMENTS
+    with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting:
+        result = replan(inventory, applied, events, options)
+        result = stamped(result, digest or digesting.result())
+    with Background(partial(plan_file_digest, result.after), fork=forking) as plan_digesting, \
+            Background(lambda: check_plan(replanned_inventory(result), result.after), fork=forking) as checking:
+        remember_digest(result.after, plan_digesting.result)
+        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, base_serial=base_serial,
+                                      digest=result.after.inventory_digest)
+        accepted(result.after, checking.result(), "failover plan")
     return runbook
 
 
@@ -279,7 +298,6 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
     from hybridctl.core.failover.events import check_events, parse_events
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.serialize import runbook_to_json
-    from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.drivers.files import atomic_write_text
 
     check_output_path(out, "--out")
@@ -294,16 +312,15 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         applied = _applied(current, store)
         the_inventory = _load_inventory(inventory, current)
         check_events(events, the_inventory)
-        digest = inventory_digest(the_inventory)
-        if applied.inventory_digest and applied.inventory_digest != digest:
-            stderr().print("note: the inventory has changed since the applied plan was made; the failover "
-                           "replans the applied placements against the inventory as it is now")
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         runbook = checked_failover(the_inventory, applied, events,
                                    steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key,
                                                            applied=applied),
                                    options=FailoverOptions(move_threshold_usd, time_limit_s),
-                                   base_serial=current.serial, digest=digest)
+                                   base_serial=current.serial)
+        if applied.inventory_digest and applied.inventory_digest != runbook.after.inventory_digest:
+            stderr().print("note: the inventory has changed since the applied plan was made; the failover "
+                           "replans the applied placements against the inventory as it is now")
         _emit(runbook, output_format)
         if out is not None:
             atomic_write_text(out, runbook_to_json(runbook))
@@ -332,7 +349,8 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     applied, the_inventory = rehearsal_base(plan_file, inventory)
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})
-    runbook = checked_failover(the_inventory, applied, events, options=options,
+    # rehearsal_base found the plan's inventory digest to be this inventory's
+    runbook = checked_failover(the_inventory, applied, events, options=options, digest=applied.inventory_digest,
                                steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
                                                        applied=applied))
     _emit(runbook, output_format)

@@ -10,6 +10,7 @@ import typer
 
 from hybridctl.commands.app import app, leave_to_exit
 from hybridctl.commands.common import (
+    BACKGROUND_CHECK_PLACEMENTS,
     ReportFormat,
     StagedFile,
     check_output_path,
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
     from hybridctl.core.inventory.loader import LoadedInventory
     from hybridctl.core.plan.diff import PlanDiff
 
-# From this many placements the checker runs in a forked child beside the rest of `plan` (about
-# 0.3 s of checking at 10,000); below, a fork costs more than it saves.
-BACKGROUND_CHECK_PLACEMENTS = 10_000
 # From this many workloads the feasibility checks run in a forked child beside the planner.
 BACKGROUND_FEASIBILITY_WORKLOADS = 10_000
 

@@ -26,7 +26,7 @@ import hashlib
 import math
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -148,19 +148,25 @@ def plan_digest(plan: Plan) -> str:
     same two again: serialising a fleet's plan costs a few tenths of a second each time, so the last
     few plans' digests are kept (by identity: the memo holds the plans, and plans are not changed in place).
     """
-    return _digests.get(plan, _file_digest)
+    known = _digests.get(plan, plan_file_digest)
+    if callable(known):  # being worked out elsewhere (remember_digest): wait for it
+        known = known()
+        _digests.put(plan, known)
+    return known
 
 
-def remember_digest(plan: Plan, digest: str) -> None:
-    """`plan`'s digest is known (a state records its applied plan's): plan_digest() need not work it out."""
+def remember_digest(plan: Plan, digest: str | Callable[[], str]) -> None:
+    """`plan`'s digest is known (a state records its applied plan's), or being worked out elsewhere (a
+    callable that gives it, called when it is first needed): plan_digest() need not work it out."""
     _digests.put(plan, digest)
 
 
-def _file_digest(plan: Plan) -> str:
+def plan_file_digest(plan: Plan) -> str:
+    """plan_digest(), worked out now (nothing kept or looked up)."""
     return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
 
 
-_digests: IdentityMemo[Plan, str] = IdentityMemo(4)
+_digests: IdentityMemo[Plan, str | Callable[[], str]] = IdentityMemo(4)
 
 
 def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:

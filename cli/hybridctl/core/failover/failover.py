@@ -53,9 +53,7 @@ def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFo
     the same values for every scenario.
     """
     applied, events = result.before, result.disruption.events
-    # once applied, the failover plan is the plan of this inventory under these events
-    result = dataclasses.replace(result, after=dataclasses.replace(
-        result.after, inventory_digest=digest or inventory_digest(inventory)))
+    result = stamped(result, digest or inventory_digest(inventory))
     disruption = result.disruption
     hosts = {s.name: f" (hosts: {', '.join(h.name for h in s.hosts)})" if s.hosts else "" for s in inventory.sites}
     unreachable = {site: f"site-lost {site}: it cannot be reached{hosts[site]}" for site in disruption.lost_sites}
@@ -72,16 +70,26 @@ def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFo
                          "`hybridctl runbook rollback` restores them, or `hybridctl destroy --site` removes them")
     if result.after.solver.status not in ("optimal", "no_demand"):  # no_demand: the events left nothing to place
         notes.append(f"the solver stopped at {result.after.solver.status} (gap {result.after.solver.gap:.2%})")
+    incident, changes = incident_id(applied, events, fingerprint), impacts(inventory, result)
+    # the failover plan's steps last: the command works out its digest, which they are tagged with, meanwhile
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]
     runbook = build_runbook(
-        inventory, kind=RunbookKind.FAILOVER, incident=incident_id(applied, events, fingerprint),
-        events=[str(e) for e in events],
-        before=applied, after=result.after, impacts=impacts(inventory, result),
+        inventory, kind=RunbookKind.FAILOVER, incident=incident, events=[str(e) for e in events],
+        before=applied, after=result.after, impacts=changes,
         before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable=unreachable,
         manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
         base_serial=base_serial, notes=notes)
     return runbook, result
+
+
+def stamped(result: Replan, digest: str) -> Replan:
+    """`result`, its failover plan carrying the inventory's `digest`: once applied, the failover plan is the
+    plan of this inventory under these events. The very result when it carries it already (the replan
+    stamps its plans with the applied plan's digest, the inventory's unless the inventory changed since)."""
+    if result.after.inventory_digest == digest:
+        return result
+    return dataclasses.replace(result, after=dataclasses.replace(result.after, inventory_digest=digest))
 
 
 def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
