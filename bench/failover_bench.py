@@ -44,7 +44,7 @@ def _fleet(workloads: int, pools: int, seed: int):  # type: ignore[no-untyped-de
 
 def _applied_state(inventory, plan):  # type: ignore[no-untyped-def]
     """The state an apply of `plan` leaves: what it deployed, and the plan's digest."""
-    from hybridctl.commands.failover_flow import steps_builder
+    from hybridctl.commands.failover_compute import steps_builder
     from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
     from hybridctl.core.stackconfig import plan_digest
     from hybridctl.drivers.statemodel import Deployed, State
@@ -57,7 +57,7 @@ def _applied_state(inventory, plan):  # type: ignore[no-untyped-def]
 
 
 def bench_replan(workloads: int, pools: int, seed: int) -> None:
-    from hybridctl.commands.failover_flow import checked_failover, steps_builder
+    from hybridctl.commands.failover_compute import checked_failover, steps_builder
     from hybridctl.core.failover.drill import run_scenario
     from hybridctl.core.failover.events import Event, EventKind
     from hybridctl.core.failover.impact import impacts

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hybridctl.commands.failover_flow import steps_builder
+from hybridctl.commands.failover_compute import steps_builder
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.inventory.loader import load_inventory
@@ -68,7 +68,7 @@ def test_a_digest_being_worked_out_elsewhere_is_waited_for_once() -> None:
 @pytest.mark.parametrize("site", ["dc-frankfurt", "aws-us-east-1"])
 def test_the_runbook_is_the_same_with_the_digests_and_the_check_in_forked_children(
         site: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hybridctl.commands import failover_flow
+    from hybridctl.commands import failover_compute
     from hybridctl.core.failover.serialize import runbook_to_json
 
     inventory, base = _enterprise()
@@ -78,9 +78,9 @@ def test_the_runbook_is_the_same_with_the_digests_and_the_check_in_forked_childr
         if s.deploys})
     texts = []
     for placements in (10**9, 0):  # checked here, then in children
-        monkeypatch.setattr(failover_flow, "BACKGROUND_CHECK_PLACEMENTS", placements)
+        monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", placements)
         applied = dataclasses.replace(base)  # nothing worked out for it before
-        runbook = failover_flow.checked_failover(
+        runbook = failover_compute.checked_failover(
             inventory, applied, [Event(EventKind.SITE_LOST, site)], options=FailoverOptions(),
             steps_for=steps_builder(inventory, state, None, None, applied=applied))
         texts.append(runbook_to_json(runbook))

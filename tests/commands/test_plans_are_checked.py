@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hybridctl.commands import failover_flow, plan_cmds
+from hybridctl.commands import failover_compute, plan_cmds
 from hybridctl.core.failover import drill as drill_module
 from hybridctl.core.failover import replan as replan_module
 from hybridctl.core.failover.replan import Replan
@@ -119,7 +119,7 @@ class TestReplan:
 
     @pytest.mark.parametrize("placements", [0, 10**9], ids=["checked-in-a-child", "checked-here"])
     def test_failover(self, inventory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, placements: int) -> None:
-        monkeypatch.setattr(failover_flow, "BACKGROUND_CHECK_PLACEMENTS", placements)
+        monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", placements)
         monkeypatch.syspath_prepend(str(SUPPORT_DIR))
         monkeypatch.setenv("HYBRIDCTL_CLOUD_DRIVER", "recording_cloud:factory")
         state = str(tmp_path / "state")

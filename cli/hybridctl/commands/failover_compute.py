@@ -1,0 +1,84 @@
+"""The failover runbook as the failover and runbook commands compute it: apply's steps for each plan
+(steps_builder), and the failover plan checked whole (checked_failover). The bench measures these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hybridctl.commands.common import BACKGROUND_CHECK_PLACEMENTS
+from hybridctl.core.failover.runbook import Runbook
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.steps import BundleRef, StepPlan
+from hybridctl.drivers.state import State
+
+if TYPE_CHECKING:
+    from hybridctl.core.failover.events import Event
+    from hybridctl.core.failover.replan import FailoverOptions
+
+
+def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
+                  public_key: Path | None, *, applied: Plan | None = None) -> Callable[[Plan], StepPlan]:
+    """plan -> apply's step graph for it, built as apply builds it.
+
+    The first plan built (a failover's applied plan, a rollback's failover plan) is derived in
+    full; the other, which varies it, from it (derived_steps). Without a state (a rehearsal from a
+    plan file), what is deployed is what applying `applied` would deploy, so the runbook is the one
+    the applied state would give.
+    """
+    from hybridctl.commands.apply_flow import assets_digest, deployed_steps
+    from hybridctl.core.failover.failover import derived_steps
+    from hybridctl.core.stackconfig import plan_digest, remember_digest
+    from hybridctl.core.stackreuse import StackConfigMemo
+    from hybridctl.core.steps import DeployedStep
+
+    digests = dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"), assets_digest())
+    key = str(public_key.resolve()) if public_key else None
+    memo = StackConfigMemo()
+    if state is not None:
+        deployed = deployed_steps(state)
+        if applied is not None and state.applied_plan_digest:
+            # what apply recorded for this very plan: serialising a fleet's plan again would give the same
+            remember_digest(applied, state.applied_plan_digest)
+    else:
+        assert applied is not None
+        made = derived_steps(inventory, plan_digest, memo, bundles=refs, bundle_public_key=key,
+                             asset_digests=digests)(applied).graph
+        deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made if s.deploys}
+    return derived_steps(inventory, plan_digest, memo, bundles=refs, bundle_public_key=key, deployed=deployed,
+                         asset_digests=digests)
+
+
+def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *,
+                     steps_for: Callable[[Plan], StepPlan], options: FailoverOptions,
+                     base_serial: int | None = None, digest: str | None = None) -> Runbook:
+    """The failover runbook, its plan checked whole against the disrupted inventory (exit 70 if it breaks a
+    rule). `digest`: the inventory's, when known.
+
+    For a fleet, what only reads the inputs runs in forked children beside the rest: the inventory's
+    digest beside the replan; the failover plan's file digest (its stacks' tag) and the check beside
+    the runbook, which waits for the digest only when it comes to the failover plan's stacks.
+    """
+    from functools import partial
+
+    from hybridctl.core.failover.failover import failover_runbook, stamped
+    from hybridctl.core.failover.replan import replan, replanned_inventory
+    from hybridctl.core.plan.checker import check_plan
+    from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.core.plan.verify import accepted
+    from hybridctl.core.stackconfig import plan_file_digest, remember_digest
+    from hybridctl.drivers.background import Background
+
+    forking = len(applied.placements) >= BACKGROUND_CHECK_PLACEMENTS
+    with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting:
+        result = replan(inventory, applied, events, options)
+        result = stamped(result, digest or digesting.result())
+    with Background(partial(plan_file_digest, result.after), fork=forking) as plan_digesting, \
+            Background(lambda: check_plan(replanned_inventory(result), result.after), fork=forking) as checking:
+        remember_digest(result.after, plan_digesting.result)
+        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, base_serial=base_serial,
+                                      digest=result.after.inventory_digest)
+        accepted(result.after, checking.result(), "failover plan")
+    return runbook
