@@ -230,6 +230,46 @@ class TestFailoverRefusals:
         assert lab.store().read().pending is None
 
 
+def _ocr_price(document: dict[str, Any]) -> None:
+    document["sites"][0]["pools"][0]["usd_per_gpu_hour"] = 0.85
+
+
+def _ocr_removed(document: dict[str, Any]) -> None:
+    document["workloads"].pop(1)
+
+
+def _ocr_two_gpus(document: dict[str, Any]) -> None:
+    document["workloads"][1]["gpu"]["count"] = 2
+
+
+class TestAnInventoryEditedSinceTheApply:
+    """What the edit no longer supports is replanned with what the lost site displaces: before, the pinned
+    placements kept the applied plan's prices and shapes, and the checker refused the failover plan (exit 70)."""
+
+    @pytest.mark.parametrize(("edit", "ocr"), [(_ocr_price, [("dc-l4", 1, 620.5)]), (_ocr_removed, []),
+                                               (_ocr_two_gpus, [("dc-l4", 2, 584.0)])],
+                             ids=["pool-price", "workload-removed", "workload-gpus"])
+    def test_the_failover_plan_keeps_to_the_inventory_as_it_is_now(self, lab: Lab, edit: Any,
+                                                                    ocr: list[tuple[str, int, float]]) -> None:
+        document = two_regions()
+        edit(document)
+        write_inventory(lab.inventory, document)
+        done = lab.run("failover", "site-lost", "aws-a", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        assert "the inventory has changed since the applied plan was made" in flat(done.stderr)
+        after = json.loads(done.stdout)["after_plan"]["placements"]
+        assert [(p["pool"], p["gpus"], p["usd_per_month"]) for p in after if p["workload"] == "ocr"] == ocr
+
+    def test_executed_it_leaves_the_applied_plan_of_the_inventory_as_it_is_now(self, lab: Lab) -> None:
+        document = two_regions()
+        _ocr_removed(document)
+        write_inventory(lab.inventory, document)
+        done = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve")
+        assert done.returncode == 0, done.stdout + done.stderr
+        # the GPU ocr held on dc-l4 is free now: api takes it, and needs one replica fewer in aws-b
+        assert lab.applied() == {("api", "dc-l4"): 2, ("api", "aws-b-g6"): 2}
+
+
 class TestFailoverLoop:
     def test_dry_run_changes_nothing(self, lab: Lab) -> None:
         ups, serial = lab.ups(), lab.store().read().serial

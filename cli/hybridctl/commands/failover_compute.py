@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,6 +66,7 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
 
     from hybridctl.core.failover.failover import failover_runbook, stamped
     from hybridctl.core.failover.replan import replan, replanned_inventory
+    from hybridctl.core.failover.stale import stale_work
     from hybridctl.core.plan.checker import check_plan
     from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.core.plan.verify import accepted
@@ -74,7 +76,15 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     forking = len(applied.placements) >= BACKGROUND_CHECK_PLACEMENTS
     with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting:
         result = replan(inventory, applied, events, options)
-        result = stamped(result, digest or digesting.result())
+        digest = digest or digesting.result()
+    if applied.inventory_digest and applied.inventory_digest != digest:
+        # edited since the apply: the work the inventory no longer supports is replanned too, and placements of
+        # what it no longer has are dropped (stale.py); the runbook still goes from what was applied
+        stale = stale_work(inventory, applied)
+        if stale.workloads or stale.plan is not applied:
+            result = dataclasses.replace(replan(inventory, stale.plan, events, options, stale=stale.workloads),
+                                         before=applied)
+    result = stamped(result, digest)
     with Background(partial(plan_file_digest, result.after), fork=forking) as plan_digesting, \
             Background(lambda: check_plan(replanned_inventory(result), result.after), fork=forking) as checking:
         remember_digest(result.after, plan_digesting.result)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
@@ -146,8 +146,10 @@ def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, De
 
 @gc_paused  # a fleet's replan makes many objects and no cycles, as the planner does (gcpause.py)
 def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
-           options: FailoverOptions | None = None, demand_cache: DemandCache | None = None) -> Replan:
-    """The failover plan for `events` hitting the inventory while `applied` runs.
+           options: FailoverOptions | None = None, demand_cache: DemandCache | None = None,
+           stale: Collection[str] = ()) -> Replan:
+    """The failover plan for `events` hitting the inventory while `applied` runs; `stale`: workloads
+    replanned too, since the inventory no longer supports their applied placements (stale.py).
 
     Work left short first tries its fallback where that is all it can get (placed below the
     fallback's replicas). If some work is still down, the fallbacks of the other short work are
@@ -163,7 +165,8 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     # what a drill's scenarios share: tiers and facts of the workloads, the pinned work's use of pools
     tiers, usage, facts = ((demand_cache.tiers(disrupted, all_demands), demand_cache.usage,
                             demand_cache.facts(disrupted)) if demand_cache is not None else (None, None, None))
-    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts)
+    scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts,
+                          stale)
     first = scope.plan(plan_options)
     passes = 1
     for _ in range(MAX_WIDENINGS):

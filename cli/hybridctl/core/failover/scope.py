@@ -55,13 +55,17 @@ class Scope:
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
                 applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None,
-                usage: UsageMemo | None = None, facts: WorkloadFacts | None = None) -> Scope:
+                usage: UsageMemo | None = None, facts: WorkloadFacts | None = None,
+                stale: Collection[str] = ()) -> Scope:
+        """`stale`: workloads whose applied placements the inventory no longer supports (failover/stale.py)."""
         changes = disruption.pool_changes
         touched = {c.pool for c in changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
         free = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, touched)}
         free |= set(disruption.cut_off) | set(disruption.down)
         free |= _unplaced_in_play(applied, changes, demands)
+        if stale:
+            free |= {key_of(p.demand, p.workload) for p in applied.placements if p.workload in stale}
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
                      frozenset(_whole_workloads(free, demands)), disruption, movements,
                      workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage,
