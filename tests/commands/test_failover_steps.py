@@ -8,26 +8,26 @@ import pytest
 from hybridctl.commands.failover_compute import steps_builder
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan
-from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Plan
 from hybridctl.core.stackconfig import plan_digest, plan_file_digest, remember_digest
 from hybridctl.core.steps import DeployedStep, apply_steps
 from hybridctl.drivers.statemodel import Deployed, State
-from support.examples import EXAMPLE_PATHS
+from support.examples import planned_enterprise
 
 
-def _enterprise():  # type: ignore[no-untyped-def]
-    inventory = load_inventory(next(p for p in EXAMPLE_PATHS if p.name == "enterprise")).inventory
-    return inventory, plan(inventory)
+def _applied_state(inventory: Inventory, applied: Plan) -> State:
+    """The state an apply of `applied` leaves: what it deployed, and the plan's digest."""
+    made = apply_steps(applied, inventory)
+    return State(serial=3, applied_plan_digest=plan_digest(applied), deployed={
+        s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params)) for s in made.graph
+        if s.deploys})
 
 
 def test_from_a_state_the_failover_plans_steps_are_apply_steps_tagged_with_its_digest() -> None:
-    inventory, base = _enterprise()
-    made = apply_steps(base, inventory)
-    state = State(serial=3, applied_plan_digest=plan_digest(base), deployed={
-        s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params)) for s in made.graph
-        if s.deploys})
-    deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made.graph if s.deploys}
+    inventory, base = planned_enterprise()
+    state = _applied_state(inventory, base)
+    deployed = {sid: DeployedStep(sid, d.kind, d.site, dict(d.record)) for sid, d in state.deployed.items()}
     build = steps_builder(inventory, state, None, None, applied=base)
     cloud = next(s.name for s in inventory.sites if s.kind.value == "cloud")
     after = replan(inventory, base, [Event(EventKind.SITE_LOST, cloud)]).after
@@ -36,7 +36,7 @@ def test_from_a_state_the_failover_plans_steps_are_apply_steps_tagged_with_its_d
 
 
 def test_the_applied_plans_digest_is_the_one_the_state_recorded() -> None:
-    inventory, base = _enterprise()
+    inventory, base = planned_enterprise()
     applied = dataclasses.replace(base)  # an object whose digest nothing worked out yet
     steps_builder(inventory, State(applied_plan_digest="sha256:recorded"), None, None, applied=applied)
     assert plan_digest(applied) == "sha256:recorded"
@@ -52,7 +52,7 @@ def _assets() -> dict[str, str]:
 
 
 def test_a_digest_being_worked_out_elsewhere_is_waited_for_once() -> None:
-    _, base = _enterprise()
+    _, base = planned_enterprise()
     pending = dataclasses.replace(base)
     calls: list[int] = []
 
@@ -71,11 +71,8 @@ def test_the_runbook_is_the_same_with_the_digests_and_the_check_in_forked_childr
     from hybridctl.commands import failover_compute
     from hybridctl.core.failover.serialize import runbook_to_json
 
-    inventory, base = _enterprise()
-    made = apply_steps(base, inventory)
-    state = State(serial=3, applied_plan_digest=plan_digest(base), deployed={
-        s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params)) for s in made.graph
-        if s.deploys})
+    inventory, base = planned_enterprise()
+    state = _applied_state(inventory, base)
     texts = []
     for placements in (10**9, 0):  # checked here, then in children
         monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", placements)

@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hybridctl.core.inventory.models import Inventory
+    from hybridctl.core.plan.model import Plan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "inventories"
 EXAMPLE_PATHS = sorted([*EXAMPLES.glob("*.yaml"), EXAMPLES / "enterprise"])
+
+
+def planned_enterprise() -> tuple[Inventory, Plan]:
+    """The enterprise example, and a plan of it made now."""
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import plan
+
+    inventory = load_inventory(EXAMPLES / "enterprise").inventory
+    return inventory, plan(inventory)
 
 BASE = """\
 version: 1

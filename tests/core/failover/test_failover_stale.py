@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 from hybridctl.core.failover.stale import stale_work
-from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.planner import plan
-from support.examples import EXAMPLE_PATHS
-
-
-def _enterprise():  # type: ignore[no-untyped-def]
-    inventory = load_inventory(next(p for p in EXAMPLE_PATHS if p.name == "enterprise")).inventory
-    return inventory, plan(inventory)
+from support.examples import planned_enterprise
 
 
 def test_an_unchanged_inventory_supports_all_of_its_plan() -> None:
-    inventory, applied = _enterprise()
+    inventory, applied = planned_enterprise()
     stale = stale_work(inventory, applied)
     assert stale.plan is applied and not stale.workloads
 
 
 def test_a_removed_workload_is_dropped_and_a_repriced_pools_work_is_stale() -> None:
-    inventory, applied = _enterprise()
+    inventory, applied = planned_enterprise()
     placed = applied.placements[0]
     workloads = [w for w in inventory.workloads if w.name != placed.workload]
     sites = [s.model_copy(update={"pools": [p.model_copy(update={"usd_per_gpu_hour": p.usd_per_gpu_hour + 1})
