@@ -10,6 +10,7 @@ from typing import ClassVar
 PROJECT_GPU_POOLS = "aws-gpu-pools"
 PROJECT_QUEUES = "k8s-queues"
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"  # MultiKueue worker credentials: a Secret the operator creates
+PLAN_DIGEST_KEY = "planDigest"  # a stack's tag: the digest of the plan file it was deployed from
 DISK_FLOOR_GIB = 200  # a node's root volume never below this (stackconfig.disk_gib)
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
@@ -68,7 +69,7 @@ class GpuPoolsStackConfig:
     def values(self) -> dict[str, JsonValue]:
         return {
             "aws:region": self.region, "site": self.site, "clusterName": self.cluster_name,
-            "inventoryName": self.inventory_name, "planDigest": self.plan_digest,
+            "inventoryName": self.inventory_name, PLAN_DIGEST_KEY: self.plan_digest,
             "nodePools": [p.values() for p in self.node_pools],
         }
 
@@ -126,7 +127,7 @@ class QueuesStackConfig:
     def values(self) -> dict[str, JsonValue]:
         values: dict[str, JsonValue] = {
             "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
-            "planDigest": self.plan_digest, "cohort": self.cohort,
+            PLAN_DIGEST_KEY: self.plan_digest, "cohort": self.cohort,
             "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels)} for f in self.flavors],
             "clusterQueues": [
                 {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],

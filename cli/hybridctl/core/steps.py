@@ -37,7 +37,7 @@ from hybridctl.core.jsontext import dumps_canonical_utf8
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.stackconfig import plan_digest, stack_configs
 from hybridctl.core.stackreuse import StackConfigMemo
-from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
+from hybridctl.core.stackvalues import PLAN_DIGEST_KEY, GpuPoolsStackConfig, QueuesStackConfig
 
 Params = Mapping[str, object]
 
@@ -56,7 +56,6 @@ class StepKind(StrEnum):
 CLOUD_KINDS = frozenset({StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES, StepKind.DESTROY_CLUSTER_QUEUES,
                          StepKind.DESTROY_CLOUD_POOLS})
 ANSIBLE_KINDS = frozenset({StepKind.PREFLIGHT, StepKind.NODE_BASELINE, StepKind.MODEL_SYNC})
-PLAN_DIGEST_KEY = "planDigest"  # a stack's tag: the digest of the plan file it was deployed from
 _VOLATILE_CONFIG = frozenset({PLAN_DIGEST_KEY})
 PLAYBOOKS = {StepKind.PREFLIGHT: "preflight.yml", StepKind.NODE_BASELINE: "node.yml",
              StepKind.MODEL_SYNC: "model-sync.yml"}
