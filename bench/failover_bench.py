@@ -44,16 +44,17 @@ def _fleet(workloads: int, pools: int, seed: int):  # type: ignore[no-untyped-de
 
 def _applied_state(inventory, plan):  # type: ignore[no-untyped-def]
     """The state an apply of `plan` leaves: what it deployed, and the plan's digest."""
+    from functools import reduce
+
     from hybridctl.commands.failover_compute import steps_builder
     from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
     from hybridctl.core.stackconfig import plan_digest
-    from hybridctl.drivers.statemodel import Deployed, State
+    from hybridctl.drivers.statemodel import State
+    from hybridctl.executor import record_deployed
 
     copy = plan_from_dict(plan_to_dict(plan, plan_file=True))
     graph = steps_builder(inventory, None, None, None, applied=copy)(copy).graph
-    deployed = {s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params))
-                for s in graph if s.deploys}
-    return State(serial=1, applied_plan_digest=plan_digest(copy), deployed=deployed)
+    return reduce(record_deployed, graph, State(serial=1, applied_plan_digest=plan_digest(copy)))
 
 
 def bench_replan(workloads: int, pools: int, seed: int) -> None:

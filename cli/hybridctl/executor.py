@@ -147,7 +147,7 @@ def execute(graph: StepGraph, runners: Mapping[str, StepRunner], *, store: State
 
     def finish(step: Step, outcome: StepOutcome, seconds: float) -> None:
         if outcome.status is StepStatus.DONE and (step.deploys or step.removes):
-            store.update(lambda s: _record_deployed(s, step))  # before the journal says done: see resume
+            store.update(lambda s: record_deployed(s, step))  # before the journal says done: see resume
         journal.append(run_id, _JOURNAL_EVENT[outcome.status], step=step.id, key=step.key,
                        summary=outcome.summary or None, error=outcome.error,
                        detail=outcome.detail or None)
@@ -234,7 +234,8 @@ def _work(step: Step, runner: StepRunner | None, context: StepContext,
     results.put((step.id, outcome, time.monotonic() - started))
 
 
-def _record_deployed(state: State, step: Step) -> State:
+def record_deployed(state: State, step: Step) -> State:
+    """`state` once `step` succeeded: what it deployed recorded (with its parameters), what it removes gone."""
     deployed = {k: v for k, v in state.deployed.items() if k not in step.removes}
     if step.deploys:
         deployed[step.id] = Deployed(step.id, step.kind, step.key, step.site, now_iso(), dict(step.params))

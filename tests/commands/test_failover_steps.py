@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from functools import reduce
 
 import pytest
 from hybridctl.commands.failover_compute import steps_builder
@@ -12,16 +13,15 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.stackconfig import plan_digest, plan_file_digest, remember_digest
 from hybridctl.core.steps import DeployedStep, apply_steps
-from hybridctl.drivers.statemodel import Deployed, State
+from hybridctl.drivers.statemodel import State
+from hybridctl.executor import record_deployed
 from support.examples import planned_enterprise
 
 
 def _applied_state(inventory: Inventory, applied: Plan) -> State:
     """The state an apply of `applied` leaves: what it deployed, and the plan's digest."""
-    made = apply_steps(applied, inventory)
-    return State(serial=3, applied_plan_digest=plan_digest(applied), deployed={
-        s.id: Deployed(s.id, s.kind, s.key, s.site, "2026-01-01T00:00:00Z", dict(s.params)) for s in made.graph
-        if s.deploys})
+    return reduce(record_deployed, apply_steps(applied, inventory).graph,
+                  State(serial=3, applied_plan_digest=plan_digest(applied)))
 
 
 def test_from_a_state_the_failover_plans_steps_are_apply_steps_tagged_with_its_digest() -> None:
