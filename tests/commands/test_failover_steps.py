@@ -85,3 +85,45 @@ def test_the_runbook_is_the_same_with_the_digests_and_the_check_in_forked_childr
     # the failover plan's stacks carry its own digest, the plan file's
     assert f'"planDigest": "{plan_file_digest(runbook.after)}"' in texts[1]
     assert f'"planDigest": "{plan_digest(base)}"' not in texts[1]
+
+
+def test_beside_the_solver_the_applied_plans_steps_and_fingerprint_are_worked_out_once_during_a_solve(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hybridctl.commands import failover_compute
+    from hybridctl.core.failover import runbook as runbook_module
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.core.plan import beside, solve
+
+    inventory, base = planned_enterprise()
+    state = _applied_state(inventory, base)
+    events = [Event(EventKind.SITE_LOST, "dc-frankfurt")]
+
+    def failover() -> str:
+        applied = dataclasses.replace(base)
+        return runbook_to_json(failover_compute.checked_failover(
+            inventory, applied, events, options=FailoverOptions(),
+            steps_for=steps_builder(inventory, state, None, None, applied=applied)))
+
+    alone = failover()
+    solving_now: list[bool] = []
+
+    def watched(run: object, columns: int) -> None:
+        solving_now.append(True)
+        try:
+            beside.solving(run, columns)  # type: ignore[arg-type]
+        finally:
+            solving_now.pop()
+
+    fingerprints: list[bool] = []
+    fingerprint = runbook_module.applied_fingerprint
+
+    def watched_fingerprint(plan: Plan) -> str:
+        fingerprints.append(bool(solving_now))
+        return fingerprint(plan)
+
+    monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", 0)
+    monkeypatch.setattr(beside, "MIN_COLUMNS", 0)  # the example's models are small
+    monkeypatch.setattr(solve, "solving", watched)
+    monkeypatch.setattr(runbook_module, "applied_fingerprint", watched_fingerprint)
+    assert failover() == alone
+    assert fingerprints == [True]  # worked out while a model was solved, and not again for the runbook

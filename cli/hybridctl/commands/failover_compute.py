@@ -58,15 +58,18 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     """The failover runbook, its plan checked whole against the disrupted inventory (exit 70 if it breaks a
     rule). `digest`: the inventory's, when known.
 
-    For a fleet, what only reads the inputs runs in forked children beside the rest: the inventory's
-    digest beside the replan; the failover plan's file digest (its stacks' tag) and the check beside
-    the runbook, which waits for the digest only when it comes to the failover plan's stacks.
+    A fleet's failover works out beside the rest what only reads the inputs:
+    - while the solver runs (beside.py): the applied plan's steps and its fingerprint;
+    - in forked children: the inventory's digest, beside the replan; the failover plan's file digest (its
+      stacks' tag) and its check, beside the runbook, which asks for the digest last.
     """
-    from functools import partial
+    from functools import cache, partial
 
-    from hybridctl.core.failover.failover import failover_runbook, stamped
+    from hybridctl.core.failover.failover import failover_runbook, stamped, steps_once
     from hybridctl.core.failover.replan import replan, replanned_inventory
+    from hybridctl.core.failover.runbook import applied_fingerprint
     from hybridctl.core.failover.stale import stale_work
+    from hybridctl.core.plan.beside import beside_solver
     from hybridctl.core.plan.checker import check_plan
     from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.core.plan.verify import accepted
@@ -74,7 +77,11 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     from hybridctl.drivers.background import Background
 
     forking = len(applied.placements) >= BACKGROUND_CHECK_PLACEMENTS
-    with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting:
+    steps_for = steps_once(steps_for)
+    fingerprint = cache(partial(applied_fingerprint, applied))
+    beside = (partial(steps_for, applied), fingerprint) if forking else ()
+    with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting, \
+            beside_solver(*beside):
         result = replan(inventory, applied, events, options)
         digest = digest or digesting.result()
     if applied.inventory_digest and applied.inventory_digest != digest:
@@ -89,6 +96,6 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
             Background(lambda: check_plan(replanned_inventory(result), result.after), fork=forking) as checking:
         remember_digest(result.after, plan_digesting.result)
         runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, base_serial=base_serial,
-                                      digest=result.after.inventory_digest)
+                                      digest=result.after.inventory_digest, fingerprint=fingerprint())
         accepted(result.after, checking.result(), "failover plan")
     return runbook

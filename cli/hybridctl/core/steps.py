@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property, partial
@@ -249,7 +249,7 @@ def _stack_identity(stack: CloudStack) -> dict[str, object]:
     return params
 
 
-def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
+def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | Callable[[], str] | None = None,
                  memo: StackConfigMemo | None = None) -> tuple[CloudStack, ...]:
     """The Pulumi stacks the plan needs: GPU pools per cloud site, queues per cluster.
 
@@ -257,9 +257,11 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
     `memo`: see stack_configs. With a memo, the stacks are derived under the digest of the memo's
     first plan and then tagged with this plan's: the tag is the only thing of a stack it changes,
     so a failover plan's stacks come from the applied plan's although the two plans' digests differ.
+    A callable `digest` is asked for the tag only then, after the derivation: the failover command
+    works out the failover plan's digest meanwhile.
     """
-    tag = digest or plan_digest(plan)
-    under = tag if memo is None or memo.digest is None else memo.digest
+    first = memo.digest if memo is not None else None
+    under = first if first is not None else _tag(plan, digest)
     configs = stack_configs(inventory, plan, under, memo=memo)
     cluster_of = {c.site: c.cluster_name for c in configs.gpu_pools}
     stacks: list[CloudStack] = []
@@ -271,7 +273,12 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | None = None,
         sites = tuple(sorted(s for s, c in cluster_of.items() if c == queues.cluster_name))
         build = partial(_queues_stack, queues, sites)
         stacks.append(build() if memo is None else memo.derived(queues, sites, build))
+    tag = under if first is None else _tag(plan, digest)
     return tuple(stacks) if under == tag else tuple(s.tagged(tag) for s in stacks)
+
+
+def _tag(plan: Plan, digest: str | Callable[[], str] | None) -> str:
+    return digest() if callable(digest) else digest or plan_digest(plan)
 
 
 def _pools_stack(config: GpuPoolsStackConfig) -> CloudStack:

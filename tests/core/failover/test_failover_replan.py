@@ -11,7 +11,7 @@ import pytest
 from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.impact import Status, impacts
-from hybridctl.core.failover.replan import FailoverOptions, Replan, replan
+from hybridctl.core.failover.replan import FailoverOptions, Replan, _newly_short, replan
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.planner import plan
 
@@ -336,3 +336,32 @@ class TestWorkTheAppliedPlanLeftUnplaced:
         assert result.after.solver.status == "no_demand"
         assert not [n for n in runbook.notes if "solver stopped" in n]  # nothing was solved, nothing stopped
         assert runbook.impacts == ()
+
+
+def test_a_pass_that_widens_the_scope_is_not_assembled_and_tells_what_is_short_as_its_whole_plan_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hybridctl.core.eligibility import demands, pool_infos
+    from hybridctl.core.failover import scope as scope_module
+    from hybridctl.core.plan.model import Plan
+    from support.examples import planned_enterprise
+
+    enterprise, base = planned_enterprise()
+    assembled: list[int] = []
+    assemble = scope_module.Scope.assemble
+
+    def counted(self: scope_module.Scope, placed: scope_module.Placed) -> Plan:
+        assembled.append(len(self.free))
+        return assemble(self, placed)
+
+    monkeypatch.setattr(scope_module.Scope, "assemble", counted)
+    widened = replan(enterprise, base, parse_events(["site-lost", "dc-frankfurt"]))
+    assert widened.passes == 2 and len(assembled) == 1  # the wider pass's plan alone
+    # what the first pass's free work's plan tells (what is short, where the free work went) is what its
+    # whole plan would have told
+    disrupted = widened.disruption.inventory
+    first = scope_module.Scope.initial(widened.disruption, demands(disrupted), pool_infos(disrupted), base)
+    placed = first.place(FailoverOptions().plan_options())
+    whole = first.assemble(placed)
+    short = _newly_short(placed.free, base)
+    assert short and short == _newly_short(whole, base)
+    assert [p for p in whole.placements if p.workload in first.free_workloads] == list(placed.free.placements)

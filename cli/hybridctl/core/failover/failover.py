@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from itertools import compress
 
 from hybridctl.core.ansible_inventory import hosted_placements
@@ -135,16 +136,16 @@ def derived_steps(inventory: Inventory, digest_of: Callable[[Plan], str], memo: 
     hosted_sites = [s.name for s in inventory.sites if s.kind is not SiteKind.CLOUD and s.hosts]
 
     def build(plan: Plan) -> StepPlan:
-        digest = digest_of(plan)
-        if first and digest == first[0][1] and same_steps_inputs(plan, first[0][0]):
+        # the digest is asked for last: the failover command works out the failover plan's meanwhile
+        if first and same_steps_inputs(plan, first[0][0]) and digest_of(plan) == first[0][1]:
             return first[0][2]
-        stacks = cloud_stacks(inventory, plan, digest, memo)
+        stacks = cloud_stacks(inventory, plan, partial(digest_of, plan), memo)
         at_hosts = memo.placements_at(plan, hosted_sites) if first else None
         steps = apply_steps(plan, inventory, stacks=stacks, bundles=bundles, bundle_public_key=bundle_public_key,
                             deployed=deployed, asset_digests=asset_digests,
                             hosted=None if at_hosts is None else hosted_placements(inventory, at_hosts))
         if not first:
-            first.append((plan, digest, steps))
+            first.append((plan, digest_of(plan), steps))
         return steps
 
     return build

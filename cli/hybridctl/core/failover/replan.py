@@ -167,17 +167,20 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
                             demand_cache.facts(disrupted)) if demand_cache is not None else (None, None, None))
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts,
                           stale)
-    first = scope.plan(plan_options)
+    draft = scope.place(plan_options)
     passes = 1
+    # what is short, and where the free work went, is told by the free work's plan: a pass that widens the
+    # scope is never assembled with the pinned work
     for _ in range(MAX_WIDENINGS):
         if scope.everything:
             break
-        wider = scope.widened(first, _newly_short(first, applied), options.move_threshold_usd)
+        wider = scope.widened(draft.free, _newly_short(draft.free, applied), options.move_threshold_usd)
         if wider.free == scope.free:
             break
         scope = wider
-        first = scope.plan(plan_options)
+        draft = scope.place(plan_options)
         passes += 1
+    first = scope.assemble(draft)
     best: tuple[Plan, dict[str, Demand]] = (first, {})
     short = {u.demand or u.workload for u in first.unplaced} & scope.free
     # a fallback that is the full shape again degrades nothing: such work is simply replanned
@@ -218,7 +221,8 @@ def replanned_inventory(result: Replan) -> Inventory:
 
 
 def _newly_short(result: Plan, applied: Plan) -> set[str]:
-    """Fixed and burst demands with more replicas unplaced than the applied plan had unplaced.
+    """Fixed and burst demands with more replicas unplaced than the applied plan had unplaced (in `result`, a
+    replan's plan or its free work's: the pinned work's unplaced replicas are the applied plan's).
 
     Opportunistic work is what a failover sheds first: making room for it is not a reason to
     move running work (and searching for such room is most of the cost on a large fleet).

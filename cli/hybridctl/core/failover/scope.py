@@ -39,6 +39,19 @@ def key_of(placement_demand: str, workload: str) -> str:
 
 
 @dataclass(frozen=True)
+class Placed:
+    """A pass's placement of the free work (`free`, the planner's plan of it), and what putting the pinned
+    work back around it takes."""
+
+    free: Plan
+    pinned: list[Placement]
+    unpinned: tuple[Placement, ...]  # the applied placements of the free work
+    pinned_usage: Sequence[PoolUsage]
+    demands: Sequence[Demand]  # every demand, in the shapes placed
+    whole: bool  # nothing is pinned: `free` is the whole plan
+
+
+@dataclass(frozen=True)
 class Scope:
     inventory: Inventory  # the disrupted inventory
     demands: tuple[Demand, ...]  # all of them, in inventory order
@@ -73,7 +86,10 @@ class Scope:
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
-        on moved work larger than the move threshold (anything less cannot pay for the move)."""
+        on moved work larger than the move threshold (anything less cannot pay for the move).
+
+        `result`: this scope's plan, or only its free work's (Placed.free), which holds the same placements
+        of the free work."""
         if not self.free:  # nothing was placed, so nothing is short and nothing moved
             return self
         index = EligibilityIndex(self.inventory, list(self.pools))
@@ -114,6 +130,11 @@ class Scope:
 
     def plan(self, options: PlanOptions, shaped: Mapping[str, Demand] | None = None) -> Plan:
         """Place the free demands (in the shapes given) around the pinned ones; a whole plan comes back."""
+        return self.assemble(self.place(options, shaped))
+
+    def place(self, options: PlanOptions, shaped: Mapping[str, Demand] | None = None) -> Placed:
+        """The free demands (in the shapes given) placed around the pinned ones, which are not yet put back:
+        enough to tell what is short (a pass that widens the scope is never assembled)."""
         shaped = shaped or {}
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = self.free_workloads
@@ -137,17 +158,15 @@ class Scope:
         # (and the tiers its demands already carry)
         partial = plan(self.inventory, previous=previous, options=options, pools=residual, planned_demands=free,
                        digest=self.applied.inventory_digest or None, tiers=dict(self.tiers), facts=self.facts)
-        if not pinned and len(free) == len(self.demands):
+        return Placed(partial, pinned, unpinned, pinned_usage,
+                      [shaped.get(d.key, d) for d in self.demands] if shaped else self.demands,
+                      whole=not pinned and len(free) == len(self.demands))
+
+    def assemble(self, placed: Placed) -> Plan:
+        """The whole plan: the free work as placed, and the pinned work put back around it."""
+        partial, pinned, unpinned = placed.free, placed.pinned, placed.unpinned
+        if placed.whole:
             return partial
-        return self._assemble(partial, pinned, unpinned, pinned_usage,
-                              [shaped.get(d.key, d) for d in self.demands] if shaped else self.demands)
-
-    def _barred(self, demand: Demand) -> Demand:
-        workload = self.disruption.barred(demand.workload)
-        return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
-
-    def _assemble(self, partial: Plan, pinned: list[Placement], unpinned: tuple[Placement, ...],
-                  pinned_usage: Sequence[PoolUsage], demands: Sequence[Demand]) -> Plan:
         # with nothing placed, every applied placement is pinned: the very tuple, in order, so that
         # the identity passes downstream (delta, checker, steps) find nothing changed at once
         if not partial.placements and len(pinned) == len(self.applied.placements):
@@ -163,7 +182,8 @@ class Scope:
         touched = {p.pool for p in partial.placements}
         fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
                                                 list(_on_pools(placements, touched)))}
-        pools = tuple(fresh.get(u.pool, u) for u in pinned_usage)
+        pools = tuple(fresh.get(u.pool, u) for u in placed.pinned_usage)
+        demands = placed.demands
         movements = (self.movements.movements(self.inventory, demands, placements,
                                               since=(self.applied.placements, self.free_workloads))
                      if self.movements is not None else data_movements(self.inventory, demands, placements))
@@ -171,6 +191,10 @@ class Scope:
             partial, placements=placements, unplaced=tuple(unplaced), data_movements=tuple(movements),
             pools=pools, compute_usd_per_month=round(sum(map(_USD, placements)), 2),
             data_usd_per_month=round(sum(map(_USD, movements)), 2))
+
+    def _barred(self, demand: Demand) -> Demand:
+        workload = self.disruption.barred(demand.workload)
+        return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
 
 
 def _merged(pinned: list[Placement], placed: Sequence[Placement]) -> tuple[Placement, ...]:

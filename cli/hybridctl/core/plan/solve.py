@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from hybridctl.core.plan.beside import solving
 from hybridctl.core.plan.milp import Col, Model
 from hybridctl.core.plan.start import greedy_start
 
@@ -138,7 +139,7 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
         solution.col_value = start[columns].tolist()
         solution.value_valid = True
         highs.setSolution(solution)  # type: ignore[attr-defined]
-    highs.run()  # type: ignore[attr-defined]
+    solving(highs.run, int(columns.size))  # type: ignore[attr-defined]
     status = _status(highs)
     values = np.asarray(highs.getSolution().col_value, dtype=np.float64)  # type: ignore[attr-defined]
     info = highs.getInfo()  # type: ignore[attr-defined]
