@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from functools import reduce
+from typing import Any
 
 import pytest
 from hybridctl.commands.failover_compute import steps_builder
+from hybridctl.core.failover.demand_cache import MovementMemo
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.inventory.models import Inventory
@@ -121,9 +123,20 @@ def test_beside_the_solver_the_applied_plans_steps_and_fingerprint_are_worked_ou
         fingerprints.append(bool(solving_now))
         return fingerprint(plan)
 
+    baselines: list[bool] = []  # the replan's: the applied placements' data movements
+    movements = MovementMemo.movements
+
+    def watched_movements(memo: MovementMemo, inventory: Inventory, demands: Any, placements: Any,
+                          **options: Any) -> Any:
+        if placements is base.placements:
+            baselines.append(bool(solving_now))
+        return movements(memo, inventory, demands, placements, **options)
+
     monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", 0)
     monkeypatch.setattr(beside, "MIN_COLUMNS", 0)  # the example's models are small
     monkeypatch.setattr(solve, "solving", watched)
     monkeypatch.setattr(runbook_module, "applied_fingerprint", watched_fingerprint)
+    monkeypatch.setattr(MovementMemo, "movements", watched_movements)
     assert failover() == alone
     assert fingerprints == [True]  # worked out while a model was solved, and not again for the runbook
+    assert baselines == [True]

@@ -34,7 +34,7 @@ from hybridctl.core.catalog import Catalog, catalog
 from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, Workload
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.plan.serialize import plan_to_json
+from hybridctl.core.plan.serialize import plan_to_json_utf8
 from hybridctl.core.stackplanned import (
     MultiKueue,
     PlanIndex,
@@ -163,7 +163,7 @@ def remember_digest(plan: Plan, digest: str | Callable[[], str]) -> None:
 
 def plan_file_digest(plan: Plan) -> str:
     """plan_digest(), worked out now (nothing kept or looked up)."""
-    return "sha256:" + hashlib.sha256(plan_to_json(plan, plan_file=True).encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(plan_to_json_utf8(plan, plan_file=True)).hexdigest()
 
 
 _digests: IdentityMemo[Plan, str | Callable[[], str]] = IdentityMemo(4)

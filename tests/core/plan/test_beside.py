@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 from hybridctl.core.plan import beside
-from hybridctl.core.plan.beside import beside_solver, solving
+from hybridctl.core.plan.beside import also_beside_solver, beside_solver, solving
 from hybridctl.core.plan.planner import plan
 from support.examples import planned_enterprise
 
@@ -72,6 +72,17 @@ def test_tasks_left_when_the_block_ends_are_dropped() -> None:
         pass
     solving(lambda: None, beside.MIN_COLUMNS)
     assert ran == []
+
+
+def test_work_queued_inside_a_block_runs_after_its_tasks_and_outside_one_is_not_kept() -> None:
+    done = threading.Event()
+    order: list[str] = []
+    also_beside_solver(lambda: order.append("never"))  # no block: nothing to queue it in
+    with beside_solver(lambda: order.append("caller's")):
+        also_beside_solver(lambda: (order.append("replan's"), done.set()))
+        solving(_solver_waiting_for(done, []), beside.MIN_COLUMNS)  # type: ignore[arg-type]
+    solving(lambda: None, beside.MIN_COLUMNS)
+    assert order == ["caller's", "replan's"]
 
 
 def test_a_failing_task_is_dropped_and_the_next_runs() -> None:

@@ -16,17 +16,19 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import compress
 from operator import attrgetter
 
 from hybridctl.core.eligibility import Demand, demands, pool_infos
-from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo
+from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope, demands_of
 from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.nameindex import by_name
+from hybridctl.core.plan.beside import also_beside_solver
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
@@ -160,11 +162,16 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     disrupted = disruption.inventory
     plan_options = options.plan_options()
     all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
-    # the pinned work's data movements are worked out once (in a drill, once for all scenarios)
-    movements = demand_cache.movements if demand_cache is not None else MovementMemo()
-    # what a drill's scenarios share: tiers and facts of the workloads, the pinned work's use of pools
-    tiers, usage, facts = ((demand_cache.tiers(disrupted, all_demands), demand_cache.usage,
-                            demand_cache.facts(disrupted)) if demand_cache is not None else (None, None, None))
+    # what a drill's scenarios share: the pinned work's data movements and use of pools, the workloads' tiers
+    # and facts; a replan's passes share the first two
+    if demand_cache is not None:
+        movements, usage = demand_cache.movements, demand_cache.usage
+        tiers, facts = demand_cache.tiers(disrupted, all_demands), demand_cache.facts(disrupted)
+    else:
+        movements, usage, tiers, facts = MovementMemo(), UsageMemo(), None, None
+        # the applied placements' data movements, from which the failover plan's are worked out where the
+        # replan moved work: while the solver runs, if the caller has it run work beside (beside.py)
+        also_beside_solver(partial(movements.movements, disrupted, all_demands, applied.placements))
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts,
                           stale)
     draft = scope.place(plan_options)

@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-# Below this, a solve is over before a task of the failover command's size (0.05-0.2 s on a
-# 10,000-workload fleet) is: running the task then delays the plan and gains nothing.
-MIN_COLUMNS = 20_000
+# Below this, a solve is over well before a task of the failover command's size (0.05-0.1 s on a
+# 10,000-workload fleet) is: running the task then delays the plan, and gains nothing. A failover's
+# LP of 14,000 columns takes 0.1 s on this machine.
+MIN_COLUMNS = 10_000
 
 Task = Callable[[], object]
 
@@ -41,6 +42,13 @@ def beside_solver(*tasks: Task) -> Iterator[None]:
         yield
     finally:
         _queued.reset(token)
+
+
+def also_beside_solver(task: Task) -> None:
+    """Queue `task` after those of the enclosing beside_solver block (none: nothing is queued)."""
+    queue = _queued.get()
+    if queue is not None:
+        queue.append(task)
 
 
 def solving(run: Callable[[], object], columns: int) -> None:
