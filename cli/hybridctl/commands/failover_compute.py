@@ -59,7 +59,8 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     rule). `digest`: the inventory's, when known.
 
     A fleet's failover works out beside the rest what only reads the inputs:
-    - while the solver runs (beside.py): the applied plan's steps and its fingerprint;
+    - while the solver runs (beside.py): the applied plan's steps and its fingerprint (and the replan's
+      own: the applied placements' data movements);
     - in forked children: the inventory's digest, beside the replan; the failover plan's file digest (its
       stacks' tag) and its check, beside the runbook, which asks for the digest last.
     """
