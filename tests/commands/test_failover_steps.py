@@ -89,7 +89,7 @@ def test_the_runbook_is_the_same_with_the_digests_and_the_check_in_forked_childr
     assert f'"planDigest": "{plan_digest(base)}"' not in texts[1]
 
 
-def test_beside_the_solver_the_applied_plans_steps_and_fingerprint_are_worked_out_once_during_a_solve(
+def test_work_beside_the_solver_runs_during_a_solve_once_and_the_runbook_is_the_same(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from hybridctl.commands import failover_compute
     from hybridctl.core.failover import runbook as runbook_module
