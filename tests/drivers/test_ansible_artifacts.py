@@ -17,6 +17,7 @@ import psutil
 import pytest
 from hybridctl.drivers import ansible_cleanup as cleanup
 from hybridctl.drivers.ansible import SshOptions, run_playbook
+from support.processes import command_line
 from support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -71,10 +72,10 @@ def test_a_run_killed_mid_step_leaves_no_secret_under_the_state_dir_and_the_next
                              start_new_session=True)  # fmt: skip
     try:
         # Mid-step: the task's `sleep 300` runs under ansible-playbook.
-        wait_for(lambda: any("sleep 300" in " ".join(p.cmdline()) for p in processes_under(state)
+        wait_for(lambda: any("sleep 300" in command_line(p) for p in processes_under(state)
                              if p.is_running()) or child.poll() is not None, "the step to start", 120)  # fmt: skip
         assert child.poll() is None, "the run ended before it could be killed"
-        ansible = [p for p in processes_under(state) if "ansible-playbook" in " ".join(p.cmdline())]
+        ansible = [p for p in processes_under(state) if "ansible-playbook" in command_line(p)]
         assert ansible, "no ansible-playbook process found"
         # Neither on disk nor in the environment handed to ansible-playbook.
         assert files_holding(state, list(SENTINELS.values())) == []

@@ -17,6 +17,7 @@ from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundl
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
+from support.processes import command_line
 from support.recording_cloud import RecordingCloud
 from support.text import flat
 from support.waiting import wait_for
@@ -78,11 +79,6 @@ def node_config(host: TestHost) -> Path:
     return host.root / "etc/hybridctl/node.yaml"
 
 
-def _cmdline(process: psutil.Process) -> str:
-    try:
-        return " ".join(process.cmdline())
-    except psutil.Error:  # gone, or a zombie
-        return ""
 
 
 class TestLoopAgainstHosts:
@@ -155,7 +151,7 @@ class TestCrash:
         def baseline_running() -> bool:
             started = any(r.event == JournalEvent.STEP_STARTED and r.step == "node-baseline/dc-lab"
                           for r in journal.records())
-            return started and any("node.yml" in _cmdline(p) for p in psutil.Process(apply.pid).children(recursive=True))
+            return started and any("node.yml" in command_line(p) for p in psutil.Process(apply.pid).children(recursive=True))
 
         wait_for(baseline_running, "node.yml to run against the on-prem hosts")
         apply.send_signal(signal.SIGKILL)

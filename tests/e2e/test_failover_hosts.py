@@ -17,6 +17,7 @@ from hosts.lab import HostLab, TestHost
 from hybridctl.drivers.bundle import create_bundle, generate_keypair, sign_bundle
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from support.apply_cli import cli_env, write_inventory
+from support.processes import command_line
 from support.text import flat
 from support.waiting import wait_for
 
@@ -242,11 +243,6 @@ def _model_sync_running(shop: Shop, runbook: subprocess.Popen[str]) -> bool:
         children = psutil.Process(runbook.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return False
-    return started and any("model-sync.yml" in " ".join(_cmdline(p)) for p in children)
+    return started and any("model-sync.yml" in command_line(p) for p in children)
 
 
-def _cmdline(process: psutil.Process) -> list[str]:
-    try:
-        return process.cmdline()
-    except psutil.Error:
-        return []

@@ -18,17 +18,13 @@ from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems, 
 from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.pgserver import PgServer
+from support.processes import command_line
 from support.text import flat
 from support.waiting import wait_for
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
 
-def _cmdline(process: psutil.Process) -> str:
-    try:
-        return " ".join(process.cmdline())
-    except psutil.Error:
-        return ""
 
 
 def _control_dirs(token: str) -> list[Path]:
@@ -51,7 +47,7 @@ def test_sigkill_mid_ansible_on_the_shared_state_then_status_cleanup_and_resume(
     def baseline_running() -> bool:
         started = any(r.event == JournalEvent.STEP_STARTED and r.step == "node-baseline/dc-lab"
                       for r in store.journal.records())
-        return started and any("node.yml" in _cmdline(p) for p in psutil.Process(apply.pid).children(recursive=True))
+        return started and any("node.yml" in command_line(p) for p in psutil.Process(apply.pid).children(recursive=True))
 
     wait_for(baseline_running, "node.yml to run against the on-prem hosts")
     holder = store.lock.holder()
@@ -73,7 +69,7 @@ def test_sigkill_mid_ansible_on_the_shared_state_then_status_cleanup_and_resume(
     assert again.returncode == 0, again.stdout + again.stderr
     assert "recovered the state lock" in flat(again.stderr)
     assert not any(d.exists() for d in dead_dirs), "the dead run's ssh control directories are left behind"
-    leftover = [p for p in psutil.process_iter() if any(str(d) in _cmdline(p) for d in dead_dirs)]
+    leftover = [p for p in psutil.process_iter() if any(str(d) in command_line(p) for d in dead_dirs)]
     assert leftover == [], "the dead run's ssh ControlPersist masters still run"
     second = store.journal.records()[len(first):]
     assert not done_before & {r.step for r in second if r.event == JournalEvent.STEP_STARTED}
