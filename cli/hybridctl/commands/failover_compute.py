@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 
 def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
-                  public_key: Path | None, *, applied: Plan | None = None) -> Callable[[Plan], StepPlan]:
-    """plan -> apply's step graph for it, built as apply builds it.
+                  public_key: Path | None, *, applied: Plan) -> Callable[[Plan], StepPlan]:
+    """plan -> apply's step graph for it, built as apply builds it; `applied`: the plan the state applied (a
+    rehearsal's: the plan file's).
 
     The first plan built (a failover's applied plan, a rollback's failover plan) is derived in
     full; the other, which varies it, from it (derived_steps). Without a state (a rehearsal from a
@@ -40,11 +41,10 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
     memo = StackConfigMemo()
     if state is not None:
         deployed = deployed_steps(state)
-        if applied is not None and state.applied_plan_digest:
+        if state.applied_plan_digest:
             # what apply recorded for this very plan: serialising a fleet's plan again would give the same
             remember_digest(applied, state.applied_plan_digest)
     else:
-        assert applied is not None
         made = derived_steps(inventory, plan_digest, memo, bundles=refs, bundle_public_key=key,
                              asset_digests=digests)(applied).graph
         deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made if s.deploys}
