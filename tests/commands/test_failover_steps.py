@@ -10,7 +10,7 @@ import pytest
 from hybridctl.commands.failover_compute import steps_builder
 from hybridctl.core.failover.demand_cache import MovementMemo
 from hybridctl.core.failover.events import Event, EventKind
-from hybridctl.core.failover.replan import FailoverOptions, replan
+from hybridctl.core.failover.replan import FailoverOptions, replan, replanned_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.stackconfig import plan_digest, plan_file_digest, remember_digest
@@ -140,3 +140,45 @@ def test_work_beside_the_solver_runs_during_a_solve_once_and_the_runbook_is_the_
     assert failover() == alone
     assert fingerprints == [True]  # worked out while a model was solved, and not again for the runbook
     assert baselines == [True]
+
+
+@pytest.mark.parametrize("site", ["dc-frankfurt", "aws-us-east-1"])
+def test_in_children_the_failover_plan_is_checked_where_it_differs_and_found_as_broken_as_a_whole_check_finds_it(
+        site: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The applied plan is judged in a child beside the replan, and the failover plan where it differs from it:
+    a placement the replan moved and one it kept, each broken, are both found."""
+    from hybridctl.commands import failover_compute
+    from hybridctl.core.failover import replan as replan_module
+    from hybridctl.core.plan import verify
+    from hybridctl.core.plan.checker import Findings, check_plan
+
+    inventory, base = planned_enterprise()
+    state = _applied_state(inventory, base)
+    real = replan_module.replan
+    broken: list[Any] = []
+
+    def broken_replan(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        moved = next(p for p in result.after.placements if not any(p is q for q in base.placements))
+        kept = next(p for p in result.after.placements if any(p is q for q in base.placements))
+        after = dataclasses.replace(result.after, placements=tuple(
+            dataclasses.replace(p, usd_per_month=p.usd_per_month + 7) if p is moved or p is kept else p
+            for p in result.after.placements))
+        broken.append(dataclasses.replace(result, after=after))
+        return broken[-1]
+
+    found: list[list[str]] = []
+    judged: list[Plan] = []  # the plans whose findings came back from the child
+    of = Findings.of
+    monkeypatch.setattr(Findings, "of", lambda self, inv, plan: judged.append(plan) or of(self, inv, plan))
+    monkeypatch.setattr(replan_module, "replan", broken_replan)
+    monkeypatch.setattr(verify, "accepted", lambda plan, problems, what: found.append(list(problems)))
+    monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", 0)
+    applied = dataclasses.replace(base)
+    failover_compute.checked_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)],
+                                      options=FailoverOptions(),
+                                      steps_for=steps_builder(inventory, state, None, None, applied=applied))
+    result = broken[-1]
+    whole = check_plan(replanned_inventory(result), result.after)
+    assert len(whole) == 2 and sorted(found[-1]) == sorted(whole)
+    assert judged == [applied] and judged[0] is applied  # checked against the applied plan's findings

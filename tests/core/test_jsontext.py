@@ -23,6 +23,7 @@ from hybridctl.core.jsontext import (
     dumps_canonical_utf8,
     dumps_indented,
     dumps_indented_utf8,
+    dumps_indented_with_digest,
 )
 from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.planner import plan
@@ -179,3 +180,24 @@ def test_a_plan_file_written_before_orjson_still_verifies() -> None:
     verify_content_digest(raw, str(OLD_PLAN_FILE))  # raises when the canonical form moved
     assert content_digest(raw) == raw["content_digest"]
     assert dumps_indented(raw) + "\n" == text  # read back and written again: the same bytes
+
+
+def _stamped_reference(document: dict[str, Any]) -> bytes:
+    """A plan file's text, stamped with the digest of its canonical text, as json writes both."""
+    stamp = "sha256:" + hashlib.sha256(reference_canonical(document)).hexdigest()
+    return reference_file_text({**document, "content_digest": stamp}).encode()
+
+
+def _sha256(text: bytes) -> str:
+    return "sha256:" + hashlib.sha256(text).hexdigest()
+
+
+@pytest.mark.parametrize("document", [*documents(), {"x": 10**17, "y": [2**62, {"z": -(10**16)}]}, {"x": [1e-05]},
+                                      {"x": {"y": 1.5e300}}, {"x": [1.0, math.nan]}, {"x": Opaque()}, {"x": "\ud800"},
+                                      {"x": {1.5: 1}}, {"x": 10**400}],
+                         ids=["every-kind", "plain", "key-order", "ints-beyond-fixed", "small-in-a-list", "large",
+                              "nan", "object", "lone-surrogate", "number-keys", "int-beyond-floats"])
+def test_a_file_stamped_with_its_content_digest_is_what_json_writes_in_two_steps(document: dict[str, Any]) -> None:
+    """One walk over the document serves both texts: it must give each text (or the error) json gives."""
+    assert _outcome(lambda d: dumps_indented_with_digest(d, "content_digest", _sha256), document) \
+        == _outcome(_stamped_reference, document)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from pathlib import Path
 
 import pytest
 from hybridctl.drivers.background import Background
@@ -58,3 +60,13 @@ def test_a_child_whose_result_is_not_asked_for_is_killed_and_reaped() -> None:
         assert pid
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more
+
+
+def test_a_child_whose_result_came_back_is_reaped_without_waiting_for_it_here() -> None:
+    with Background(lambda: _pid_and_square(5)) as job:
+        pid, square = job.result()
+    assert square == 25
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists():  # a zombie keeps its entry until it is reaped (by a thread here)
+        assert time.monotonic() < deadline, f"child {pid} was never reaped"
+        time.sleep(0.01)

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 # Floats json spells in fixed-point notation: orjson spells them the same (shortest round trip).
 _FIXED_LOW, _FIXED_HIGH = 1e-4, 1e16
+_INDENTED = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
 
 class _NotExact(Exception):
@@ -41,18 +43,22 @@ def _float_form(value: float) -> float | orjson.Fragment:
     return orjson.Fragment(float.__repr__(value).encode())
 
 
-def _exact(value: Any, ints_as_floats: bool) -> Any:
+def _exact(value: Any, ints_as_floats: bool, respelled: list[float] | None = None) -> Any:
     """`value`, or a copy in which each float orjson spells otherwise is json's spelling (and, with
-    `ints_as_floats`, each int the float it equals). Containers without such values are not copied."""
+    `ints_as_floats`, each int the float it equals). Containers without such values are not copied.
+    `respelled` collects the floats (not ints) given json's spelling."""
     kind = type(value)
     if kind is dict:
-        return _exact_dict(value, ints_as_floats)
+        return _exact_dict(value, ints_as_floats, respelled)
     if kind is list or kind is tuple:
-        items = [_exact_dict(item, ints_as_floats) if type(item) is dict else _exact(item, ints_as_floats)
-                 for item in value]
+        items = [_exact_dict(item, ints_as_floats, respelled) if type(item) is dict
+                 else _exact(item, ints_as_floats, respelled) for item in value]
         return value if all(new is old for new, old in zip(items, value, strict=True)) else items
     if kind is float:
-        return _float_form(value)
+        form = _float_form(value)
+        if form is not value and respelled is not None:
+            respelled.append(value)
+        return form
     if kind is int:
         return _float_form(float(value)) if ints_as_floats else value
     if value is None or isinstance(value, (str, int)):
@@ -60,7 +66,7 @@ def _exact(value: Any, ints_as_floats: bool) -> Any:
     raise _NotExact
 
 
-def _exact_dict(value: dict[Any, Any], ints_as_floats: bool) -> dict[Any, Any]:
+def _exact_dict(value: dict[Any, Any], ints_as_floats: bool, respelled: list[float] | None = None) -> dict[Any, Any]:
     """_exact of a dict, its scalars looked at in line: a plan is some 150,000 flat records."""
     copy: dict[Any, Any] | None = None
     for key, item in value.items():
@@ -71,12 +77,14 @@ def _exact_dict(value: dict[Any, Any], ints_as_floats: bool) -> dict[Any, Any]:
             if _FIXED_LOW <= item < _FIXED_HIGH or -_FIXED_HIGH < item <= -_FIXED_LOW or item == 0.0:
                 continue
             new: Any = _float_form(item)
+            if respelled is not None:
+                respelled.append(item)
         elif kind is int:
             new = float(item)
             if not (_FIXED_LOW <= new < _FIXED_HIGH or -_FIXED_HIGH < new <= -_FIXED_LOW or new == 0.0):
                 new = _float_form(new)
         else:
-            new = _exact(item, ints_as_floats)
+            new = _exact(item, ints_as_floats, respelled)
             if new is item:
                 continue
         if copy is None:
@@ -102,7 +110,7 @@ def dumps_indented_utf8(document: dict[str, Any]) -> bytes:
 
 
 def _orjson_indented(document: dict[str, Any]) -> bytes:
-    return orjson.dumps(_exact(document, False), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    return orjson.dumps(_exact(document, False), option=_INDENTED)
 
 
 def dumps_canonical_utf8(document: Any) -> bytes:
@@ -123,6 +131,24 @@ def dumps_canonical_numbers_as_floats(document: dict[str, Any]) -> bytes:
         pass
     return json.dumps(_ints_as_floats(document), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode()
+
+
+def dumps_indented_with_digest(document: dict[str, Any], key: str, digest: Callable[[bytes], str]) -> bytes:
+    """dumps_indented_utf8 of `document` with `key` set to `digest` of dumps_canonical_numbers_as_floats(document):
+    a plan file, stamped with its content digest. The document is walked once for the floats orjson spells
+    otherwise, not once per text: when the walk finds none (ints aside), orjson's indented text is json's."""
+    respelled: list[float] = []
+    try:
+        body = orjson.dumps(_exact(document, True, respelled), option=orjson.OPT_SORT_KEYS)
+    except (_NotExact, orjson.JSONEncodeError):
+        return dumps_indented_utf8({**document, key: digest(dumps_canonical_numbers_as_floats(document))})
+    stamped = {**document, key: digest(body)}
+    if not respelled:
+        try:
+            return orjson.dumps(stamped, option=_INDENTED)
+        except orjson.JSONEncodeError:
+            pass
+    return dumps_indented_utf8(stamped)
 
 
 # A number orjson may spell otherwise than json: in exponent form, or below 1e-4 (json's exponent form,

@@ -11,10 +11,13 @@ CPU, the job runs in `result()`.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
 import signal
+import struct
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -22,6 +25,8 @@ from typing import Generic, TypeVar
 from hybridctl.drivers.parallel import worker_count
 
 R = TypeVar("R")
+
+_LENGTH = struct.Struct("<Q")  # the result's pickle, after its length
 
 
 class Background(Generic[R]):
@@ -61,14 +66,23 @@ class Background(Generic[R]):
             return self._job()
         pid, self._pid = self._pid, 0
         with os.fdopen(self._reader, "rb") as pipe:
-            payload = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) == 0 and payload:
+            head = pipe.read(_LENGTH.size)
+            payload = pipe.read(_LENGTH.unpack(head)[0]) if len(head) == _LENGTH.size else b""
+        if len(head) == _LENGTH.size and len(payload) == _LENGTH.unpack(head)[0]:
+            # the whole result is here: the child is reaped once it is done exiting (unmapping a fleet's
+            # heap takes it several milliseconds), not waited for
+            threading.Thread(target=_reap, args=(pid,), name="background-reaper", daemon=True).start()
             try:
                 return pickle.loads(payload)  # type: ignore[no-any-return]
-            except Exception:  # a truncated payload: the job runs here
-                pass
+            except Exception:  # a result that cannot be read back: the job runs here
+                return self._job()
+        os.waitpid(pid, 0)  # the child failed: it sent nothing, or not all of it
         return self._job()
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):  # reaped already (a caller's own waitpid)
+        os.waitpid(pid, 0)
 
 
 def _run_child(job: Callable[[], R], writer: int) -> None:
@@ -77,7 +91,7 @@ def _run_child(job: Callable[[], R], writer: int) -> None:
         gc.disable()  # collecting would write to every inherited object's page: copies of the whole heap
         payload = pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL)
         with os.fdopen(writer, "wb") as pipe:
-            pipe.write(payload)
+            pipe.write(_LENGTH.pack(len(payload)) + payload)  # its length first: the parent reads no further
         code = 0
     except BaseException:  # the parent runs the job itself and gets its exception
         pass

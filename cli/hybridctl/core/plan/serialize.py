@@ -15,7 +15,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from hybridctl.core.jsontext import dumps_canonical_numbers_as_floats, dumps_indented, dumps_indented_utf8
+from hybridctl.core.jsontext import (
+    dumps_canonical_numbers_as_floats,
+    dumps_indented,
+    dumps_indented_utf8,
+    dumps_indented_with_digest,
+)
 from hybridctl.core.plan.model import (
     FORMAT_VERSION,
     DataMovement,
@@ -63,6 +68,14 @@ def _record(part: Any) -> JsonDict:
 
 
 def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
+    document = _document(plan, plan_file)
+    if plan_file:
+        document["content_digest"] = content_digest(document)
+    return document
+
+
+def _document(plan: Plan, plan_file: bool) -> JsonDict:
+    """plan_to_dict's document, without its content digest."""
     solver = _record(plan.solver)
     if plan_file:
         solver["seconds"] = None
@@ -90,7 +103,6 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
         document["inventory_digest"] = plan.inventory_digest
         document["base_serial"] = plan.base_serial
         document["tool_version"] = plan.tool_version
-        document["content_digest"] = content_digest(document)
     return document
 
 
@@ -100,7 +112,9 @@ def plan_to_json(plan: Plan, *, plan_file: bool = False) -> str:
 
 def plan_to_json_utf8(plan: Plan, *, plan_file: bool = False) -> bytes:
     """plan_to_json's text in UTF-8: what a plan file holds, byte for byte."""
-    return dumps_indented_utf8(plan_to_dict(plan, plan_file=plan_file)) + b"\n"
+    if plan_file:
+        return dumps_indented_with_digest(_document(plan, True), "content_digest", _sha256) + b"\n"
+    return dumps_indented_utf8(plan_to_dict(plan)) + b"\n"
 
 
 def _build(cls: type[Any], raw: Any, where: str) -> Any:
@@ -136,7 +150,11 @@ def content_digest(document: JsonDict) -> str:
     """The digest of a plan document's content, itself left out; written into every plan file."""
     # ints as floats: a plan read back holds floats where it was written with ints (2117, 2117.0)
     body = {k: v for k, v in document.items() if k != "content_digest"}
-    return "sha256:" + hashlib.sha256(dumps_canonical_numbers_as_floats(body)).hexdigest()
+    return _sha256(dumps_canonical_numbers_as_floats(body))
+
+
+def _sha256(text: bytes) -> str:
+    return "sha256:" + hashlib.sha256(text).hexdigest()
 
 
 def verify_content_digest(raw: JsonDict, source: str) -> None:

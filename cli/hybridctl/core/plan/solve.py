@@ -69,6 +69,9 @@ def _highs(time_limit_s: float, gap: float) -> object:
     import highspy
 
     highs = highspy.Highs()  # type: ignore[no-untyped-call]
+    # highspy hands HiGHS a Python callback, which takes the GIL again and again during a run even with no
+    # handler subscribed: with Python busy on another thread (beside.py), an LP took a third longer
+    highs.disableCallbacks()  # type: ignore[no-untyped-call]
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", max(time_limit_s, 0.01))
     highs.setOptionValue("mip_rel_gap", gap)
