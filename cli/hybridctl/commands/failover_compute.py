@@ -19,7 +19,6 @@ from hybridctl.drivers.state import State
 if TYPE_CHECKING:
     from hybridctl.core.failover.events import Event
     from hybridctl.core.failover.replan import FailoverOptions
-    from hybridctl.core.plan.checker import Findings
 
 
 def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
@@ -64,10 +63,8 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     A fleet's failover works out beside the rest what only reads the inputs:
     - while the solver runs (beside.py): the applied plan's steps and its fingerprint (and the replan's
       own: the applied placements' data movements);
-    - in forked children: the inventory's digest and the checker's findings on the applied plan, beside the
-      replan (_inputs_judged); the failover plan's file digest (its stacks' tag) and its check, beside the
-      runbook, which asks for the digest last. That check is of what differs from the applied plan
-      (checker_delta.py): under half of a whole one.
+    - in forked children: the inventory's digest, beside the replan; the failover plan's file digest (its
+      stacks' tag) and its check, beside the runbook, which asks for the digest last.
     """
     from functools import cache, partial
 
@@ -77,7 +74,7 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     from hybridctl.core.failover.stale import stale_work
     from hybridctl.core.plan.beside import beside_solver
     from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.checker_delta import check_changes
+    from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.core.plan.verify import accepted
     from hybridctl.core.stackconfig import plan_file_digest, remember_digest
     from hybridctl.drivers.background import Background
@@ -86,11 +83,10 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     steps_for = steps_once(steps_for)
     fingerprint = cache(partial(applied_fingerprint, applied))
     beside = (partial(steps_for, applied), fingerprint) if forking else ()
-    # without a child, the applied plan is not judged apart: the failover plan is checked whole
-    with Background(partial(_inputs_judged, inventory, applied if forking else None, digest), fork=forking) \
-            as judging, beside_solver(*beside):
+    with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting, \
+            beside_solver(*beside):
         result = replan(inventory, applied, events, options)
-        digest, findings = judging.result()
+        digest = digest or digesting.result()
     if applied.inventory_digest and applied.inventory_digest != digest:
         # edited since the apply: the work the inventory no longer supports is replanned too, and placements of
         # what it no longer has are dropped (stale.py); the runbook still goes from what was applied
@@ -99,26 +95,11 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
             result = dataclasses.replace(replan(inventory, stale.plan, events, options, stale=stale.workloads),
                                          before=applied)
     result = stamped(result, digest)
-    reference = findings.of(inventory, applied) if findings is not None else None
-
-    def problems() -> list[str]:
-        checked_against = replanned_inventory(result)
-        if reference is None:
-            return check_plan(checked_against, result.after)
-        return check_changes(reference, checked_against, result.after).problems
-
     with Background(partial(plan_file_digest, result.after), fork=forking) as plan_digesting, \
-            Background(problems, fork=forking) as checking:
+            Background(lambda: check_plan(replanned_inventory(result), result.after), fork=forking) as checking:
         remember_digest(result.after, plan_digesting.result)
         runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, base_serial=base_serial,
                                       digest=result.after.inventory_digest, fingerprint=fingerprint())
         accepted(result.after, checking.result(), "failover plan")
     return runbook
 
-
-def _inputs_judged(inventory: Inventory, applied: Plan | None, digest: str | None) -> tuple[str, Findings | None]:
-    """The inventory's digest (`digest` when known), and the checker's findings on `applied` (if given)."""
-    from hybridctl.core.plan.checker import check
-    from hybridctl.core.plan.costs import inventory_digest
-
-    return digest or inventory_digest(inventory), check(inventory, applied).findings if applied is not None else None

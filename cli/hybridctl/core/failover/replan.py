@@ -171,8 +171,7 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
         movements, usage, tiers, facts = MovementMemo(), UsageMemo(), None, None
         # the applied placements' data movements, from which the failover plan's are worked out where the
         # replan moved work: while the solver runs, if the caller has it run work beside (beside.py)
-        also_beside_solver(partial(movements.movements, disrupted, all_demands, applied.placements,
-                                   like=applied.data_movements))
+        also_beside_solver(partial(movements.movements, disrupted, all_demands, applied.placements))
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts,
                           stale)
     draft = scope.place(plan_options)

@@ -184,8 +184,7 @@ class Scope:
                                                 list(_on_pools(placements, touched)))}
         pools = tuple(fresh.get(u.pool, u) for u in placed.pinned_usage)
         demands = placed.demands
-        # the applied plan's movements that stay as they were are kept as those very objects
-        movements = (self.movements.movements(self.inventory, demands, placements, like=self.applied.data_movements,
+        movements = (self.movements.movements(self.inventory, demands, placements,
                                               since=(self.applied.placements, self.free_workloads))
                      if self.movements is not None else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(

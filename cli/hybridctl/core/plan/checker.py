@@ -101,26 +101,6 @@ class PlanCheck:
         return [*self.unknown, *(p for v in self.workloads.values() for p in v.problems),
                 *(p for v in self.pools.values() for p in v.problems), *self.totals]
 
-    @property
-    def findings(self) -> Findings:
-        return Findings(self.workloads, self.pools, self.unknown, self.totals, self.searched)
-
-
-@dataclass(frozen=True)
-class Findings:
-    """A PlanCheck without the inventory and plan it judged: what a forked child that checked them sends back
-    (commands/failover_compute.py), a small part of their size."""
-
-    workloads: Mapping[str, WorkloadVerdict]
-    pools: Mapping[str, PoolVerdict]
-    unknown: tuple[str, ...]
-    totals: tuple[str, ...]
-    searched: frozenset[str]
-
-    def of(self, inventory: Inventory, plan: Plan) -> PlanCheck:
-        """The PlanCheck of `inventory` and `plan`: the very objects these findings judged (in another process)."""
-        return PlanCheck(inventory, plan, self.workloads, self.pools, self.unknown, self.totals, self.searched)
-
 
 def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> list[str]:
     """Violations of the spec's placement rules; empty when the plan is valid.
