@@ -67,8 +67,9 @@ class Background(Generic[R]):
         pid, self._pid = self._pid, 0
         with os.fdopen(self._reader, "rb") as pipe:
             head = pipe.read(_LENGTH.size)
-            payload = pipe.read(_LENGTH.unpack(head)[0]) if len(head) == _LENGTH.size else b""
-        if len(head) == _LENGTH.size and len(payload) == _LENGTH.unpack(head)[0]:
+            length = _LENGTH.unpack(head)[0] if len(head) == _LENGTH.size else -1
+            payload = pipe.read(length) if length >= 0 else b""
+        if len(payload) == length:
             # the whole result is here: the child is reaped once it is done exiting (unmapping a fleet's
             # heap takes it several milliseconds), not waited for
             threading.Thread(target=_reap, args=(pid,), name="background-reaper", daemon=True).start()
