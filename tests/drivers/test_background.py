@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -62,10 +63,22 @@ def test_a_child_whose_result_is_not_asked_for_is_killed_and_reaped() -> None:
         os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more
 
 
-def test_a_child_whose_result_came_back_is_reaped_without_waiting_for_it_here() -> None:
+def test_a_result_is_read_when_sent_and_the_child_is_reaped_once_it_has_exited(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_exit = os._exit
+
+    def lingering_exit(code: int) -> None:  # the child, after it has sent its result
+        time.sleep(60)
+        real_exit(code)
+
+    monkeypatch.setattr(os, "_exit", lingering_exit)
     with Background(lambda: _pid_and_square(5)) as job:
         pid, square = job.result()
+    monkeypatch.undo()
     assert square == 25
+    # read without waiting for the child to exit: it is still there, not a zombie
+    assert Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while Path(f"/proc/{pid}").exists():  # a zombie keeps its entry until it is reaped (by a thread here)
         assert time.monotonic() < deadline, f"child {pid} was never reaped"
