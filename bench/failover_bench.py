@@ -6,13 +6,17 @@
 1. failover after the loss of the busiest sites, on seeded synthetic fleets
    (bench/inventory_gen.py): the base plan, then replan() from it, the whole failover
    (replan, runbook and its rollback, as `drill` builds them), and the failover as the command
-   computes it from an applied state (replan, runbook with apply's steps, whole check; without
-   reading or writing files); target at 10,000 workloads ≤ 1 s.
+   computes it from an applied state (failover_of_state: the applied plan parsed from the state
+   while a child digests the inventory, then the replan, the runbook with apply's steps and the
+   whole check; the figure is the last three, the parse is printed apart; nothing read from or
+   written to files); target at 10,000 workloads ≤ 1 s.
 2. `drill --standard` on a synthetic fleet of --drill-size workloads, as `hybridctl drill` runs
    it (scenarios spread over --workers processes); --drill-scenarios N runs an evenly spaced
    sample of N (the figure printed then says so, with the time per scenario and the total at
    that rate); target ≤ 30 s for all.
 3. `drill --standard` on inventories/enterprise: in process, and as the CLI end to end.
+4. with --cli-size N: `hybridctl failover site-lost SITE` end to end, as a new process, on a fleet of N
+   workloads written to disk (its YAML, and a state that applied its plan), in each output format.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,28 +57,37 @@ def _applied_state(inventory, plan):  # type: ignore[no-untyped-def]
     from hybridctl.drivers.statemodel import State
     from hybridctl.executor import record_deployed
 
-    copy = plan_from_dict(plan_to_dict(plan, plan_file=True))
+    document = plan_to_dict(plan, plan_file=True)
+    copy = plan_from_dict(document)
     graph = steps_builder(inventory, None, None, None, applied=copy)(copy).graph
-    return reduce(record_deployed, graph, State(serial=1, applied_plan_digest=plan_digest(copy)))
+    return reduce(record_deployed, graph, State(serial=1, applied_plan=document, applied_plan_digest=plan_digest(copy),
+                                                site_kinds={s.name: s.kind.value for s in inventory.sites}))
+
+
+def _busiest_sites(inventory, plan, count: int) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    gpus_at = Counter[str]()
+    for p in plan.placements:
+        gpus_at[p.site] += p.gpus
+    return gpus_at.most_common(count)
 
 
 def bench_replan(workloads: int, pools: int, seed: int) -> None:
-    from hybridctl.commands.failover_compute import checked_failover, steps_builder
+    import hybridctl.commands.failover_compute as compute
+    from hybridctl.commands.failover_compute import failover_of_state
     from hybridctl.core.failover.drill import run_scenario
     from hybridctl.core.failover.events import Event, EventKind
     from hybridctl.core.failover.impact import impacts
     from hybridctl.core.failover.replan import FailoverOptions, replan
     from hybridctl.core.failover.scenario import Scenario
     from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.serialize import plan_from_dict
 
     inventory = _fleet(workloads, pools, seed)
     started = time.perf_counter()
     base = plan(inventory)
     base_s = time.perf_counter() - started
-    gpus_at = Counter[str]()
-    for p in base.placements:
-        gpus_at[p.site] += p.gpus
-    for site, gpus in gpus_at.most_common(2):
+    timed = _Timed(compute, "checked_failover")
+    for site, gpus in _busiest_sites(inventory, base, 2):
         started, cpu = time.perf_counter(), time.process_time()
         result = replan(inventory, base, [Event(EventKind.SITE_LOST, site)])
         replan_s, replan_cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -85,16 +99,17 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
         scenario = run_scenario(inventory, base, Scenario(f"site-lost-{site}", (Event(EventKind.SITE_LOST, site),)),
                                 FailoverOptions())
         whole_s, whole_cpu = time.perf_counter() - started, time.process_time() - cpu
-        # as the failover command computes it from an applied state: apply's steps for both plans (the
-        # failover plan's stacks tagged with its digest), then the whole check. The state (what applying
-        # the base plan deployed, and its digest) is made first, from a copy of the base plan, so that
-        # nothing worked out above is reused.
-        applied = dataclasses.replace(base)
-        state = _applied_state(inventory, applied)
-        started, cpu = time.perf_counter(), time.process_time()
-        runbook = checked_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)], options=FailoverOptions(),
-                                   steps_for=steps_builder(inventory, state, None, None, applied=applied))
-        command_s, command_cpu = time.perf_counter() - started, time.process_time() - cpu
+        # as the failover command computes it from an applied state: its applied plan parsed (the inventory
+        # digested beside), apply's steps for both plans (the failover plan's stacks tagged with its digest), then
+        # the whole check. The state (the plan document apply recorded, what applying it deployed, and its
+        # digest) is made first, from a copy of the base plan, so that nothing worked out above is reused.
+        state = _applied_state(inventory, dataclasses.replace(base))
+        started = time.perf_counter()
+        runbook = failover_of_state(inventory, state, partial(plan_from_dict, dict(state.applied_plan)),
+                                    [Event(EventKind.SITE_LOST, site)], refs=None, public_key=None,
+                                    options=FailoverOptions())
+        parse_s = timed.started - started
+        command_s, command_cpu = timed.seconds, timed.cpu
         print(f"{workloads:>6} workloads, {len(base.pools)} pools: base plan {base_s:6.2f} s; "
               f"site-lost {site} ({gpus} GPUs): replan {replan_s:6.2f} s (CPU {replan_cpu:.2f} s) in {result.passes} pass(es), "
               f"solver {result.after.solver.status}; {dict(statuses)}; healthy workloads moved: {healthy_moved}; "
@@ -102,7 +117,24 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
               f"{scenario.rollback_steps} "
               f"steps{'; ' + scenario.runbook_problem if scenario.runbook_problem else ''}); "
               f"as the failover command computes it {command_s:6.2f} s (CPU {command_cpu:.2f} s; "
-              f"{len(runbook.steps)} steps)")
+              f"{len(runbook.steps)} steps; after the applied plan's parse, {parse_s:.2f} s)")
+
+
+class _Timed:
+    """Wall and CPU time of the last call of module.name (the command's own flow calls it)."""
+
+    def __init__(self, module, name: str) -> None:  # type: ignore[no-untyped-def]
+        self.started = self.seconds = self.cpu = 0.0
+        original = getattr(module, name)
+
+        def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+            self.started, cpu = time.perf_counter(), time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds, self.cpu = time.perf_counter() - self.started, time.process_time() - cpu
+
+        setattr(module, name, timed)
 
 
 def bench_fleet_drill(workloads: int, pools: int, seed: int, limit: int | None, workers: int | None) -> None:
@@ -159,6 +191,39 @@ def bench_drill() -> None:
         print(done.stderr.strip()[-500:])
 
 
+def bench_cli(workloads: int, pools: int, seed: int) -> None:
+    """`hybridctl failover site-lost SITE` as a new process, from a state that applied the fleet's plan."""
+    import tempfile
+
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import plan
+    from hybridctl.drivers.state import StateStore
+    from inventory_gen import to_yaml
+
+    with tempfile.TemporaryDirectory(prefix="hctl-failover-cli-") as scratch:
+        root = Path(scratch)
+        (root / "inventory.yaml").write_text(to_yaml(generate(workloads, pools, seed)), encoding="utf-8")
+        inventory = load_inventory(root / "inventory.yaml").inventory
+        base = plan(inventory)
+        state = dataclasses.replace(_applied_state(inventory, base), inventory_path=str(root / "inventory.yaml"))
+        store = StateStore(root / "state")
+        store.lock.acquire(command="bench")
+        try:
+            store.write(state)
+        finally:
+            store.lock.release()
+        for site, _ in _busiest_sites(inventory, base, 2):
+            for output in ("markdown", "json", "table"):
+                command = [sys.executable, "-m", "hybridctl", "failover", "site-lost", site, "--state",
+                           str(root / "state"), "--format", output]
+                started = time.perf_counter()
+                done = subprocess.run(command, capture_output=True, check=False, env=dict(os.environ, NO_COLOR="1"))
+                print(f"{workloads:>6} workloads: `hybridctl failover site-lost {site} --format {output}` end to end "
+                      f"{time.perf_counter() - started:.2f} s (exit {done.returncode}, {len(done.stdout):,} bytes out)")
+                if done.returncode not in (0, 1):
+                    print(done.stderr.decode(errors="replace").strip()[-500:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000")
@@ -167,12 +232,15 @@ def main() -> None:
     parser.add_argument("--drill-size", type=int, default=10_000, help="0: skip the fleet drill")
     parser.add_argument("--drill-scenarios", type=int, default=None, help="run an evenly spaced sample of N")
     parser.add_argument("--workers", type=int, default=None, help="default: the CPUs this process may use")
+    parser.add_argument("--cli-size", type=int, default=0, help="0: skip the command end to end")
     args = parser.parse_args()
     for size in (int(s) for s in args.sizes.split(",") if s):
         bench_replan(size, args.pools, args.seed)
     if args.drill_size:
         bench_fleet_drill(args.drill_size, args.pools, args.seed, args.drill_scenarios, args.workers)
     bench_drill()
+    if args.cli_size:
+        bench_cli(args.cli_size, args.pools, args.seed)
 
 
 if __name__ == "__main__":

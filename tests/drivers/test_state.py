@@ -86,6 +86,16 @@ class TestStateFile:
         assert written.lineage  # a new state gets a lineage
         assert store.read() == replace(state, lineage=written.lineage)
 
+    def test_the_file_is_json_indented_as_the_standard_library_writes_it(
+            self, tmp_path: Path, locked_store: Callable[[Path], StateStore]) -> None:
+        # the text is the format (diffs, backups, other tools): written by orjson, it must stay json's bytes,
+        # also for what orjson spells otherwise (exponent floats, non-ASCII) or refuses (an int past 64 bits)
+        plan = {"inventory": "café", "tiny": 1.5e-07, "huge": 2 ** 70, "usd": 1368.75, "nested": [{"b": 1, "a": None}]}
+        written = locked_store(tmp_path).write(State(serial=2, applied_plan=plan, applied_plan_digest="sha256:p"))
+        text = (tmp_path / "state.json").read_text(encoding="utf-8")
+        assert text == json.dumps({**written.to_dict(), "revision": written.revision}, indent=2, sort_keys=True,
+                                  ensure_ascii=False) + "\n"
+
     def test_writing_without_the_lock_is_refused(self, tmp_path: Path) -> None:
         with pytest.raises(RuntimeError, match="lock"):
             StateStore(tmp_path).write(State())

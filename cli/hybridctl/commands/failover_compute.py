@@ -53,13 +53,35 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
                          asset_digests=digests)
 
 
+def failover_of_state(inventory: Inventory, state: State, applied: Callable[[], Plan], events: Sequence[Event], *,
+                      refs: dict[str, BundleRef] | None, public_key: Path | None,
+                      options: FailoverOptions) -> Runbook:
+    """checked_failover from an applied state; `applied` parses the state's applied plan.
+
+    A forked child works out the inventory's digest while the applied plan is parsed (a fleet's: a
+    quarter of a second each), so that it is done before the replan: a child alive through the replan
+    slows it down, since every page the replan writes that the child still shares is copied.
+    """
+    from functools import partial
+
+    from hybridctl.core.plan.costs import inventory_digest
+    from hybridctl.drivers.background import Background
+
+    forking = len(inventory.workloads) >= BACKGROUND_CHECK_PLACEMENTS
+    with Background(partial(inventory_digest, inventory), fork=forking) as digesting:
+        plan = applied()
+        return checked_failover(inventory, plan, events, options=options, base_serial=state.serial,
+                                steps_for=steps_builder(inventory, state, refs, public_key, applied=plan),
+                                digest=digesting.result)
+
+
 # the replan and the runbook are, and a collection between them would walk a fleet's heap (0.1 s, seen)
 @gc_paused
 def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *,
                      steps_for: Callable[[Plan], StepPlan], options: FailoverOptions,
-                     base_serial: int | None = None, digest: str | None = None) -> Runbook:
+                     base_serial: int | None = None, digest: str | Callable[[], str] | None = None) -> Runbook:
     """The failover runbook, its plan checked whole against the disrupted inventory (exit 70 if it breaks a
-    rule). `digest`: the inventory's, when known.
+    rule). `digest`: the inventory's, when known (or a callable that gives it, asked after the replan).
 
     A fleet's failover works out beside the rest what only reads the inputs:
     - while the solver runs (beside.py): the applied plan's steps and its fingerprint (and the replan's
@@ -87,7 +109,7 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting, \
             beside_solver(*beside):
         result = replan(inventory, applied, events, options)
-        digest = digest or digesting.result()
+        digest = digest() if callable(digest) else digest or digesting.result()
     if applied.inventory_digest and applied.inventory_digest != digest:
         # edited since the apply: the work the inventory no longer supports is replanned too, and placements of
         # what it no longer has are dropped (stale.py); the runbook still goes from what was applied

@@ -14,16 +14,17 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 
 from hybridctl.commands.common import check_output_path
-from hybridctl.commands.failover_compute import checked_failover, steps_builder
+from hybridctl.commands.failover_compute import checked_failover, failover_of_state, steps_builder
 from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, Runbook, RunbookKind
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
@@ -65,13 +66,17 @@ def _load_inventory(option: Path | None, state: State) -> Inventory:
     return load_inventory(path).inventory
 
 
-def _applied(state: State, store: StateStore) -> Plan:
-    from hybridctl.core.plan.serialize import plan_from_dict
-
+def _require_applied(state: State, store: StateStore) -> Mapping[str, Any]:
     if not state.applied_plan:
         raise RefusedError(f"nothing is applied in {store.location}: failover replans from the applied plan",
                            hint="apply a plan first (`hybridctl apply`), or rehearse with `hybridctl drill INVENTORY`")
-    return plan_from_dict(dict(state.applied_plan), store.location)
+    return state.applied_plan
+
+
+def _applied(state: State, store: StateStore) -> Plan:
+    from hybridctl.core.plan.serialize import plan_from_dict
+
+    return plan_from_dict(dict(_require_applied(state, store)), store.location)
 
 
 def _emit(runbook: Runbook, output_format: str) -> None:
@@ -245,16 +250,14 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
     store = open_store(state)
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
         current = store.read()
-        applied = _applied(current, store)
+        _require_applied(current, store)
         the_inventory = _load_inventory(inventory, current)
         check_events(events, the_inventory)
         refs = _refs(options, {w.name for w in the_inventory.workloads})
-        runbook = checked_failover(the_inventory, applied, events,
-                                   steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key,
-                                                           applied=applied),
-                                   options=FailoverOptions(move_threshold_usd, time_limit_s),
-                                   base_serial=current.serial)
-        if applied.inventory_digest and applied.inventory_digest != runbook.after.inventory_digest:
+        runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
+                                    public_key=options.bundle_public_key,
+                                    options=FailoverOptions(move_threshold_usd, time_limit_s))
+        if runbook.before.inventory_digest and runbook.before.inventory_digest != runbook.after.inventory_digest:
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
                            "replans the applied placements against the inventory as it is now")
         _emit(runbook, output_format)

@@ -15,6 +15,7 @@ from hybridctl.core.failover.scenario import Scenario, ScenarioError, parse_scen
 from hybridctl.core.failover.serialize import (
     RunbookFileError,
     drill_to_dict,
+    drill_to_json,
     runbook_from_json,
     runbook_to_dict,
     runbook_to_json,
@@ -55,6 +56,12 @@ class TestRunbookFile:
         assert (loaded.kind, loaded.incident, loaded.inventory, loaded.events, loaded.base_serial, loaded.notes) == (
             runbook.kind, runbook.incident, runbook.inventory, runbook.events, 3, runbook.notes)
 
+    def test_the_file_is_json_indented_as_the_standard_library_writes_it(self, fleet) -> None:
+        runbook = link_down(fleet)
+        text = runbook_to_json(runbook)
+        assert text == json.dumps(runbook_to_dict(runbook), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        assert runbook_to_json(runbook) is text  # printed, written to --out and kept with the state: made once
+
     def test_a_step_without_its_digest_is_refused_with_a_way_out(self, fleet) -> None:
         raw = json.loads(runbook_to_json(link_down(fleet)))
         del raw["steps"][0]["digest"]
@@ -85,6 +92,8 @@ class TestDrillFile:
         assert scenario["rto_misses"] == [{"workload": "search", "tier": "fixed", "outage_minutes": 12.0,
                                            "rto_minutes": 10.0}]
         assert scenario["passed"] is False
+        assert drill_to_json(report) == json.dumps(drill_to_dict(report), indent=2, sort_keys=True,
+                                                   ensure_ascii=False) + "\n"
 
 
 class TestScenarioFileLines:

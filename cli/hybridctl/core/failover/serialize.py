@@ -8,7 +8,6 @@ checks every step's digest against its parameters: an edited runbook is refused.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import asdict
 
@@ -22,6 +21,8 @@ from hybridctl.core.failover.runbook import (
     RunbookStep,
     System,
 )
+from hybridctl.core.identitymemo import IdentityMemo
+from hybridctl.core.jsontext import dumps_indented
 from hybridctl.core.plan.serialize import json_object, plan_from_dict, plan_to_dict
 from hybridctl.core.steps import Step, canonical_json
 from hybridctl.errors import HybridctlError
@@ -100,7 +101,13 @@ def runbook_to_dict(runbook: Runbook) -> JsonDict:
 
 
 def runbook_to_json(runbook: Runbook) -> str:
-    return json.dumps(runbook_to_dict(runbook), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """json.dumps(indent=2, sort_keys=True, ensure_ascii=False)'s text. A fleet's runbook holds both of its plans
+    (json's pure-Python indented encoder took 0.7 s over them), and one run may print it, write it to --out and
+    keep it with the state: the last runbooks' texts are kept (runbooks are not changed in place)."""
+    return _texts.get(runbook, lambda r: dumps_indented(runbook_to_dict(r)) + "\n")
+
+
+_texts: IdentityMemo[Runbook, str] = IdentityMemo(2)
 
 
 def _str(raw: Mapping[str, object], key: str) -> str:
@@ -245,4 +252,4 @@ def drill_to_dict(report: DrillReport) -> JsonDict:
 
 
 def drill_to_json(report: DrillReport) -> str:
-    return json.dumps(drill_to_dict(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return dumps_indented(drill_to_dict(report)) + "\n"
