@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import reduce
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hybridctl.core.failover.demand_cache import MovementMemo
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan, replanned_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.checker import SteppedCheck
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.stackconfig import plan_digest, plan_file_digest, remember_digest
 from hybridctl.core.steps import DeployedStep, apply_steps
@@ -132,25 +134,37 @@ def test_work_beside_the_solver_runs_during_a_solve_once_and_the_runbook_is_the_
             baselines.append(bool(solving_now))
         return movements(memo, inventory, demands, placements, **options)
 
+    checked_steps: list[bool] = []  # the applied plan's check, a part at a time
+    step = SteppedCheck.step
+
+    def watched_step(stepped: SteppedCheck) -> bool:
+        checked_steps.append(bool(solving_now))
+        return step(stepped)
+
     monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", 0)
     monkeypatch.setattr(beside, "MIN_COLUMNS", 0)  # the example's models are small
+    monkeypatch.setattr(SteppedCheck, "step", watched_step)
     monkeypatch.setattr(solve, "solving", watched)
     monkeypatch.setattr(runbook_module, "applied_fingerprint", watched_fingerprint)
     monkeypatch.setattr(MovementMemo, "movements", watched_movements)
     assert failover() == alone
     assert fingerprints == [True]  # worked out while a model was solved, and not again for the runbook
     assert baselines == [True]
+    assert checked_steps[0] is True  # its first part at least, beside the solver (the rest may be left for later)
 
 
+@pytest.mark.parametrize("delta_after", [0.0, 2.0], ids=["where-it-differs", "whole"])
 @pytest.mark.parametrize("site", ["dc-frankfurt", "aws-us-east-1"])
 def test_checked_in_a_child_the_failover_plan_is_found_as_broken_as_a_check_here_finds_it(
-        site: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        site: str, delta_after: float, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A placement the replan moved and one it kept, each broken: the child's check finds both, and the command
-    is handed what a check of its own gives."""
+    is handed what a check of its own gives; checked where it differs from the applied plan (the applied plan's
+    check finished in the child) or whole."""
     from hybridctl.commands import failover_compute
     from hybridctl.core.failover import replan as replan_module
-    from hybridctl.core.plan import verify
+    from hybridctl.core.plan import checker_delta, verify
     from hybridctl.core.plan.checker import check_plan
+    from hybridctl.core.plan.checker_delta import check_changes
 
     inventory, base = planned_enterprise()
     state = _applied_state(inventory, base)
@@ -171,6 +185,15 @@ def test_checked_in_a_child_the_failover_plan_is_found_as_broken_as_a_check_here
     monkeypatch.setattr(replan_module, "replan", broken_replan)
     monkeypatch.setattr(verify, "accepted", lambda plan, problems, what: found.append(list(problems)))
     monkeypatch.setattr(failover_compute, "BACKGROUND_CHECK_PLACEMENTS", 0)
+    monkeypatch.setattr(failover_compute, "DELTA_CHECK_AFTER", delta_after)
+    asked = tmp_path / "delta-checks"  # the child's check asks: a file, since a list would be the child's copy
+
+    def counted_check_changes(*args: Any) -> Any:
+        with asked.open("a") as out:
+            out.write("asked\n")
+        return check_changes(*args)
+
+    monkeypatch.setattr(checker_delta, "check_changes", counted_check_changes)
     applied = dataclasses.replace(base)
     failover_compute.checked_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)],
                                       options=FailoverOptions(),
@@ -178,3 +201,4 @@ def test_checked_in_a_child_the_failover_plan_is_found_as_broken_as_a_check_here
     result = broken[-1]
     whole = check_plan(replanned_inventory(result), result.after)
     assert len(whole) == 2 and sorted(found[-1]) == sorted(whole)
+    assert (asked.read_text().count("asked") if asked.exists() else 0) == (delta_after == 0.0)

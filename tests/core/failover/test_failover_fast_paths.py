@@ -112,3 +112,22 @@ def test_the_delta_a_replan_remembers_is_the_one_found_by_identity() -> None:
         assert [id(p) for p in found.removed] == [id(p) for p in by_identity.removed], scenario.name
         assert [id(p) for p in found.added] == [id(p) for p in by_identity.added], scenario.name
     assert remembered  # the replans' own deltas were read
+
+
+@pytest.mark.parametrize("placed_count", [3, 40])
+def test_the_placed_work_merged_among_the_pinned_is_in_the_planners_order(placed_count: int) -> None:
+    """Both ways of merging (a few placements put in, or the two runs sorted) give sorted(): ties keep the
+    pinned placement first, so that a placement the replan kept as it was stays where it was."""
+    from hybridctl.core.failover.scope import _PLACEMENT_ORDER, _merged
+    from hybridctl.core.plan.model import Placement
+
+    def placement(workload: str, pool: str) -> Placement:
+        return Placement(workload, "fixed", "dc-a", pool, 1, 1, 1.0, demand=workload)
+
+    pinned = sorted((placement(f"w-{n:03}", f"p-{n % 7}") for n in range(0, 200, 2)), key=_PLACEMENT_ORDER)
+    # some placed ones tie with a pinned one (same workload, demand, site and pool): equal, not the same object
+    placed = sorted([placement(f"w-{n:03}", f"p-{n % 7}") for n in range(1, 2 * placed_count, 2)]
+                    + [placement(pinned[5].workload, pinned[5].pool)], key=_PLACEMENT_ORDER)
+    merged = _merged(list(pinned), placed)
+    expected = sorted([*pinned, *placed], key=_PLACEMENT_ORDER)
+    assert len(merged) == len(expected) and all(a is b for a, b in zip(merged, expected, strict=True))

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 from hybridctl.core.plan import beside
-from hybridctl.core.plan.beside import also_beside_solver, beside_solver, solving
+from hybridctl.core.plan.beside import also_beside_solver, beside_solver, in_steps, solving
 from hybridctl.core.plan.planner import plan
 from support.examples import planned_enterprise
 
@@ -94,6 +94,34 @@ def test_a_failing_task_is_dropped_and_the_next_runs() -> None:
     with beside_solver(failing, done.set):
         solving(_solver_waiting_for(done, []), beside.MIN_COLUMNS)  # type: ignore[arg-type]
     assert done.is_set()
+
+
+def test_work_in_steps_runs_a_step_at_a_time_after_the_other_tasks_until_no_step_is_left() -> None:
+    """Each step goes behind the work queued meanwhile (the replan's own): a solve that ends waits for one
+    step at most, and the steps left run beside the next solve."""
+    order: list[str] = []
+    steps_left = [3]
+    first_solve, last_step = threading.Event(), threading.Event()
+
+    def step() -> bool:
+        steps_left[0] -= 1
+        order.append(f"step, {steps_left[0]} left")
+        if not steps_left[0]:
+            last_step.set()
+        return steps_left[0] > 0
+
+    def ending_the_first_solve() -> None:
+        first_solve.set()
+        _join_the_solver()
+
+    with beside_solver(in_steps(step)):
+        also_beside_solver(lambda: order.append("replan's"))
+        also_beside_solver(ending_the_first_solve)
+        solving(_solver_waiting_for(first_solve, []), beside.MIN_COLUMNS)  # type: ignore[arg-type]
+        assert order == ["step, 2 left", "replan's"]
+        solving(_solver_waiting_for(last_step, []), beside.MIN_COLUMNS)  # type: ignore[arg-type]
+        solving(lambda: None, beside.MIN_COLUMNS)
+    assert order == ["step, 2 left", "replan's", "step, 1 left", "step, 0 left"]
 
 
 def test_the_solvers_own_error_reaches_the_caller() -> None:

@@ -148,3 +148,42 @@ def test_only_what_differs_is_checked_again(failover) -> None:
     moved = {p.workload for p in after.placements if id(p) not in kept}
     assert moved and moved <= workloads < set(reference.workloads)
     assert 0 < len(pools) < len(reference.pools)
+
+
+@pytest.mark.parametrize("workloads_per_step", [1, 3, 1000])
+@pytest.mark.parametrize("stepped_first", [0, 2, 99])
+def test_a_check_worked_out_in_steps_is_the_check(workloads_per_step: int, stepped_first: int) -> None:
+    """SteppedCheck (the failover command checks the applied plan a part at a time beside the solver): whatever
+    number of steps was done before result(), the verdict is check()'s, also on a plan with broken parts (the
+    pools' sums and the totals come after every workload's)."""
+    from hybridctl.core.plan.checker import SteppedCheck
+
+    inventory = load_inventory(EXAMPLES / "enterprise").inventory
+    base = plan(inventory)
+    _, broken = _placement_repriced(inventory, base)
+    broken = dataclasses.replace(broken, unplaced=(*broken.unplaced, Unplaced("ghost", "no pool", 1, "fixed", "ghost")))
+    for p in (base, broken):
+        stepped = SteppedCheck(inventory, p, workloads_per_step)
+        for _ in range(stepped_first):
+            stepped.step()
+        assert stepped.progress == min(stepped_first, stepped.steps) / stepped.steps
+        whole = check(inventory, p)
+        assert stepped.result() == whole and stepped.progress == 1.0
+        assert stepped.step() is False  # nothing left
+
+
+def test_a_step_that_fails_leaves_the_check_to_result_where_it_fails_again(monkeypatch) -> None:
+    from hybridctl.core.plan import checker
+    from hybridctl.core.plan.checker import SteppedCheck
+
+    inventory = load_inventory(EXAMPLES / "enterprise").inventory
+    base = plan(inventory)
+    stepped = SteppedCheck(inventory, base, 2)
+    monkeypatch.setattr(checker._Rules, "_workload", lambda *args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        stepped.step()
+    assert stepped.step() is False
+    with pytest.raises(ZeroDivisionError):
+        stepped.result()  # checked whole: the error is raised where the verdict is asked for
+    monkeypatch.undo()
+    assert stepped.result() == check(inventory, base)

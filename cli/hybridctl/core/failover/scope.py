@@ -198,8 +198,12 @@ class Scope:
 
 
 def _merged(pinned: list[Placement], placed: Sequence[Placement]) -> tuple[Placement, ...]:
-    """sorted([*pinned, *placed]) in the planner's order, both being in that order already: the few placed
-    ones are put in among a fleet's pinned ones instead of sorting them all again (ties keep pinned first)."""
+    """sorted([*pinned, *placed]) in the planner's order, both being in that order already (ties keep pinned
+    first): a few placed ones are put in among a fleet's pinned ones instead of sorting them all again. Each
+    costs a shift of the list: past a tenth of it (a lost data centre's 2,900 among 11,700), one sort of the
+    two runs is cheaper (4 ms against 10 ms)."""
+    if len(placed) * 10 > len(pinned):
+        return tuple(sorted([*pinned, *placed], key=_PLACEMENT_ORDER))
     merged = list(pinned)
     for placement in placed:
         insort(merged, placement, key=_PLACEMENT_ORDER)

@@ -52,6 +52,15 @@ def also_beside_solver(task: Task) -> None:
         queue.append(task)
 
 
+def in_steps(step: Callable[[], bool]) -> Task:
+    """A task doing one step of longer work, queued again while `step()` says steps are left: work longer
+    than a solve (a fleet's check) runs a part at a time, each ending soon after the solve it ran beside."""
+    def task() -> None:
+        if step():
+            also_beside_solver(task)
+    return task
+
+
 def solving(run: Callable[[], object], columns: int) -> None:
     """`run()` (a solver's run, which releases the GIL), with queued tasks done here meanwhile."""
     queue = _queued.get()

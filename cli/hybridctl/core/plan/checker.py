@@ -15,7 +15,7 @@ failover plans, each the base plan with a few workloads moved.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
@@ -116,6 +116,49 @@ def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -
     return rules.checked(plan, rules.workloads, rules.pools, None)
 
 
+class SteppedCheck:
+    """check(inventory, plan), worked out a few hundred workloads at a time: step() does the next part (the
+    failover command does them while HiGHS solves: beside.py), and result() does what is left.
+
+    The parts are check()'s own, in its order, so the verdict is check()'s. A step that fails leaves the
+    rest to result(), which then checks the plan whole, where the error belongs.
+    """
+
+    def __init__(self, inventory: Inventory, plan: Plan, workloads_per_step: int = 500) -> None:
+        rules = _Rules(inventory, None)
+        self.inventory, self.plan = inventory, plan
+        self.steps = len(rules.workloads) // workloads_per_step + 1  # a pause after each full part; then the rest
+        self.done = 0
+        self._parts = rules.checking(plan, rules.workloads, rules.pools, None, workloads_per_step)
+        self._result: PlanCheck | None = None
+        self._failed = False
+
+    @property
+    def progress(self) -> float:
+        """The share of the steps done."""
+        return self.done / self.steps
+
+    def step(self) -> bool:
+        """The next part checked; whether parts are left."""
+        if self._result is not None or self._failed:
+            return False
+        try:
+            next(self._parts)
+        except StopIteration as finished:
+            self._result = finished.value
+        except Exception:
+            self._failed = True
+            raise
+        finally:
+            self.done += 1
+        return self._result is None
+
+    def result(self) -> PlanCheck:
+        while self.step():
+            pass
+        return self._result if self._result is not None else check(self.inventory, self.plan)
+
+
 def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: Collection[str],
             pools: Collection[str], memo: PlacementMemo | None = None) -> PlanCheck:
     """check(inventory, plan), given that only the named workloads and pools may judge differently than
@@ -127,6 +170,15 @@ def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: C
 
 _WORKLOAD = attrgetter("workload")
 _POOL = attrgetter("pool")
+
+
+def _finished(parts: Generator[None, None, PlanCheck]) -> PlanCheck:
+    """The check the generator returns, run to its end."""
+    while True:
+        try:
+            next(parts)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 class _PoolSums:
@@ -155,6 +207,11 @@ class _Rules:
     def checked(self, plan: Plan, workloads: Collection[str], pools: Collection[str],
                 known: PlanCheck | None) -> PlanCheck:
         """The named parts judged now, the others as `known` judged them (all of them when nothing is known)."""
+        return _finished(self.checking(plan, workloads, pools, known, None))
+
+    def checking(self, plan: Plan, workloads: Collection[str], pools: Collection[str], known: PlanCheck | None,
+                 workloads_per_step: int | None) -> Generator[None, None, PlanCheck]:
+        """checked(), pausing after each `workloads_per_step` workloads judged (None: never)."""
         placements = plan.placements
         of_workload: dict[str, list[Placement]] = defaultdict(list)
         sums = {name: _PoolSums() for name in (self.pools if known is None else pools) if name in self.pools}
@@ -177,9 +234,15 @@ class _Rules:
             planned[m.workload].append(m.usd_per_month)
         # a full check judges every part in inventory order; a recheck updates the known verdicts, in their order
         by_workload = dict(known.workloads) if known else {}
-        for name in [n for n in workloads if n in self.workloads] if known else self.workloads:
+        names = [n for n in workloads if n in self.workloads] if known else self.workloads
+        left = workloads_per_step or -1  # judged before the next pause (-1: none)
+        for name in names:
             by_workload[name] = self._workload(self.workloads[name], of_workload.get(name, ()), unplaced,
                                                planned.get(name, ()), None if known else sums)
+            left -= 1
+            if not left:
+                yield
+                left = workloads_per_step or -1
         reported = {u.pool: u for u in plan.pools}
         by_pool = dict(known.pools) if known else {}
         for name, pool_sums in sums.items():
