@@ -136,9 +136,9 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
             return check_changes(reference.result(), replanned_inventory(result), result.after).problems
         return check_plan(replanned_inventory(result), result.after)
 
-    # the check first: it takes longest
-    with Background(problems, fork=forking) as checking, \
-            Background(partial(plan_file_digest, result.after), fork=forking) as plan_digesting:
+    # the digest first: the runbook asks for it before the check's result
+    with Background(partial(plan_file_digest, result.after), fork=forking) as plan_digesting, \
+            Background(problems, fork=forking) as checking:
         remember_digest(result.after, plan_digesting.result)
         runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, base_serial=base_serial,
                                       digest=result.after.inventory_digest, fingerprint=fingerprint())
