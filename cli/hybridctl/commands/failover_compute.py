@@ -91,8 +91,8 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     A fleet's failover works out beside the rest what only reads the inputs:
     - while the solver runs (beside.py): the applied plan's steps and its fingerprint (and the replan's
       own: the applied placements' data movements), then the applied plan's check, a part at a time;
-    - in forked children: the inventory's digest, beside the replan (unless given); the failover plan's check
-      and its file digest (its stacks' tag), beside the runbook, which asks for the digest last.
+    - in forked children: the inventory's digest, beside the replan (unless given); the failover plan's file
+      digest (its stacks' tag) and its check, beside the runbook, which asks for the digest last.
 
     The failover plan is checked where it differs from the applied plan (checker_delta.py: the verdict is a
     whole check's) when at least DELTA_CHECK_AFTER of the applied plan's check was done beside the solver;
@@ -115,8 +115,8 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     forking = len(applied.placements) >= BACKGROUND_CHECK_PLACEMENTS
     steps_for = steps_once(steps_for)
     fingerprint = cache(partial(applied_fingerprint, applied))
-    reference = SteppedCheck(inventory, applied)
-    beside = (partial(steps_for, applied), fingerprint, in_steps(reference.step)) if forking else ()
+    reference = SteppedCheck(inventory, applied) if forking else None
+    beside = (partial(steps_for, applied), fingerprint, in_steps(reference.step)) if reference is not None else ()
     with Background(partial(inventory_digest, inventory), fork=forking and digest is None) as digesting, \
             beside_solver(*beside):
         result = replan(inventory, applied, events, options)
@@ -129,11 +129,11 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
             result = dataclasses.replace(replan(inventory, stale.plan, events, options, stale=stale.workloads),
                                          before=applied)
     result = stamped(result, digest)
-    by_delta = reference.progress >= DELTA_CHECK_AFTER
+    by_delta = reference if reference is not None and reference.progress >= DELTA_CHECK_AFTER else None
 
     def problems() -> list[str]:
-        if by_delta:  # the rest of the applied plan's check is done here
-            return check_changes(reference.result(), replanned_inventory(result), result.after).problems
+        if by_delta is not None:  # the rest of the applied plan's check is done here
+            return check_changes(by_delta.result(), replanned_inventory(result), result.after).problems
         return check_plan(replanned_inventory(result), result.after)
 
     # the digest first: the runbook asks for it before the check's result
