@@ -3,13 +3,15 @@
 highspy releases the GIL inside `Highs.run()`, so the solver and Python can use both cores at
 once. The LP of the failover command's largest model (a lost data centre's second pass, 39,000
 columns on a 10,000-workload fleet) takes 0.3 s, while the main thread only waits. Meanwhile it
-has work that the replan's result does not feed: the applied plan's steps and fingerprint
+has work that the replan's result does not feed: the applied plan's steps, fingerprint and check
 (checked_failover), and the applied placements' data movements (replan).
 
 A caller queues such work with `beside_solver(*tasks)`. Each solve of a model of at least
 MIN_COLUMNS then runs queued tasks on this thread, one whole task at a time, while the
 solver runs on another thread, and then waits for the solver. A task left over when the solve
-ends waits for the next one. A task left over when the block ends is dropped.
+ends waits for the next one. A task left over when the block ends is dropped. Work longer than
+a solve goes in steps (`in_steps`: a fleet's check, 500 workloads a step), so that the solve's end
+waits for one step at most.
 
 Tasks are pure, and their results reach the caller through what they memoise. So when a task
 runs makes no difference to any result, and a task that never ran is simply done later, where
