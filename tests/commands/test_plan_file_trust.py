@@ -99,6 +99,9 @@ class TestMalformedPlansNeverCrash:
     @pytest.mark.parametrize(("edit", "named"), [
         (first_placement(replicas="many"), "placements[0].replicas"),
         (first_placement(gpus=2.5), "placements[0].gpus"),
+        # a later part: the index is the list's (the parts of a list are validated in one call)
+        (lambda d: d["placements"][1].update(gpus_per_replica=1.5), "placements[1].gpus_per_replica"),
+        (lambda d: d["pools"][1].update(machines="2"), "pools[1].machines"),
         (lambda d: d.update(placements={}), "placements has the wrong type"),
         (lambda d: d.update(placements=[[1]]), "placements[0]: expected an object"),
         (lambda d: d.update(tiers={"a": 1}), "tiers maps workload names to text"),

@@ -133,17 +133,31 @@ def _build(cls: type[Any], raw: Any, where: str) -> Any:
 
 
 def _parts(cls: type[Any], raw: JsonDict, name: str, source: str) -> tuple[Any, ...]:
-    return tuple(_build(cls, item, f"{source}: {name}[{index}]") for index, item in enumerate(raw[name]))
+    """A list of plan parts, each as _build checks one, in one validation: a fleet's plan holds 15,000
+    placements, and one call each took half as long again."""
+    items = raw[name]
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise PlanFileError(f"{source}: {name}[{index}]: expected an object, got {type(item).__name__}")
+    names = _fields_of(cls)[0]
+    try:
+        return tuple(_adapter(tuple[cls, ...]).validate_json(  # type: ignore[valid-type]
+            json.dumps([{k: v for k, v in item.items() if k in names} for item in items]), strict=True))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where, *field = first["loc"]
+        raise PlanFileError(f"{source}: {name}[{where}].{'.'.join(str(part) for part in field)}: "
+                            f"{first['msg'].lower()} (got {first.get('input')!r})", hint=_PLAN_FILE_HINT) from None
 
 
-def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
+def _adapter(cls: Any) -> TypeAdapter[Any]:
     adapter = _ADAPTERS.get(cls)
     if adapter is None:
         adapter = _ADAPTERS[cls] = TypeAdapter(cls)
     return adapter
 
 
-_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
 
 
 def content_digest(document: JsonDict) -> str:
