@@ -91,10 +91,15 @@ class TestStateFile:
         # the text is the format (diffs, backups, other tools): written by orjson, it must stay json's bytes,
         # also for what orjson spells otherwise (exponent floats, non-ASCII) or refuses (an int past 64 bits)
         plan = {"inventory": "café", "tiny": 1.5e-07, "huge": 2 ** 70, "usd": 1368.75, "nested": [{"b": 1, "a": None}]}
-        written = locked_store(tmp_path).write(State(serial=2, applied_plan=plan, applied_plan_digest="sha256:p"))
+        store = locked_store(tmp_path)
+        written = store.write(State(serial=2, applied_plan=plan, applied_plan_digest="sha256:p"))
         text = (tmp_path / "state.json").read_text(encoding="utf-8")
         assert text == json.dumps({**written.to_dict(), "revision": written.revision}, indent=2, sort_keys=True,
                                   ensure_ascii=False) + "\n"
+        # and read back as json reads it, also what orjson refuses to read (the int past 64 bits, Infinity)
+        plan["far"] = float("inf")
+        written = store.write(replace(written, applied_plan=plan))
+        assert store.read().applied_plan == plan and store.read() == written
 
     def test_writing_without_the_lock_is_refused(self, tmp_path: Path) -> None:
         with pytest.raises(RuntimeError, match="lock"):
