@@ -139,7 +139,7 @@ def _parts(cls: type[Any], raw: JsonDict, name: str, source: str) -> tuple[Any, 
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise PlanFileError(f"{source}: {name}[{index}]: expected an object, got {type(item).__name__}")
-    names = _fields_of(cls)[0]
+    names = frozenset(_fields_of(cls)[0])
     try:
         return tuple(_adapter(tuple[cls, ...]).validate_json(  # type: ignore[valid-type]
             json.dumps([{k: v for k, v in item.items() if k in names} for item in items]), strict=True))
