@@ -51,11 +51,11 @@ def _applied_state(inventory, plan):  # type: ignore[no-untyped-def]
     """The state an apply of `plan` leaves: what it deployed, and the plan's digest."""
     from functools import reduce
 
-    from hybridctl.commands.failover_compute import steps_builder
+    from hybridctl.core.deploy.stackconfig import plan_digest
     from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
-    from hybridctl.core.stackconfig import plan_digest
     from hybridctl.drivers.statemodel import State
     from hybridctl.executor import record_deployed
+    from hybridctl.operations.failover_compute import steps_builder
 
     document = plan_to_dict(plan, plan_file=True)
     copy = plan_from_dict(document)
@@ -72,8 +72,7 @@ def _busiest_sites(inventory, plan, count: int) -> list[tuple[str, int]]:  # typ
 
 
 def bench_replan(workloads: int, pools: int, seed: int) -> None:
-    import hybridctl.commands.failover_compute as compute
-    from hybridctl.commands.failover_compute import failover_of_state
+    import hybridctl.operations.failover_compute as compute
     from hybridctl.core.failover.drill import run_scenario
     from hybridctl.core.failover.events import Event, EventKind
     from hybridctl.core.failover.impact import impacts
@@ -81,6 +80,7 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
     from hybridctl.core.failover.scenario import Scenario
     from hybridctl.core.plan.planner import plan
     from hybridctl.core.plan.serialize import plan_from_dict
+    from hybridctl.operations.failover_compute import failover_of_state
 
     inventory = _fleet(workloads, pools, seed)
     started = time.perf_counter()

@@ -10,7 +10,7 @@ capacity (whole machines in pay-per-use pools), the workload's failure-domain sp
 domain holds more than R - k + 1 of its replicas) and cost ceilings. This is what a careful
 person with a spreadsheet would do, and what the planner must beat.
 
-The result is priced as the plan is, by the core's own costing (pool_usage, data_movements):
+The result is priced as the plan is, by the core's own pricing (pricing/, data_movements):
 committed pools as a constant, pay-per-use pools in whole machines, data once per site.
 """
 
@@ -19,20 +19,21 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from hybridctl.core.eligibility import (
-    Demand,
-    EligibilityIndex,
-    PoolInfo,
-    demands,
-    is_always_on,
-    machines_per_replica,
-    pool_infos,
-    read_usd_per_gb,
-)
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
-from hybridctl.core.plan.costs import data_movements, pool_usage
+from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
 from hybridctl.core.plan.model import Placement
-from hybridctl.core.tiers import TIER_ORDER
+from hybridctl.core.plan.movements import data_movements
+from hybridctl.core.plan.pricing.pools import pool_usage
+from hybridctl.core.plan.pricing.rates import (
+    egress_rates,
+    is_always_on,
+    machines_usd_per_month,
+    read_usd_per_month,
+    replica_cash_usd_per_month,
+    replica_usd_per_month,
+    whole_machines,
+)
+from hybridctl.core.plan.tiers import TIER_ORDER
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class GreedyResult:
 
 def _egress(demand: Demand, site: str, rates: dict[str, float]) -> float:
     passes = demand.workload.data_passes_per_month
-    return sum(d.size_gb * passes * read_usd_per_gb(d, site, rates) for d in demand.remote_datasets)
+    return sum(read_usd_per_month(d, site, passes, rates) for d in demand.remote_datasets)
 
 
 class _Pools:
@@ -69,15 +70,15 @@ class _Pools:
         per_node = pool.gpus_per_node
         if is_always_on(demand.hours):
             short = max(0, demand.gpu_count - self.spare_gpus[pool.index])
-            machines = -(-short // per_node)
+            machines = whole_machines(short, per_node)
             if machines > self.free_machines[pool.index]:
                 return None
-            return machines * per_node * DEFAULT_REALTIME_HOURS * pool.usd_per_gpu_hour if self.cash else \
-                demand.usd_per_replica(pool)
-        machines = machines_per_replica(demand.gpu_count, per_node)
+            return machines_usd_per_month(pool, machines, DEFAULT_REALTIME_HOURS) if self.cash else \
+                replica_usd_per_month(demand, pool)
+        machines = whole_machines(demand.gpu_count, per_node)
         if machines > self.free_machines[pool.index]:
             return None
-        return demand.cash_per_replica(pool) if self.cash else demand.usd_per_replica(pool)
+        return replica_cash_usd_per_month(demand, pool) if self.cash else replica_usd_per_month(demand, pool)
 
     def take(self, demand: Demand, pool: PoolInfo) -> None:
         if pool.committed:
@@ -86,17 +87,17 @@ class _Pools:
         per_node = pool.gpus_per_node
         if is_always_on(demand.hours):
             short = max(0, demand.gpu_count - self.spare_gpus[pool.index])
-            machines = -(-short // per_node)
+            machines = whole_machines(short, per_node)
             self.free_machines[pool.index] -= machines
             self.spare_gpus[pool.index] += machines * per_node - demand.gpu_count
         else:
-            self.free_machines[pool.index] -= machines_per_replica(demand.gpu_count, per_node)
+            self.free_machines[pool.index] -= whole_machines(demand.gpu_count, per_node)
 
 
 def greedy(inventory: Inventory) -> GreedyResult:
     pools: list[PoolInfo] = pool_infos(inventory)
     index = EligibilityIndex(inventory, pools)
-    rates = {s.name: s.egress_usd_per_gb for s in inventory.sites}
+    rates = egress_rates(inventory.sites)
     cash = inventory.policies.cost_model is CostModel.CASH
     room = _Pools(pools, cash)
     rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
@@ -124,7 +125,7 @@ def greedy(inventory: Inventory) -> GreedyResult:
                 if added is None:
                     continue
                 extra = 0.0 if pool.site.name in sites else _egress(demand, pool.site.name, rates)
-                amortized = demand.usd_per_replica(pool)
+                amortized = replica_usd_per_month(demand, pool)
                 if ceiling is not None and spent + amortized + extra > ceiling + 1e-9:
                     continue
                 key = (added + extra, amortized, pool.index)
@@ -141,7 +142,7 @@ def greedy(inventory: Inventory) -> GreedyResult:
             placed += 1
         for p, n in sorted(in_pool.items()):
             placements.append(Placement(demand.workload.name, demand.tier.value, pools[p].site.name, pools[p].name, n,
-                                        n * demand.gpu_count, n * demand.usd_per_replica(pools[p]),
+                                        n * demand.gpu_count, n * replica_usd_per_month(demand, pools[p]),
                                         demand=demand.key, gpus_per_replica=demand.gpu_count,
                                         hours_per_month=demand.hours))
         if placed < demand.replicas:

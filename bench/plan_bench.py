@@ -34,10 +34,11 @@ sys.path.insert(0, str(ROOT / "cli"))
 
 
 def _lp_bound(inventory: object) -> float:
-    from hybridctl.core.eligibility import EligibilityIndex, demands, pool_infos
     from hybridctl.core.inventory.models import Inventory
+    from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
     from hybridctl.core.plan.formulation import formulate
     from hybridctl.core.plan.planner import DEFAULT_MOVE_THRESHOLD_USD
+    from hybridctl.core.plan.pricing.rates import committed_total_usd_per_month
     from hybridctl.core.plan.solve import relaxation_bound
     from hybridctl.core.plan.units import PoolTable, build_units, components
 
@@ -48,7 +49,7 @@ def _lp_bound(inventory: object) -> float:
     ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
     cash = inventory.policies.cost_model.value == "cash"
     # the committed pools are a constant of the cash objective, which the plan's objective includes
-    constant = sum(p.committed_usd_per_month for p in pools) if cash else 0.0
+    constant = committed_total_usd_per_month(pools) if cash else 0.0
     return constant + sum(relaxation_bound(formulate([units[i] for i in group], table, ceilings,
                                                      DEFAULT_MOVE_THRESHOLD_USD, cash=cash))
                           for group in components(units))

@@ -6,7 +6,7 @@ Prints: for the enterprise example and for a seeded synthetic plan (bench/invent
 the time of stack_configs() (median and best of --repeat runs), of diff_stack_configs()
 against an empty and against the same configuration, and of the config encoding the driver
 does (flatten_config); then the import time of `hybridctl.commands.app` in a fresh interpreter
-and whether it (or hybridctl.core.stackconfig) loaded pulumi. Exits 1 if pulumi was imported.
+and whether it (or hybridctl.core.deploy.stackconfig) loaded pulumi. Exits 1 if pulumi was imported.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from hybridctl.core.deploy.stackconfig import stack_configs  # noqa: E402
+from hybridctl.core.deploy.stackdiff import diff_stack_configs  # noqa: E402
 from hybridctl.core.inventory.loader import load_inventory  # noqa: E402
 from hybridctl.core.inventory.models import Inventory  # noqa: E402
 from hybridctl.core.plan.model import Plan  # noqa: E402
 from hybridctl.core.plan.planner import plan  # noqa: E402
-from hybridctl.core.stackconfig import stack_configs  # noqa: E402
-from hybridctl.core.stackdiff import diff_stack_configs  # noqa: E402
 from hybridctl.drivers.pulumi import flatten_config  # noqa: E402
 from hybridctl.paths import inventories_dir  # noqa: E402
 from inventory_gen import generate  # noqa: E402
@@ -99,7 +99,7 @@ def main() -> int:
           f"(solver {synthetic_plan.solver.status}, {len(synthetic_plan.unplaced)} unplaced)")
     report(f"synthetic seed {args.seed}", synthetic, synthetic_plan, args.repeat)
 
-    clean = all([import_check("hybridctl.commands.app"), import_check("hybridctl.core.stackconfig"),
+    clean = all([import_check("hybridctl.commands.app"), import_check("hybridctl.core.deploy.stackconfig"),
                  import_check("hybridctl.drivers.pulumi")])
     return 0 if clean else 1
 

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hybridctl.core.steps import Step, StepGraph, make_step  # noqa: E402
+from hybridctl.core.deploy.steps import Step, StepGraph, make_step  # noqa: E402
 from hybridctl.drivers.lockholder import HOLDER_ENV  # noqa: E402
 from hybridctl.drivers.state import StateStore, open_state  # noqa: E402
 from hybridctl.executor import StepContext, StepOutcome, StepStatus, run_operation  # noqa: E402

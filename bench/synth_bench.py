@@ -33,9 +33,9 @@ def main() -> int:
     import pulumi_kubernetes  # noqa: F401
     print(f"import pulumi, pulumi_aws, pulumi_kubernetes: {time.perf_counter() - began:.2f} s")
 
+    from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.planner import plan
-    from hybridctl.core.stackconfig import plan_digest, stack_configs
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.paths import inventories_dir, stacks_dir

@@ -30,7 +30,7 @@ from enum import StrEnum
 from types import FrameType
 from typing import Protocol
 
-from hybridctl.core.steps import Step, StepGraph
+from hybridctl.core.deploy.steps import Step, StepGraph
 from hybridctl.drivers.state import (
     Deployed,
     JournalEvent,

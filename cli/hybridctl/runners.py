@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hybridctl.core.ansible_inventory import AnsibleInventory
-from hybridctl.core.steps import CLOUD_KINDS, Step, StepKind
+from hybridctl.core.deploy.ansible_inventory import AnsibleInventory
+from hybridctl.core.deploy.steps import CLOUD_KINDS, Step, StepKind
 from hybridctl.errors import PrerequisiteError
 from hybridctl.executor import StepContext, StepOutcome, StepRunner, StepStatus
 

@@ -22,8 +22,9 @@ HYBRIDCTL = [sys.executable, "-m", "hybridctl"]
 EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 
 
-def readme_yaml_blocks() -> list[Any]:
-    text = (ROOT / "README.md").read_text()
+def ci_doc_yaml_blocks() -> list[Any]:
+    """The yaml examples of docs/ci.md, where the README sends its readers for CI."""
+    text = (ROOT / "docs" / "ci.md").read_text()
     return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
 
 
@@ -44,15 +45,15 @@ class TestPreCommit:
             # one file of a split inventory fails on its own (the old hook did this) ...
             alone = run_hook_entry(hook["entry"], ["inventories/enterprise/datasets.yaml"], ROOT)
             assert alone.returncode == 1
-            # ... the directory, as the README's args name it, passes
+            # ... the directory, as the args in docs/ci.md name it, passes
             whole = run_hook_entry(hook["entry"], ["inventories/enterprise"], ROOT)
             assert whole.returncode == 0, whole.stdout + whole.stderr
 
-    def test_the_readme_examples_name_real_hooks_and_no_made_up_rev(self, tmp_path: Path) -> None:
+    def test_the_ci_doc_examples_name_real_hooks_and_no_made_up_rev(self, tmp_path: Path) -> None:
         shutil.copytree(EXAMPLES / "enterprise", tmp_path / "infra" / "inventory")
         ids = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-        configs = [b for b in readme_yaml_blocks() if isinstance(b, dict) and "repos" in b]
-        assert configs, "the README shows a .pre-commit-config.yaml"
+        configs = [b for b in ci_doc_yaml_blocks() if isinstance(b, dict) and "repos" in b]
+        assert configs, "docs/ci.md shows a .pre-commit-config.yaml"
         for config in configs:
             for repo in config["repos"]:
                 if repo["repo"] == "local":
@@ -132,12 +133,12 @@ class TestAction:
         assert done["steps"][step].returncode == 0 and done["steps"][step].stdout == ""
         assert done["gh.log"] == ""
 
-    def test_the_readme_workflow_uses_the_action_with_its_inputs(self) -> None:
+    def test_the_ci_doc_workflow_uses_the_action_with_its_inputs(self) -> None:
         inputs = yaml.safe_load(ACTION.read_text())["inputs"]
-        workflows = [b for b in readme_yaml_blocks() if isinstance(b, dict) and "jobs" in b]
+        workflows = [b for b in ci_doc_yaml_blocks() if isinstance(b, dict) and "jobs" in b]
         uses = [s for w in workflows for job in w["jobs"].values() for s in job["steps"]
                 if "actions/hybridctl" in s.get("uses", "")]
-        assert uses, "the README shows a workflow using .github/actions/hybridctl"
+        assert uses, "docs/ci.md shows a workflow using .github/actions/hybridctl"
         for step in uses:
             assert set(step["with"]) <= set(inputs)
             assert all(name in step["with"] for name, spec in inputs.items() if spec.get("required"))

@@ -106,11 +106,11 @@ class TestEnvironmentProblems:
         for command in (("status",), ("plan", CLOUD_BURST)):
             result = run_cli(*command, "--state", str(tmp_path))
             assert result.code == 1, result.output
-            one_message(result.output, f"{tmp_path}: not a hybridctl state file",
+            one_message(result.output, f"{tmp_path / 'state.json'}: not a hybridctl state file",
                         "applied_plan must be an object or null, not str", "hint: restore it from a backup")
 
     def test_a_bug_is_still_exit_70(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import hybridctl.core.tiers as tiers
+        import hybridctl.core.plan.tiers as tiers
 
         def broken(*_: object) -> None:
             raise KeyError("a bug")

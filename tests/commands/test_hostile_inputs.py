@@ -153,3 +153,24 @@ def test_mutated_examples_never_crash(tmp_path: Path, example: int, seed: int, s
     if result.code != 0:
         assert report["diagnostics"] and all(d["message"] for d in report["diagnostics"])
         assert all(d["line"] for d in report["diagnostics"] if d["code"] not in ("demand-exceeds-capacity",))
+
+
+# A number too long to read (issue 34, finding 8): Python reads an int of at most 4,300 digits, and a value
+# was read before any bound applied, so validate and plan ended with exit 70 and --format json|sarif printed
+# nothing. Now it is a YAML error at its line, in every format.
+@pytest.mark.parametrize("number", ["9" * 5000, "-" + "9" * 4400, "0x" + "f" * 4000, "0o" + "7" * 5000])
+@pytest.mark.parametrize("output_format", ["text", "json", "sarif"])
+def test_a_number_too_long_to_read(tmp_path: Path, number: str, output_format: str) -> None:
+    path = write(tmp_path, BASE + f"    replicas: {number}\n", "long.yaml")
+    line = len(BASE.splitlines()) + 1
+    result = run_cli("validate", str(path), "--format", output_format)
+    assert result.code == 1, result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output
+    if output_format == "json":
+        diagnostic = json.loads(result.stdout)["inventories"][0]["diagnostics"][0]
+        assert diagnostic["line"] == line and f"a number of {len(number):,} characters" in diagnostic["message"]
+    elif output_format == "sarif":
+        assert json.loads(result.stdout)["runs"][0]["results"][0]["locations"]
+    else:
+        assert f"{line}:" in result.output and "a number of" in result.output
+    assert run_cli("plan", str(path), "--state", str(tmp_path / "s")).code == 1

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hybridctl.commands import plan_cmds
+from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.costs import inventory_digest
+from hybridctl.operations import plan as plan_operation
 from support.examples import write
 from support.inproc import run_cli
 from test_validate_revision2 import ERRORS
@@ -26,7 +26,7 @@ def test_an_infeasible_inventory_is_refused_alike_beside_the_planner_or_first(
     inventory = write(tmp_path, text)
     outcomes = []
     for workloads in (10**9, 0):  # checked first; checked in a child beside the planner
-        monkeypatch.setattr(plan_cmds, "BACKGROUND_FEASIBILITY_WORKLOADS", workloads)
+        monkeypatch.setattr(plan_operation, "BACKGROUND_FEASIBILITY_WORKLOADS", workloads)
         out = tmp_path / "plan.json"
         result = run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "state"))
         assert fragment in result.stderr and code in result.stderr, result.stderr
@@ -42,7 +42,7 @@ def test_the_plan_file_records_the_inventory_s_digest_worked_out_beside_the_plan
     expected = inventory_digest(load_inventory(inventory).inventory)
     files = []
     for workloads in (10**9, 0):  # worked out first; worked out in a child beside the planner
-        monkeypatch.setattr(plan_cmds, "BACKGROUND_FEASIBILITY_WORKLOADS", workloads)
+        monkeypatch.setattr(plan_operation, "BACKGROUND_FEASIBILITY_WORKLOADS", workloads)
         out = tmp_path / f"plan-{workloads}.json"
         assert run_cli("plan", str(inventory), "--out", str(out), "--state", str(tmp_path / "state")).code == 0
         assert json.loads(out.read_text())["inventory_digest"] == expected

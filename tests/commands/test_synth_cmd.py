@@ -53,7 +53,7 @@ def test_a_plan_file_needs_its_inventory_and_must_match_it(tmp_path: Path) -> No
 def test_stacks_of_an_earlier_synth_do_not_linger(tmp_path: Path) -> None:
     out = tmp_path / "synth"
     (out / "old-stack" / "kubernetes").mkdir(parents=True)
-    (out / "index.json").write_text(json.dumps({"stacks": [{"stack": "old-stack"}]}))
+    (out / "index.json").write_text(json.dumps({"format": "hybridctl-synth/v1", "stacks": [{"stack": "old-stack"}]}))
     done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert not (out / "old-stack").exists()

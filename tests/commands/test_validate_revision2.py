@@ -115,14 +115,16 @@ workloads:
 
 
 class TestUnplacedExitCodes:
-    def test_fixed_tier_unplaced_fails_and_the_plan_is_still_written(self, tmp_path: Path) -> None:
+    def test_fixed_tier_unplaced_fails_and_no_plan_file_is_written(self, tmp_path: Path) -> None:
+        """As Terraform's plan does when it errors: apply would refuse the file for the same reason (issue 34)."""
         path = write(tmp_path, UNPLACED.replace("REPLICAS", "3"))
         out = tmp_path / "plan.json"
         result = run_cli("plan", str(path), "--out", str(out), "--state", str(tmp_path / "s"))
         assert result.code == 1
         assert "1 fixed-tier workload(s) left with 1 replica(s) unplaced: api" in result.stderr
+        assert f"no plan file written to {out}" in " ".join(result.stderr.split()) and not out.exists()
+        assert run_cli("plan", str(path), "--allow-unplaced", "--out", str(out), "--state", str(tmp_path / "s")).code == 0
         assert json.loads(out.read_text())["unplaced"][0]["workload"] == "api"
-        assert run_cli("plan", str(path), "--allow-unplaced").code == 0
 
     def test_other_tiers_fail_only_with_fail_on_unplaced(self, tmp_path: Path) -> None:
         path = write(tmp_path, UNPLACED.replace("REPLICAS", "2"))  # api takes both GPUs, batch waits

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.jsontext import (
     dumps_canonical_ascii,
@@ -25,7 +26,6 @@ from hybridctl.core.jsontext import (
     dumps_indented_utf8,
     dumps_indented_with_digest,
 )
-from hybridctl.core.plan.costs import inventory_digest
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.serialize import (
     content_digest,

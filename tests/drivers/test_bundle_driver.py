@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hybridctl.core.bundle import (
+from hybridctl.core.deploy.bundle import (
     MANIFEST_NAME,
     SIGNATURE_NAME,
     BundleIntegrityError,

@@ -66,6 +66,38 @@ class TestDeletedLockFile:
         assert [r.seq for r in first.journal.records()] == [1]
         first.lock.release()
 
+    def test_deleting_both_lock_files_does_not_let_a_second_run_in(self, tmp_path: Path) -> None:
+        """Issue 34, finding 11: with `lock` and `lock.holder.json` both deleted nothing on disk showed the
+        holder, and a second apply ran beside it. The holder's flock on the state directory still does."""
+        code = textwrap.dedent(f"""
+            import time
+            from pathlib import Path
+            from hybridctl.drivers.state import StateStore
+            store = StateStore(Path({str(tmp_path)!r}))
+            store.lock.acquire(command="apply first")
+            print("locked", flush=True)
+            time.sleep(60)
+        """)
+        first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        try:
+            assert first.stdout is not None and first.stdout.readline().strip() == "locked"
+            (tmp_path / "lock").unlink()
+            (tmp_path / "lock.holder.json").unlink()
+            second = StateStore(tmp_path)
+            with pytest.raises(StateLockedError) as caught:
+                second.lock.acquire(command="apply second")
+            assert caught.value.exit_code == ExitCode.LOCKED and not second.lock.held
+            assert "still running" in caught.value.message and "removed or replaced" in caught.value.message
+            assert "its holder record was removed too" in caught.value.message
+            with pytest.raises(StateLockedError):  # waiting does not help while the first one runs
+                second.lock.acquire(command="apply second", timeout_s=0.5)
+        finally:
+            first.kill()
+            first.wait()
+        recovered = StateStore(tmp_path)
+        recovered.lock.acquire(command="apply second")  # the first is gone: its flocks went with it
+        recovered.lock.release()
+
     def test_the_holder_stops_writing_when_another_process_holds_the_new_lock_file(self, tmp_path: Path) -> None:
         first = StateStore(tmp_path)
         first.lock.acquire(command="apply")
@@ -125,6 +157,33 @@ class TestRecovery:
             master.wait()
             os.environ.pop(HOLDER_ENV, None)
 
+    def test_a_leftover_that_takes_a_while_to_die_is_counted_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Issue 34, finding 13: on a loaded machine a SIGKILLed process can still be there 50 ms later, in the
+        next round, and was counted (and signalled) again: "2 leftovers stopped" for one."""
+        import signal
+
+        import hybridctl.drivers.lockholder as lockholder
+
+        token = uuid.uuid4().hex
+        leftover = subprocess.Popen(["sleep", "600"], env={**os.environ, HOLDER_ENV: token})
+        signalled: list[int] = []
+        real_kill = os.kill
+
+        def slow_to_die(pid: int, signum: int) -> None:
+            if pid == leftover.pid and signum == signal.SIGKILL:
+                signalled.append(pid)  # the signal is "delivered" but the process lives on for now
+                return
+            real_kill(pid, signum)
+
+        monkeypatch.setattr(lockholder.os, "kill", slow_to_die)
+        try:
+            assert lockholder.stop_leftover_processes(token) == 1
+            assert signalled == [leftover.pid]
+        finally:
+            monkeypatch.undo()
+            leftover.kill()
+            leftover.wait()
+
     def test_control_dirs_of_a_run_carry_its_token(self) -> None:
         from hybridctl.drivers.lockholder import control_dir_prefix
 
@@ -137,8 +196,8 @@ class TestRecovery:
 
 class TestStatusView:
     def test_a_holder_on_another_host_is_shown_as_unchecked_not_as_dead(self, tmp_path: Path) -> None:
-        from hybridctl.commands.status_flow import status_document
         from hybridctl.drivers.state import RunRecord
+        from hybridctl.operations.status import status_document
 
         elsewhere = replace(LockHolder.for_this_process("apply plan.json"), host="other.example", pid=4242)
         (tmp_path / "lock.holder.json").write_text(json.dumps(elsewhere.to_dict()))

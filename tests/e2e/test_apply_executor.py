@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hybridctl.core.steps import Step, StepGraph, make_step
+from hybridctl.core.deploy.steps import Step, StepGraph, make_step
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
 from hybridctl.errors import HybridctlError
 from hybridctl.executor import StepContext, StepOutcome, StepRunner, StepStatus, run_operation

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hybridctl.core.bundle import key_id
+from hybridctl.core.deploy.bundle import key_id
 from hybridctl.drivers.bundle import generate_keypair, load_public_key
 from hybridctl.drivers.state import StateStore
 

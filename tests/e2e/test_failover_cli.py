@@ -378,7 +378,7 @@ class TestConfirmation:
 
     @staticmethod
     def gate() -> Any:
-        from hybridctl.core.steps import make_step
+        from hybridctl.core.deploy.steps import make_step
 
         return make_step("confirm/capacity", "runbook-confirm", "confirm: bring capacity into service",
                          {"group": "capacity", "title": "Bring capacity into service", "steps": ["cloud-pools/a"]})
@@ -387,8 +387,8 @@ class TestConfirmation:
         import threading
 
         import typer
-        from hybridctl.commands.failover_flow import _confirm_runner
         from hybridctl.executor import StepContext
+        from hybridctl.operations.failover import _confirm_runner
         from rich.console import Console
 
         asked: list[str] = []

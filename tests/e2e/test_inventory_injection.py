@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hybridctl.core.ansible_inventory import AnsibleInventory
+from hybridctl.core.deploy.ansible_inventory import AnsibleInventory
 from hybridctl.drivers.ansible import SshOptions, run_playbook
 from hybridctl.paths import playbooks_dir
 from hybridctl.runners import write_inventory_file
@@ -114,7 +114,7 @@ def test_unvalidated_values_are_never_evaluated_by_ansible(host_lab: object, tmp
         "hybridctl_site": jinja, "hybridctl_site_kind": jinja, "hybridctl_pool": jinja, "hybridctl_gpu": jinja,
         "hybridctl_tiers": [jinja], "hybridctl_expected_gpus": 0, "hybridctl_failure_domain": jinja,
         "hybridctl_jurisdiction": jinja, "hybridctl_workloads": [jinja],
-        "hybridctl_model_cache_required_gb": 0,
+        "preflight_model_cache_required_gb": 0,
     }
     inventory = AnsibleInventory({host.name: hostvars}, {"hybridctl": (host.name,)})
     path = write_inventory_file(inventory, tmp_path / "ansible")

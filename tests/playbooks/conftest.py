@@ -1,7 +1,7 @@
 """Fixtures for running the real playbooks.
 
 Local runs use ``ansible_connection: local`` with every host rooted at its own directory
-(``hybridctl_root``); they go through the same driver (hybridctl.drivers.ansible) as runs
+(``hybridctl_common_root``); they go through the same driver (hybridctl.drivers.ansible) as runs
 against the real SSH test hosts, so results arrive the same way.
 """
 

@@ -1,7 +1,7 @@
 """Helpers for the playbook tests: signed bundles, local "hosts" under tmp dirs, host state.
 
 Local runs use ``ansible_connection: local`` with every host rooted at its own directory
-(``hybridctl_root``); they go through the same driver (hybridctl.drivers.ansible) as runs
+(``hybridctl_common_root``); they go through the same driver (hybridctl.drivers.ansible) as runs
 against the real SSH test hosts, so results arrive the same way.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from hybridctl.core.bundle import MANIFEST_NAME, SIGNATURE_NAME
+from hybridctl.core.deploy.bundle import MANIFEST_NAME, SIGNATURE_NAME
 from hybridctl.drivers.ansible import PlaybookResult
 from hybridctl.drivers.bundle import create_bundle, sign_bundle
 
@@ -75,7 +75,7 @@ def local_inventory(roots: Mapping[str, Path], host_vars: Mapping[str, Mapping[s
     """Hosts that are directories on this machine, reached with the local connection."""
     return {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, **(group_vars or {})},
-        "hosts": {name: {"hybridctl_root": str(root), **(host_vars or {}).get(name, {})}
+        "hosts": {name: {"hybridctl_common_root": str(root), **(host_vars or {}).get(name, {})}
                   for name, root in roots.items()},
     }}
 

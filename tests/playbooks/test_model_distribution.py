@@ -59,7 +59,7 @@ def runs(base: Path, tmp_path_factory: pytest.TempPathFactory, run_local: RunPla
     host_vars = {
         "resumed": {"hybridctl_bundle_dir": str(bundles.good["v3"])},
         "same": {"hybridctl_bundle_dir": str(bundles.good["v2"])},
-        "full": {"hybridctl_bundle_dir": str(bundles.good["v2"]), "hybridctl_verify_full": True},
+        "full": {"hybridctl_bundle_dir": str(bundles.good["v2"]), "hybridctl_common_verify_full": True},
         "touched": {"hybridctl_bundle_dir": str(bundles.good["v2"])},
         "live_lock": {"hybridctl_bundle_dir": str(bundles.good["v3"])},
         "dead_lock": {"hybridctl_bundle_dir": str(bundles.good["v3"])},
@@ -131,17 +131,22 @@ class TestLock:
         assert not (model_dir(roots["dead_lock"]) / ".sync-owner").exists()
 
 
+# Long enough that, on a loaded machine, the probe's `ansible` run has returned and the test has looked at the
+# held lock before the hold ends (with 1 s, the lock was once gone before the test read it).
+HOLD_S = 6
+
+
 class TestHeldProbe:
     @staticmethod
     def _probe(root: Path, bundle: Path, tmp_path: Path, host_tmp: Path) -> dict[str, object]:
-        """The probe as the action plugin runs it, with hold_s 1, on a host whose temp dir is host_tmp."""
+        """The probe as the action plugin runs it, with hold_s HOLD_S, on a host whose temp dir is host_tmp."""
         manifest = (bundle / "manifest.json").read_bytes()
         files = {f["path"]: f["size_bytes"] for f in json.loads(manifest)["files"]}
         files.update({name: (bundle / name).stat().st_size for name in ("manifest.json", "manifest.sig")})
         arguments = {"phase": "probe", "host": "orphan", "model": MODEL, "version": "v3",
                      "model_dir": str(model_dir(root)), "trust_dir": str(root / "etc/hybridctl/trust"),
                      "manifest_sha256": hashlib.sha256(manifest).hexdigest(), "files": files, "token": "gone",
-                     "artifact_path_pattern": "^[A-Za-z0-9._/-]+$", "hold_s": 1}
+                     "artifact_path_pattern": "^[A-Za-z0-9._/-]+$", "hold_s": HOLD_S}
         common = playbooks_dir() / "roles/hybridctl_common"
         host_tmp.mkdir(exist_ok=True)
         env = {**os.environ, "ANSIBLE_LIBRARY": str(common / "library"), "TMPDIR": str(host_tmp),
@@ -165,7 +170,7 @@ class TestHeldProbe:
         assert json.loads(owner.read_text())["token"] == "gone"
         upload = upload_dir(root, bundle, "v3")
         (upload / "weights/model.safetensors").write_bytes(b"part")  # the copy had begun
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HOLD_S + 20
         while owner.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not owner.exists()  # released after hold_s, not left for the stale-lock takeover

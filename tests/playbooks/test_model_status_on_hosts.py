@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from hosts.lab import HostLab
-from hybridctl.commands.model_versions import check_model_versions
-from hybridctl.core.ansible_inventory import AnsibleInventory
-from hybridctl.core.model_versions import VersionState
+from hybridctl.core.deploy.ansible_inventory import AnsibleInventory
+from hybridctl.core.deploy.model_versions import VersionState
 from hybridctl.drivers.ansible import SshOptions
 from hybridctl.drivers.state import Deployed, State, StateStore
+from hybridctl.operations.model_versions import check_model_versions
 
 from .support import MODEL, Bundles, describe
 from .test_playbooks_on_hosts import run

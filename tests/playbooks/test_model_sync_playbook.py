@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hybridctl.core.bundle import key_id
+from hybridctl.core.deploy.bundle import key_id
 from hybridctl.drivers.ansible import (
     AnsibleEvent,
     EventKind,
@@ -160,7 +160,7 @@ def resyncs(installed: Scenario, tmp_path_factory: pytest.TempPathFactory, run_l
         "damaged": {"hybridctl_bundle_dir": str(bundles.good["v2"])},
         "republished": {"hybridctl_bundle_dir": str(bundles.broken["republished_v2"])},
         "interrupted": {"hybridctl_bundle_dir": str(bundles.good["v3"])},
-        "pruned": {"hybridctl_bundle_dir": str(bundles.good["v3"]), "hybridctl_model_keep_previous": 0},
+        "pruned": {"hybridctl_bundle_dir": str(bundles.good["v3"]), "model_sync_keep_previous": 0},
     }
     return Scenario(roots, run_local("model-sync.yml", roots, host_vars=host_vars))
 
@@ -229,9 +229,9 @@ class TestInterruption:
         assert served_bytes == payload(served)["weights/model.safetensors"]
 
         # A killed run that had already taken the model's lock leaves it behind: it goes stale after
-        # hybridctl_model_lock_stale_s without activity (shortened here), and the next run takes it over.
+        # model_sync_lock_stale_s without activity (shortened here), and the next run takes it over.
         time.sleep(1.5)
-        again = sync(extravars={"hybridctl_model_lock_stale_s": 1})
+        again = sync(extravars={"model_sync_lock_stale_s": 1})
         expected = "activated" if served == "v2" else "unchanged"
         assert again.succeeded and again.host("killed").data["status"] == expected, describe(again)
         directory = model_dir(roots["killed"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from hosts.lab import HostLab, TestHost
-from hybridctl.core.bundle import key_id
+from hybridctl.core.deploy.bundle import key_id
 from hybridctl.drivers.ansible import HostState, PlaybookResult
 from hybridctl.drivers.bundle import load_public_key
 

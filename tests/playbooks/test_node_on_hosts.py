@@ -60,7 +60,7 @@ class TestContainerdMerge:
             (host.root / "etc/containerd/config.toml").write_text(SITE_CONFIG)
         give_runtime(gpu)
         first = run(host_lab, "node.yml", [gpu, bare], {h.name: NODE_VARS for h in (gpu, bare)},
-                    hybridctl_ntp_servers=["ntp1.site.example", "10.0.0.5"])
+                    node_baseline_ntp_servers=["ntp1.site.example", "10.0.0.5"])
         assert first.succeeded, describe(first)
         # chrony loads the site's time servers (chronyd -p: the configuration as chronyd reads it).
         chrony = gpu.exec("chronyd -p").stdout.splitlines()
@@ -93,7 +93,7 @@ class TestContainerdMerge:
         assert first.host(bare.name).state is HostState.CHANGED  # the node files, not containerd
 
         again = run(host_lab, "node.yml", [gpu], {gpu.name: NODE_VARS},
-                    hybridctl_ntp_servers=["ntp1.site.example", "10.0.0.5"])
+                    node_baseline_ntp_servers=["ntp1.site.example", "10.0.0.5"])
         assert again.succeeded and again.host(gpu.name).changed == 0, describe(again)
 
 
@@ -108,9 +108,9 @@ class TestRollingRestart:
         n1, n2, n3 = hosts
         (n2.root / "etc/containerd-unhealthy").touch()
         # Batches [n1, n2] and [n3]: a batch where only some hosts fail must stop the run too.
-        result = run(host_lab, "node.yml", hosts, {h.name: NODE_VARS for h in hosts}, hybridctl_restart_batch=2,
-                     hybridctl_manage_services=True, hybridctl_containerd_health_argv=["systemctl", "is-active",
-                     "containerd"], hybridctl_containerd_health_retries=1, hybridctl_containerd_health_delay_s=0)  # fmt: skip
+        result = run(host_lab, "node.yml", hosts, {h.name: NODE_VARS for h in hosts}, node_baseline_restart_batch=2,
+                     node_baseline_manage_services=True, node_baseline_containerd_health_argv=["systemctl", "is-active",
+                     "containerd"], node_baseline_containerd_health_retries=1, node_baseline_containerd_health_delay_s=0)  # fmt: skip
 
         def restarted(host: TestHost) -> bool:
             return (host.root / "var/log/containerd-restarts").exists()
@@ -155,7 +155,7 @@ class TestNvidiaPackages:
         self, host_lab: HostLab, tmp_path: Path
     ) -> None:
         (host,) = host_lab.start(1, names=["gpu-apt"], gpus={"gpu-apt": FakeGpus(2, container_toolkit=False)})
-        settings = {"hybridctl_nvidia_apt_install": True, "hybridctl_nvidia_apt_repository":
+        settings = {"hybridctl_common_nvidia_apt_install": True, "hybridctl_common_nvidia_apt_repository":
                     toolkit_repository(host, tmp_path)}  # fmt: skip
         host_vars = {host.name: {**NODE_VARS, "hybridctl_expected_gpus": 2}}
         # Refused where the site does not allow installing, and named.

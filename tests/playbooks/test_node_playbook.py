@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hybridctl.core.bundle import key_id
+from hybridctl.core.deploy.bundle import key_id
 from hybridctl.drivers.ansible import HostState, PlaybookResult
 from hybridctl.drivers.bundle import load_public_key
 
@@ -16,7 +16,7 @@ from .support import Bundles, RunPlaybook, describe
 pytestmark = pytest.mark.slow
 
 # Local hosts must not find a containerd the machine running the tests may have.
-NO_CONTAINERD = {"hybridctl_containerd_binary": "containerd-not-installed-here"}
+NO_CONTAINERD = {"node_baseline_containerd_binary": "containerd-not-installed-here"}
 NODE_VARS: dict[str, dict[str, object]] = {
     "fra1": {"hybridctl_site": "dc-frankfurt", "hybridctl_site_kind": "onprem", "hybridctl_pool": "h100-reserved",
              "hybridctl_gpu": "H100", "hybridctl_tiers": ["fixed", "burst"], "hybridctl_expected_gpus": 8,

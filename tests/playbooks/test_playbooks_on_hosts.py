@@ -1,6 +1,6 @@
 """The playbooks against the real SSH test hosts (tests/hosts), through the Ansible driver.
 
-Hosts use the default hybridctl_root (/): files land where they would on a real node, and
+Hosts use the default hybridctl_common_root (/): files land where they would on a real node, and
 the test reads them through each host's root filesystem from outside.
 """
 
@@ -53,7 +53,7 @@ class TestPreflightOnHosts:
                                     gpus={"fra-gpu-01": FakeGpus(8, model="NVIDIA H100 80GB HBM3")})
         result = run(host_lab, "preflight.yml", [gpu, plain],
                      {gpu.name: {"hybridctl_gpu": "H100", "hybridctl_expected_gpus": 8}},
-                     hybridctl_model_cache_required_gb=0.01)
+                     preflight_model_cache_required_gb=0.01)
         assert result.succeeded, describe(result)
         found: dict[str, Any] = dict(result.host(gpu.name).data)
         assert (found["nvidia_smi"], found["gpu_count"], found["driver_version"]) == ("ok", 8, "550.54.15")

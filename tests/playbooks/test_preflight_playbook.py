@@ -42,17 +42,17 @@ def preflight(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook) 
     hung.write_text("#!/bin/sh\nexec sleep 60\n")
     hung.chmod(0o755)
     host_vars: dict[str, dict[str, object]] = {
-        "gpu": {"hybridctl_nvidia_smi": h100, "hybridctl_gpu": "H100", "hybridctl_expected_gpus": 2,
-                "hybridctl_min_driver_version": "535.104", "hybridctl_model_cache_required_gb": 0.001},
-        "cpu": {"hybridctl_nvidia_smi": str(base / "nowhere/nvidia-smi")},
-        "wrong": {"hybridctl_nvidia_smi": h100, "hybridctl_gpu": "L4", "hybridctl_expected_gpus": 4,
+        "gpu": {"preflight_nvidia_smi": h100, "hybridctl_gpu": "H100", "hybridctl_expected_gpus": 2,
+                "hybridctl_min_driver_version": "535.104", "preflight_model_cache_required_gb": 0.001},
+        "cpu": {"preflight_nvidia_smi": str(base / "nowhere/nvidia-smi")},
+        "wrong": {"preflight_nvidia_smi": h100, "hybridctl_gpu": "L4", "hybridctl_expected_gpus": 4,
                   "hybridctl_min_driver_version": "560"},
-        "full": {"hybridctl_nvidia_smi": h100, "hybridctl_model_cache_required_gb": 10**9},
-        "broken": {"hybridctl_nvidia_smi": broken, "hybridctl_gpu": "H100"},
+        "full": {"preflight_nvidia_smi": h100, "preflight_model_cache_required_gb": 10**9},
+        "broken": {"preflight_nvidia_smi": broken, "hybridctl_gpu": "H100"},
         # GPUs planned, but neither driver nor toolkit; its pool's lowest driver comes from the per-pool setting.
-        "bare": {"hybridctl_nvidia_smi": str(base / "nowhere/nvidia-smi"), "hybridctl_expected_gpus": 2,
+        "bare": {"preflight_nvidia_smi": str(base / "nowhere/nvidia-smi"), "hybridctl_expected_gpus": 2,
                  "hybridctl_pool": "a100"},
-        "hung": {"hybridctl_nvidia_smi": str(hung), "hybridctl_nvidia_smi_timeout_s": 1},
+        "hung": {"preflight_nvidia_smi": str(hung), "preflight_nvidia_smi_timeout_s": 1},
     }
     roots = {name: base / name for name in host_vars}
     for name in ("gpu", "wrong"):  # the container toolkit's runtime (a placeholder: nothing runs it)
@@ -61,7 +61,7 @@ def preflight(tmp_path_factory: pytest.TempPathFactory, run_local: RunPlaybook) 
         runtime.write_text("#!/bin/sh\n")
         runtime.chmod(0o755)
     return PreflightRun(roots, run_local("preflight.yml", roots, host_vars=host_vars,
-                                         hybridctl_min_driver_versions={"a100": "535.104"}))
+                                         preflight_min_driver_versions={"a100": "535.104"}))
 
 
 class TestPreflight:

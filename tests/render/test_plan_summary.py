@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hybridctl.core.plan.diff import diff_plans
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport, Unplaced
-from hybridctl.core.plan_summary import cost_parts, objective_note, summarize
+from hybridctl.core.plan.summary import cost_parts, objective_note, summarize
 from hybridctl.render.plan import render_markdown
 from hybridctl.render.plan_summary import summary_rows
 from support.examples import EXAMPLES

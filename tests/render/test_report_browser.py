@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hybridctl.core.plan.diff import diff_plans
 from hybridctl.core.plan.serialize import plan_from_json
-from hybridctl.core.plan_summary import summarize
+from hybridctl.core.plan.summary import summarize
 from hybridctl.render.plan_summary import change_line
 from support.browser import Browser
 from support.examples import EXAMPLES

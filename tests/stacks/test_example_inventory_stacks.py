@@ -8,11 +8,11 @@ from functools import cache
 from typing import Any
 
 import pytest
-from hybridctl.core import stackconfig
+from hybridctl.core.deploy import stackconfig
+from hybridctl.core.deploy.stackconfig import stack_configs
+from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig, StackConfigs
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.planner import plan
-from hybridctl.core.stackconfig import stack_configs
-from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig, StackConfigs
 from hybridctl.drivers.pulumi import flatten_config
 from hybridctl.paths import inventories_dir
 from kueue_crd_schema import errors

@@ -7,7 +7,6 @@ module level, so `hybridctl --help` stays fast; each imports what it needs when 
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import sys
 import threading
@@ -15,7 +14,7 @@ from typing import NoReturn
 
 import typer
 
-from hybridctl import __version__
+from hybridctl import __version__, exiting
 from hybridctl.errors import ExitCode, HybridctlError, environment_problem
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in hybridctl, not a user mistake
@@ -70,7 +69,7 @@ def located_message(error: HybridctlError) -> str:
 def render_error(error: HybridctlError) -> None:
     from rich.markup import escape
 
-    from hybridctl.core.diagnostics import InvalidInventoryError
+    from hybridctl.core.inventory.diagnostics import InvalidInventoryError
     from hybridctl.render.console import stderr
 
     console = stderr()
@@ -116,35 +115,16 @@ def run(argv: list[str] | None = None) -> None:
         sys.exit(INTERNAL_ERROR)
 
 
-# The console script's process ends by os._exit once its output is flushed, when the command that ran
-# asked for it (leave_to_exit): the interpreter's own exit would first free a large plan's millions of
-# objects one by one (about a second at 100,000 workloads), to no one's benefit. run() called in
-# process (the tests, CliRunner) never exits that way and keeps nothing.
-_exit_hard = False
-_left_to_exit: list[object] = []
-
-
-def leave_to_exit(*values: object) -> None:
-    """Let the process's end drop `values` instead of freeing them here. Only a command with nothing left
-    to finish at exit calls it (no child, no open file: atexit handlers and finalizers do not run); the
-    console script then ends the process with os._exit. In process, it does nothing."""
-    if _exit_hard:
-        _left_to_exit.extend(values)
-        # what they hold never becomes garbage: the collector, back on, need not walk it
-        gc.freeze()
-
-
 def run_and_exit() -> NoReturn:
     """The console script: run(), then, when the command left its values to the exit, flush the output
     and end the process at once with the exit code run() gave."""
-    global _exit_hard
-    _exit_hard = True
+    exiting.exit_hard = True
     try:
         run()
         code: str | int | None = 0
     except SystemExit as exit_:
         code = exit_.code
-    if not _left_to_exit or not isinstance(code, int) or threading.active_count() > 1:
+    if not exiting.left_to_exit or not isinstance(code, int) or threading.active_count() > 1:
         sys.exit(code)  # the interpreter's own exit (which also waits for any other thread)
     try:
         sys.stdout.flush()

@@ -61,15 +61,23 @@ def apply(
                                       "fenced (`runbook rollback` is the usual way back)."),
     verify_full: bool = typer.Option(False, "--verify-full", help="Model sync re-hashes every installed model "
                                      "version (by default only those whose file metadata changed since verified)."),
+    allow_unplaced: bool = typer.Option(False, "--allow-unplaced", help="Apply even when fixed-tier work is left "
+                                        "unplaced (as `plan --allow-unplaced` accepts it)."),
+    fail_on_unplaced: bool = typer.Option(False, "--fail-on-unplaced", help="Refuse (exit 1) when any workload, "
+                                          "of any tier, is left unplaced."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
-    from hybridctl.commands.apply_flow import run_apply
+    from hybridctl.operations.apply import run_apply
+
+    if allow_unplaced and fail_on_unplaced:
+        raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
 
     code = run_apply(source=source, inventory=inventory, state=state, lock_timeout_s=parse_duration(lock_timeout),
                      auto_approve=auto_approve, skip_cloud=skip_cloud, bundles=bundles,
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
                      parallelism=parallelism, end_failover=end_failover,
-                     allow_machine_removal=allow_machine_removal, verify_full=verify_full)
+                     allow_machine_removal=allow_machine_removal, verify_full=verify_full,
+                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
     if code:
         raise typer.Exit(code)
 
@@ -87,7 +95,7 @@ def status(
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
 ) -> None:
     """Show the applied plan, each site and pool, the last run, and drift."""
-    from hybridctl.commands.apply_flow import run_status
+    from hybridctl.operations.status import run_status
 
     code = run_status(state=state, drift=drift, detailed_exitcode=detailed_exitcode, as_json=output_format is
                       StatusFormat.json, lock_timeout_s=parse_duration(lock_timeout), known_hosts=known_hosts,
@@ -108,7 +116,7 @@ def destroy(
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
 ) -> None:
     """Take down what hybridctl made, in reverse dependency order; journaled and resumable like apply."""
-    from hybridctl.commands.apply_flow import run_destroy
+    from hybridctl.operations.apply import run_destroy
 
     code = run_destroy(site=site, state=state, lock_timeout_s=parse_duration(lock_timeout), auto_approve=auto_approve,
                        skip_cloud=skip_cloud, known_hosts=known_hosts, ssh_key=ssh_key, parallelism=parallelism)

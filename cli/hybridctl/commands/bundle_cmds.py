@@ -49,7 +49,7 @@ def create(
 ) -> None:
     """Write manifest.json (sha256 and size of every file, model, version, source commit, datasets,
     evaluation summary, rollback target). Sign it next with `bundle sign`."""
-    from hybridctl.core.bundle import DatasetDigest
+    from hybridctl.core.deploy.bundle import DatasetDigest
     from hybridctl.drivers.bundle import create_bundle
     from hybridctl.errors import UsageError
 

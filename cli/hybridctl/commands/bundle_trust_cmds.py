@@ -42,12 +42,12 @@ def _run(action: str, extravars: dict[str, str], key: str | None, inventory: Pat
     from rich.markup import escape
     from rich.table import Table
 
-    from hybridctl.commands.apply_flow import locked, open_store, ssh_options
-    from hybridctl.commands.common import site_hosts
     from hybridctl.drivers.ansible import HostState, run_playbook
     from hybridctl.drivers.journal import JournalEvent
     from hybridctl.drivers.state import new_run_id
     from hybridctl.errors import ExitCode, UsageError
+    from hybridctl.operations.common import site_hosts
+    from hybridctl.operations.run import locked, open_store, ssh_options
     from hybridctl.paths import playbooks_dir
     from hybridctl.render.console import stderr, stdout
     from hybridctl.runners import write_inventory_file
@@ -116,7 +116,7 @@ def add(
 ) -> None:
     """Pin a key on every host (next to the keys already trusted). Rotation: add the new key,
     sync bundles signed with it, then remove the old one. Exit 0 when every host has it, 1 otherwise."""
-    from hybridctl.core.bundle import key_id
+    from hybridctl.core.deploy.bundle import key_id
     from hybridctl.drivers.bundle import load_public_key
 
     identifier = key_id(load_public_key(public_key))

@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
-from hybridctl.commands.common import ReportFormat
+from hybridctl.operations.common import ReportFormat
 
 runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
 app.add_typer(runbook_app)
@@ -60,7 +60,7 @@ def failover(
 ) -> None:
     """Replan from the applied plan with the events applied, and print (or --execute) the runbook."""
     from hybridctl.commands.apply_cmds import parse_duration
-    from hybridctl.commands.failover_flow import ExecOptions, run_failover
+    from hybridctl.operations.failover import ExecOptions, run_failover
 
     code = run_failover(
         events, state=state, inventory=inventory, output_format=output_format.value, out=out, execute=execute,
@@ -88,7 +88,7 @@ def drill(
 ) -> None:
     """Tabletop exercise: what each scenario would move, degrade and lose. Exit 1 when a fixed-tier workload
     would lose service or miss its rto_minutes."""
-    from hybridctl.commands.drill_flow import run_drill
+    from hybridctl.operations.drill import run_drill
 
     code = run_drill(inventory, scenario, standard=standard or not scenario, output_format=output_format.value,
                      json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
@@ -109,7 +109,7 @@ def resume(
 ) -> None:
     """Finish an interrupted or failed runbook: steps already done are not run again."""
     from hybridctl.commands.apply_cmds import parse_duration
-    from hybridctl.commands.failover_flow import ExecOptions, run_resume
+    from hybridctl.operations.failover import ExecOptions, run_resume
 
     code = run_resume(state, ExecOptions(auto_approve, skip_cloud, None, None, known_hosts, ssh_key,
                                          parse_duration(lock_timeout), parallelism))
@@ -134,7 +134,7 @@ def rollback(
 ) -> None:
     """Once the site is back: return to the plan that ran before the failover (checks the site first)."""
     from hybridctl.commands.apply_cmds import parse_duration
-    from hybridctl.commands.failover_flow import ExecOptions, run_rollback
+    from hybridctl.operations.failover import ExecOptions, run_rollback
 
     code = run_rollback(state, inventory, dry_run=dry_run, output_format=output_format.value,
                         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts,
@@ -149,7 +149,7 @@ def show(
     output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
 ) -> None:
     """Show the runbook that is unfinished, or else the failover in effect."""
-    from hybridctl.commands.failover_flow import run_show
+    from hybridctl.operations.failover import run_show
 
     code = run_show(state, output_format.value)
     if code:

@@ -29,7 +29,7 @@ def validate(
 
     Exit codes: 0 valid, 1 invalid, 2 usage error (missing path, unreadable file).
     """
-    from hybridctl.core.diagnostics import Diagnostic, InvalidInventoryError
+    from hybridctl.core.inventory.diagnostics import Diagnostic, InvalidInventoryError
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.errors import UsageError
     from hybridctl.render import diagnostics as render

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
-from hybridctl.commands.common import check_output_path, read_plan, write_atomically
+from hybridctl.operations.common import check_output_path, read_plan, write_atomically
 
 
 @app.command()
@@ -19,6 +19,7 @@ def report(
     previous: Path | None = typer.Option(None, "--previous", help="A previous plan file: adds the changes."),
 ) -> None:
     """Write an HTML report of a plan: cost, pools, placement, drill impact, changes. Works offline."""
+    from hybridctl.core.filereader import DOCUMENT_LIMIT, read_utf8
     from hybridctl.errors import UsageError
     from hybridctl.render.console import stderr
     from hybridctl.render.report import drill_view, render_report
@@ -29,12 +30,12 @@ def report(
     view = None
     if drill is not None:
         try:
-            text = drill.read_text(encoding="utf-8")
+            text = read_utf8(drill, DOCUMENT_LIMIT, what="a drill report")
         except FileNotFoundError:
             raise UsageError(f"{drill}: no such drill report",
                              hint="write one with `hybridctl drill INVENTORY --json-out FILE`") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{drill}: cannot read: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"{drill}: cannot read: {exc.strerror or exc}") from None
         view = drill_view(text, str(drill))
     html = render_report(the_plan, drill=view, previous=before, source=str(plan_file),
                          previous_source=str(previous or ""), drill_source=str(drill or ""))

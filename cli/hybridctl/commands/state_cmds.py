@@ -21,8 +21,8 @@ def migrate(
 
     Both states are locked during the copy. The source is left as it was; point --state (or
     HYBRIDCTL_STATE) at the target afterwards."""
-    from hybridctl.commands.apply_flow import open_store
     from hybridctl.drivers.statemigrate import migrate as copy_state
+    from hybridctl.operations.run import open_store
     from hybridctl.render.console import stdout
 
     origin, destination = open_store(source), open_store(target)

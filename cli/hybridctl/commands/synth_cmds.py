@@ -26,14 +26,14 @@ def synth(
                                           "was made from."),
 ) -> None:
     """Render the plan's cloud stacks offline: Kubernetes YAML, AWS resource inputs, an index."""
-    from hybridctl.commands.common import looks_like_plan, read_plan
+    from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
+    from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
+    from hybridctl.core.inventory.digest import inventory_digest
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.costs import inventory_digest
     from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.stackconfig import plan_digest, stack_configs
-    from hybridctl.core.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
+    from hybridctl.operations.common import check_rules, looks_like_plan, read_plan
     from hybridctl.paths import stacks_dir
     from hybridctl.render.console import stderr, stdout
 
@@ -41,15 +41,17 @@ def synth(
     if looks_like_plan(source):
         if inventory is None:
             raise UsageError(f"synth {source} needs --inventory PATH: the inventory the plan was made from")
-        the_plan = read_plan(source)
+        the_plan = read_plan(source, checked=False)  # check_rules below checks it with the inventory
         loaded = load_inventory(inventory).inventory
         if the_plan.inventory_digest != inventory_digest(loaded):
             raise UsageError(f"{source} was made from another inventory: {inventory} has changed since",
                              hint=f"make a new plan: hybridctl plan {inventory} --out {source}")
+        check_rules(the_plan, loaded, source)  # a plan file is untrusted: its stacks are what apply would make
     else:
         loaded = load_inventory(source).inventory
         the_plan = make_plan(loaded)
-    configs = stack_configs(loaded, the_plan)
+    digest = plan_digest(the_plan)
+    configs = stack_configs(loaded, the_plan, digest)
     specs: list[GpuPoolsStackConfig | QueuesStackConfig] = [*configs.gpu_pools, *configs.queues]
     if not specs:
         stdout().print("the plan uses no cloud pool: nothing to synthesize")
@@ -61,7 +63,7 @@ def synth(
     for spec in specs:
         err.print(f"synth {spec.project}/{spec.stack_name}")
         runs.append(synth_stack(spec.project, spec.stack_name, spec.values(), stacks_dir()))
-    index = write_synth(out, runs, plan_digest=plan_digest(the_plan), inventory=loaded.name)
+    index = write_synth(out, runs, plan_digest=digest, inventory=loaded.name)
     count = sum(len(r.resources) for r in runs)
     stdout().print(f"wrote {len(runs)} stack(s), {count} resource(s) to {out} "
                    f"(index: {index}) in {time.perf_counter() - began:.1f}s")

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hybridctl.core.ansible_inventory import ansible_value
+from hybridctl.core.deploy.ansible_inventory import ansible_value
 from hybridctl.drivers import ansible_cleanup as cleanup
 from hybridctl.drivers.ansible_events import (
     FAILURE_STATES,

@@ -1,7 +1,7 @@
 """Bundles on disk: key files, creating, signing and verifying bundle directories.
 
 The decisions (what the manifest says, whether a signature or a file is good) live in
-``hybridctl.core.bundle``; this module only reads and writes files. Private keys are
+``hybridctl.core.deploy.bundle``; this module only reads and writes files. Private keys are
 loaded, used and dropped inside one function: they never reach a log, a repr or an error.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +25,9 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
     load_pem_public_key,
 )
+from pydantic import ValidationError
 
-from hybridctl.core.bundle import (
+from hybridctl.core.deploy.bundle import (
     MANIFEST_NAME,
     RESERVED_NAMES,
     SIGNATURE_NAME,
@@ -46,6 +48,14 @@ from hybridctl.core.bundle import (
     parse_manifest,
     sha256_hex,
     sign_manifest,
+)
+from hybridctl.core.filereader import (
+    KEY_LIMIT,
+    MANIFEST_LIMIT,
+    SIGNATURE_LIMIT,
+    FileRefusedError,
+    describe_mode,
+    read_bounded,
 )
 from hybridctl.drivers.files import atomic_write_bytes
 from hybridctl.errors import ExitCode, Location, UsageError
@@ -88,12 +98,30 @@ def generate_keypair(private_path: Path, public_path: Path, *, passphrase: bytes
 
 def _read_key_file(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_bounded(path, KEY_LIMIT, what=f"a {what} file")
     except FileNotFoundError:
         raise BundleKeyError(f"{what} {path} does not exist",
                              hint="create a key pair with `hybridctl bundle keygen`") from None
+    except FileRefusedError as exc:
+        raise BundleKeyError(exc.message, location=exc.location, hint=exc.hint) from None
     except OSError as exc:
         raise BundleKeyError(f"{what} {path} cannot be read: {exc.strerror}") from None
+
+
+def _read_own_file(bundle_dir: Path, name: str, limit: int) -> bytes:
+    """manifest.json or manifest.sig: a regular file in the bundle directory, never a symbolic link
+    (the bytes verified are the bundle's own), nor a device or a FIFO, and bounded in size.
+    FileNotFoundError when absent; BundleManifestError (refused, exit 4) when not a regular file."""
+    path = bundle_dir / name
+    try:
+        return read_bounded(path, limit, what=f"a bundle's {name}", follow_symlinks=False,
+                            hint=f"a bundle's {name} is a regular file in the bundle directory, never a link: "
+                                 "copy the bundle again, or recreate it with `hybridctl bundle create`")
+    except FileRefusedError as exc:
+        raise BundleManifestError(exc.message, location=exc.location, hint=exc.hint) from None
+    except IsADirectoryError:
+        raise BundleManifestError(f"{path}: a directory, not a regular file", location=Location(str(path)),
+                                  hint="copy the bundle again, or recreate it with `hybridctl bundle create`") from None
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
@@ -126,8 +154,14 @@ def _load_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey
 
 
 def file_sha256(path: Path) -> str:
+    """The SHA-256 of a regular file, streamed: never through a symbolic link, never a FIFO or a device
+    (swapped in after the caller's check: the open does not block, and what was opened is checked)."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(descriptor, "rb") as handle:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"{path}: {describe_mode(mode)}, not a regular file", location=Location(str(path)))
         while chunk := handle.read(_CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
@@ -199,11 +233,20 @@ def create_bundle(bundle_dir: Path, *, model: str, version: str, source_commit: 
                                   files=tuple(sorted(files, key=lambda f: f.path)),
                                   datasets=tuple(sorted(datasets, key=lambda d: d.name)),
                                   evaluation=dict(evaluation or {}), rollback_to=rollback_to)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise UsageError(f"cannot create the manifest: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        shown = first.get("input")
+        option = _CREATE_OPTIONS.get(field.split(".")[0], "value")
+        raise UsageError(f"cannot create the manifest: {field} {shown!r}: {first['msg'].removeprefix('Value error, ')}",
+                         hint=f"pass another {option}") from None
     (bundle_dir / SIGNATURE_NAME).unlink(missing_ok=True)
     atomic_write_bytes(bundle_dir / MANIFEST_NAME, canonical_manifest_bytes(manifest))
     return manifest
+
+
+_CREATE_OPTIONS = {"model": "--model", "version": "--version", "source_commit": "--source-commit",
+                   "datasets": "--dataset", "evaluation": "--metric", "rollback_to": "--rollback-to"}
 
 
 class ManifestMissingError(BundleManifestError):
@@ -215,7 +258,7 @@ class ManifestMissingError(BundleManifestError):
 def read_manifest(bundle_dir: Path) -> tuple[bytes, BundleManifest]:
     path = bundle_dir / MANIFEST_NAME
     try:
-        data = path.read_bytes()
+        data = _read_own_file(bundle_dir, MANIFEST_NAME, MANIFEST_LIMIT)
     except FileNotFoundError:
         raise ManifestMissingError(f"{bundle_dir} has no {MANIFEST_NAME}", location=Location(str(bundle_dir)),
                                   hint="create it with `hybridctl bundle create`") from None
@@ -258,7 +301,11 @@ def check_bundle(bundle_dir: Path, public_key_path: Path) -> BundleVerification:
     _require_dir(bundle_dir)
     public_key = load_public_key(public_key_path)
     try:
-        manifest_bytes = (bundle_dir / MANIFEST_NAME).read_bytes()
+        manifest_bytes = _read_own_file(bundle_dir, MANIFEST_NAME, MANIFEST_LIMIT)
+        try:
+            signature: bytes | None = _read_own_file(bundle_dir, SIGNATURE_NAME, SIGNATURE_LIMIT)
+        except FileNotFoundError:
+            signature = None
     except FileNotFoundError:
         return BundleVerification(
             str(bundle_dir), key_fingerprint(public_key), SignatureStatus.NOT_CHECKED,
@@ -266,10 +313,9 @@ def check_bundle(bundle_dir: Path, public_key_path: Path) -> BundleVerification:
                                                location=Location(str(bundle_dir)),
                                                hint="this is not a bundle, or its copy is incomplete"),
         )
-    try:
-        signature: bytes | None = (bundle_dir / SIGNATURE_NAME).read_bytes()
-    except FileNotFoundError:
-        signature = None
+    except BundleManifestError as exc:
+        return BundleVerification(str(bundle_dir), key_fingerprint(public_key), SignatureStatus.NOT_CHECKED,
+                                  manifest_error=exc)
     verification = check_signature(str(bundle_dir), manifest_bytes, signature, public_key)
     if verification.manifest is None:
         return verification

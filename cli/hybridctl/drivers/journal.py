@@ -4,12 +4,15 @@ Two stores keep it: `Journal`, a file of JSON lines fsynced as they are written 
 state directory), and the PostgreSQL backend's table (pgstate.py). Both are `JournalBase`.
 
 Only the state lock's holder appends, and a writer proves it before each record (`guard`):
-one that lost the lock is refused. A record torn by a power cut can only be the last line;
-readers skip it, and the next append starts on a fresh line.
+one that lost the lock is refused. A record torn by a power cut can only be the last line, and
+unterminated: readers skip it, and the next append cuts it off before writing. Any other line that
+is not a record (damage, binary data, a record of the wrong shape) is an error naming the line:
+a journal read past such a line would resume steps as if they had never run, or never finished.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -17,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hybridctl.core.filereader import DOCUMENT_LIMIT, read_bounded
 from hybridctl.drivers.lockholder import now_iso
+from hybridctl.errors import HybridctlError, Location
 
-__all__ = ["Journal", "JournalBase", "JournalEvent", "JournalRecord", "journal_problems", "now_iso"]
+__all__ = ["Journal", "JournalBase", "JournalEvent", "JournalFileError", "JournalRecord", "journal_problems", "now_iso"]
 
 
 class JournalEvent:
@@ -55,7 +60,26 @@ class JournalRecord:
 
     @staticmethod
     def from_dict(raw: Mapping[str, Any]) -> JournalRecord:
+        """A record as stored; TypeError unless it is one (every field of its type, none unknown)."""
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"a record is a JSON object, not {type(raw).__name__}")
+        unknown = sorted(set(raw) - _FIELDS.keys())
+        if unknown:
+            raise TypeError(f"unknown field(s) {', '.join(map(repr, unknown))}")
+        for name, kinds in _FIELDS.items():
+            value = raw.get(name)
+            if value is None and name not in _REQUIRED:
+                continue
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                raise TypeError(f"{name} must be {_KIND_WORDS[kinds]}, not {type(value).__name__}")
         return JournalRecord(**raw)
+
+
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "seq": int, "time": str, "run": str, "event": str, "step": str, "key": str, "summary": str, "error": str,
+    "detail": dict}
+_REQUIRED = frozenset({"seq", "time", "run", "event"})
+_KIND_WORDS: dict[type | tuple[type, ...], str] = {int: "a whole number", str: "text", dict: "an object"}
 
 
 class JournalBase:
@@ -95,20 +119,24 @@ class Journal(JournalBase):
         self._next_seq: int | None = None
 
     def records(self) -> list[JournalRecord]:
-        """Every complete record; a torn last line (a power cut mid-append) is left out."""
+        """Every complete record. A torn last line (a power cut mid-append: unterminated) never counts;
+        any other line that is not a record is an error naming the file and the line."""
         try:
-            data = self.path.read_bytes()
+            data = read_bounded(self.path, DOCUMENT_LIMIT, what="the journal")
         except FileNotFoundError:
             return []
+        lines = data.split(b"\n")
+        tail = lines.pop()  # after the last newline: empty, or a torn record
         records = []
-        for line in data.split(b"\n"):
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
-                records.append(JournalRecord(**raw))
-            except (ValueError, TypeError):
-                continue  # only the unterminated last line can be torn; it never counts
+                records.append(JournalRecord.from_dict(json.loads(line)))
+            except (ValueError, TypeError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+                raise _corrupt(self.path, number, f"not a journal record ({exc})") from None
+        if tail and not _looks_torn(tail):
+            raise _corrupt(self.path, len(lines) + 1, "not a journal record, nor the start of one torn by a power cut")
         return records
 
     def append(self, run: str, event: str, *, step: str | None = None, key: str | None = None,
@@ -122,16 +150,13 @@ class Journal(JournalBase):
         record = JournalRecord(self._next_seq, now_iso(), run, event, step, key, summary, error,
                                dict(detail) if detail else None)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            prefix = b""
             size = os.fstat(descriptor).st_size
-            if size:
-                with open(self.path, "rb") as reader:
-                    reader.seek(size - 1)
-                    if reader.read(1) != b"\n":
-                        prefix = b"\n"  # end a torn line so this record stands on a line of its own
-            os.write(descriptor, prefix + record.to_json().encode() + b"\n")
+            complete = _complete_length(descriptor, size)
+            if complete < size:
+                os.ftruncate(descriptor, complete)  # a torn last record never counted: it goes
+            os.write(descriptor, record.to_json().encode() + b"\n")
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
@@ -145,6 +170,47 @@ class Journal(JournalBase):
 
         atomic_write_text(self.path, "".join(record.to_json() + "\n" for record in records), mode=0o600)
         self._next_seq = None
+
+
+class JournalFileError(HybridctlError):
+    """A journal line that is not a record: the journal is written by hybridctl alone, so it was damaged."""
+
+
+def _corrupt(path: Path, line: int, what: str) -> JournalFileError:
+    return JournalFileError(f"{path}:{line}: {what}", location=Location(str(path), line),
+                            hint="the journal is append-only and written by hybridctl alone: restore it from a backup "
+                                 "(a line torn by a power cut under an older hybridctl may be deleted)")
+
+
+def _looks_torn(tail: bytes) -> bool:
+    """What a power cut mid-append leaves after the last newline: the start of a record (UTF-8, no
+    control characters but the ones JSON escapes never write), or zeros where the file system had
+    grown the file but not written it."""
+    if not tail.strip(b"\0"):
+        return True
+    if not tail.startswith(b"{") or any(byte < 0x20 for byte in tail):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(tail, final=False)  # may stop mid-character
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _complete_length(descriptor: int, size: int) -> int:
+    """Where the last complete line of the file ends (its size, unless a torn record follows it)."""
+    end = size
+    while end > 0:
+        start = max(0, end - _TAIL_CHUNK)
+        chunk = os.pread(descriptor, end - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+_TAIL_CHUNK = 64 * 1024
 
 
 def journal_problems(records: Iterable[JournalRecord]) -> list[str]:

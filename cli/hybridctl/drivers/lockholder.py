@@ -104,27 +104,37 @@ def holder_alive(holder: LockHolder) -> bool | None:
 
 
 def _kill_matching(match: Any) -> int:
-    """SIGKILL every process for which match(proc entry) is true, a few rounds (dying workers fork)."""
+    """SIGKILL every process for which match(proc entry) is true, a few rounds (dying workers fork);
+    how many processes were stopped.
+
+    Each process is counted and signalled once: a process SIGKILLed in one round may still be there in
+    the next (on a loaded machine, or a CPU-throttled container, it has not yet run to its exit), and
+    it is the same process, not a new one. A new process in a later round has a pid (or a start time)
+    not seen before."""
     proc = Path("/proc")
     if not proc.is_dir():
         return 0
-    stopped = 0
+    killed: set[tuple[int, str]] = set()
     for _ in range(3):
         found = 0
         for entry in proc.iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
+            pid = int(entry.name)
             try:
                 if match(entry):
-                    os.kill(int(entry.name), signal.SIGKILL)
+                    identity = (pid, process_start(pid))
+                    if identity in killed:
+                        continue
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(identity)
                     found += 1
             except OSError:
                 continue
-        stopped += found
         if not found:
             break
         time.sleep(0.05)
-    return stopped
+    return len(killed)
 
 
 def control_dir_prefix() -> str:

@@ -34,8 +34,8 @@ from hybridctl.drivers.pgschema import (
     lock_key,
 )
 from hybridctl.drivers.pgurl import StateUrl
-from hybridctl.drivers.state import check_document_name
 from hybridctl.drivers.statelock import LockLostError, set_token_env
+from hybridctl.drivers.statemodel import check_document_name
 from hybridctl.errors import RefusedError, StateLockedError
 
 if TYPE_CHECKING:
@@ -261,7 +261,9 @@ class DatabaseBackend:
                                     self.session.key_params, doing="reading the state")
         if not rows:
             return None, 0
-        return _json(rows[0][0]), _int(rows[0][1])
+        from hybridctl.drivers.state import stored_document
+
+        return stored_document(_json(rows[0][0]), self.location), _int(rows[0][1])
 
     def save(self, document: JsonDict, serial: int, expected_revision: int) -> int:
         params = {**self.session.key_params, "document": json.dumps(document), "serial": serial,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from hybridctl.core.filereader import DOCUMENT_LIMIT, read_bounded, read_utf8
 from hybridctl.core.jsontext import dumps_indented_utf8
 from hybridctl.drivers.files import atomic_write_bytes, atomic_write_text
 from hybridctl.drivers.journal import (
@@ -52,11 +52,14 @@ from hybridctl.drivers.statelock import (
     stop_leftover_processes,
 )
 from hybridctl.drivers.statemodel import (
+    DOCUMENT_DIRS,
+    DOCUMENT_NAME,
     STATE_FORMAT_VERSION,
     Deployed,
     PendingRun,
     RunRecord,
     State,
+    check_document_name,
 )
 from hybridctl.errors import HybridctlError, Location
 
@@ -69,13 +72,26 @@ if TYPE_CHECKING:
     from hybridctl.core.plan.model import Plan
 
 STATE_ENV = "HYBRIDCTL_STATE"
-DATABASE_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_STATE_DIR = Path(".hybridctl") / "state"
 JsonDict = dict[str, Any]
 
 
 class StateFileError(HybridctlError):
     """state.json is unreadable: never silently replaced, since it records what exists."""
+
+
+UNREADABLE_STATE_HINT = "restore it from a backup; hybridctl never overwrites an unreadable state"
+
+
+def stored_document(raw: Any, where: str) -> JsonDict:
+    """A stored state document, which is a JSON object. Anything else (`null`, a list, a number) is
+    refused, never read as "no state yet": the next write would replace the history, what was deployed
+    and the lineage with an empty state."""
+    if not isinstance(raw, dict):
+        shown = "null" if raw is None else f"a JSON {type(raw).__name__}"
+        raise StateFileError(f"not a hybridctl state: it holds {shown}, not an object",
+                             location=Location(where), hint=UNREADABLE_STATE_HINT)
+    return raw
 
 
 # --- the store -----------------------------------------------------------------------------------
@@ -141,8 +157,6 @@ class StateBackend(Protocol):
     def document_names(self) -> list[str]: ...
 
 
-_DOCUMENT_NAME = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]*/)*[A-Za-z0-9][A-Za-z0-9._-]*")
-DOCUMENT_DIRS = ("runbooks",)  # where documents live: a directory of the same name in a state directory
 
 
 def _loads(text: str) -> Any:
@@ -153,12 +167,6 @@ def _loads(text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
-
-
-def check_document_name(name: str) -> str:
-    if not _DOCUMENT_NAME.fullmatch(name) or name.split("/")[0] not in DOCUMENT_DIRS:
-        raise ValueError(f"not a state document name: {name!r}")
-    return name
 
 
 class DirectoryBackend:
@@ -176,22 +184,26 @@ class DirectoryBackend:
         self.journal = Journal(root / "journal.jsonl", guard=self.lock.verify)
 
     def exists(self) -> bool:
-        return self.state_path.is_file()
+        # anything at state.json is a state (load() refuses one that is not a regular file): a FIFO or a
+        # directory there is no "nothing applied yet"
+        return os.path.lexists(self.state_path)
 
     def load(self) -> tuple[JsonDict | None, int]:
         try:
-            text = self.state_path.read_text(encoding="utf-8")
+            data = read_bounded(self.state_path, DOCUMENT_LIMIT, what="the state file")
         except FileNotFoundError:
             return None, 0
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StateFileError(f"{self.state_path}: cannot read: {exc}") from None
         try:
-            raw = _loads(text)
-        except ValueError as exc:
+            raw = _loads(data.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             raise StateFileError(f"not a hybridctl state file ({type(exc).__name__}: {exc})",
-                                 location=Location(str(self.state_path)),
-                                 hint="restore it from a backup; hybridctl never overwrites an unreadable state") from None
-        return raw, int(raw.get("revision", 0)) if isinstance(raw, dict) else 0
+                                 location=Location(str(self.state_path)), hint=UNREADABLE_STATE_HINT) from None
+        document = stored_document(raw, str(self.state_path))
+        revision = document.get("revision", 0)
+        if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
+            raise StateFileError(f"not a hybridctl state file: revision {revision!r} is not a whole number",
+                                 location=Location(str(self.state_path)), hint=UNREADABLE_STATE_HINT)
+        return document, revision
 
     def save(self, document: JsonDict, serial: int, expected_revision: int) -> int:
         del serial
@@ -210,7 +222,7 @@ class DirectoryBackend:
 
     def read_document(self, name: str) -> str | None:
         try:
-            return (self.root / check_document_name(name)).read_text(encoding="utf-8")
+            return read_utf8(self.root / check_document_name(name), DOCUMENT_LIMIT, what="a state document")
         except FileNotFoundError:
             return None
 
@@ -222,7 +234,7 @@ class DirectoryBackend:
 
     def document_names(self) -> list[str]:
         return sorted(str(p.relative_to(self.root)) for d in DOCUMENT_DIRS for p in (self.root / d).rglob("*")
-                      if p.is_file() and not p.name.startswith(".") and _DOCUMENT_NAME.fullmatch(p.name))
+                      if p.is_file() and not p.name.startswith(".") and DOCUMENT_NAME.fullmatch(p.name))
 
 
 class StateStore:
@@ -260,7 +272,8 @@ class StateStore:
         raw, revision = self.backend.load()
         if raw is None:
             return State()
-        where = self.location
+        # a state directory's file, by its path (a field's message names the file and the field)
+        where = str(self.state_path) if isinstance(self.backend, DirectoryBackend) else self.location
         try:
             if raw.get("format_version") != STATE_FORMAT_VERSION:
                 raise StateFileError(f"{where}: state format {raw.get('format_version')!r} is not "
@@ -269,9 +282,10 @@ class StateStore:
             return replace(State.from_dict(raw), revision=revision)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             noun = "state file" if isinstance(self.backend, DirectoryBackend) else "state document"
-            raise StateFileError(f"not a hybridctl {noun} ({type(exc).__name__}: {exc})",
-                                 location=Location(where),
-                                 hint="restore it from a backup; hybridctl never overwrites an unreadable state") from None
+            # State.from_dict's ValueError names the field and what is wrong with it; others, their type too
+            reason = f": {exc}" if type(exc) is ValueError else f" ({type(exc).__name__}: {exc})"
+            raise StateFileError(f"not a hybridctl {noun}{reason}",
+                                 location=Location(where), hint=UNREADABLE_STATE_HINT) from None
 
     def write(self, state: State) -> State:
         if not self.lock.held:
@@ -317,7 +331,11 @@ class StateStore:
 
 
 def is_database_url(text: str) -> bool:
-    return text.startswith(DATABASE_SCHEMES)
+    """--state names a database (or is a mistyped URL, which StateUrl.parse refuses), not a directory:
+    anything with a URL scheme (`word:/`, any case, spaces around it or not) is parsed as a URL."""
+    from hybridctl.drivers.pgurl import looks_like_url
+
+    return looks_like_url(text)
 
 
 def _chosen(option: str | Path | None, env: Mapping[str, str]) -> str:
@@ -364,8 +382,10 @@ def applied_plan(state_dir: str | Path | None, env: Mapping[str, str] | None = N
     """The plan the state says is applied, if any (`plan` diffs cloud changes against it)."""
     from hybridctl.core.plan.serialize import plan_from_dict
 
-    raw = open_state(state_dir, env).read().applied_plan
-    return plan_from_dict(dict(raw), "the applied plan in the state") if raw is not None else None
+    store = open_state(state_dir, env)
+    raw = store.read().applied_plan
+    where = str(store.state_path) if isinstance(store.backend, DirectoryBackend) else store.location
+    return plan_from_dict(dict(raw), f"{where}: applied_plan") if raw is not None else None
 
 
 def new_run_id() -> str:

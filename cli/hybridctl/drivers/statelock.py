@@ -8,6 +8,8 @@ is stopped.
 A flock guards an inode, not a name. If `lock` is deleted or replaced while a run holds it, a
 second run would lock a new file and believe itself alone. So the lock is not trusted on the
 flock alone:
+- the state directory itself is flocked too: with both `lock` and `lock.holder.json` deleted,
+  nothing else on disk shows a live holder, but its flock on the directory still does;
 - after taking the flock, the file at `lock` must still be the inode we locked;
 - a holder record naming a process that still runs (same pid, same start time) means the
   lock file was tampered with: the second run refuses rather than recover a live holder;
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from hybridctl.core.filereader import SMALL_RECORD_LIMIT, FileRefusedError, read_bounded
 from hybridctl.drivers.files import atomic_write_text
 from hybridctl.drivers.lockholder import HOLDER_ENV, LockHolder, holder_alive, stop_leftover_processes
 from hybridctl.errors import HybridctlError, StateLockedError
@@ -41,8 +44,8 @@ class LockLostError(HybridctlError):
 
 def _read_holder(path: Path) -> LockHolder | None:
     try:
-        return LockHolder.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError):
+        return LockHolder.from_dict(json.loads(read_bounded(path, SMALL_RECORD_LIMIT, what="the lock holder record")))
+    except (OSError, ValueError, RecursionError, FileRefusedError):
         return None
 
 
@@ -53,6 +56,29 @@ def _same_file(descriptor: int, path: Path) -> bool:
         return False
     mine = os.fstat(descriptor)
     return (mine.st_dev, mine.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+def _lock_directory(root: Path) -> int | None:
+    """A flock on the state directory itself, held beside the one on `lock`: its descriptor.
+
+    `lock` and `lock.holder.json` can both be deleted while a run holds the lock, and then nothing
+    on disk shows that run to a second one; the directory cannot be deleted or replaced without
+    taking the state with it. BlockingIOError when another run holds it. None where the file system
+    cannot flock a directory (NFS emulates flock with fcntl locks, which need a writable
+    descriptor): there the lock file alone guards the state, as before."""
+    try:
+        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
 def set_token_env(token: str | None) -> str | None:
@@ -73,6 +99,7 @@ class StateLock:
         self.path = root / "lock"
         self.holder_path = root / "lock.holder.json"
         self._fd: int | None = None
+        self._directory: int | None = None  # the state directory, flocked too (see _lock_directory)
         self._me: LockHolder | None = None
         self._saved_env: str | None = None
 
@@ -102,35 +129,49 @@ class StateLock:
         waited = False
         while True:
             descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            orphaned = False  # the lock file was free, but a live run holds the directory: its file was removed
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if not _same_file(descriptor, self.path):
+                    os.close(descriptor)  # `lock` was removed or replaced between open and flock: lock the new one
+                    continue
+                orphaned = True
+                directory = _lock_directory(self.root)
             except BlockingIOError:
                 os.close(descriptor)
                 holder = self.holder()
                 if time.monotonic() >= deadline:
-                    who = holder.describe() if holder else "another process (no holder record yet)"
-                    raise StateLockedError(
-                        f"the state in {self.root} is locked by {who}",
-                        hint="wait for that run to finish, or pass e.g. --lock-timeout 10m to wait for it",
-                    ) from None
+                    raise self._locked_error(holder, orphaned) from None
                 if not waited and on_wait is not None:
                     on_wait(holder)
                 waited = True
                 time.sleep(_LOCK_POLL_S)
                 continue
-            if _same_file(descriptor, self.path):
-                break
-            os.close(descriptor)  # `lock` was removed or replaced between open and flock: lock the new one
+            break
         try:
             stale = self._recover(self.holder())
             me = LockHolder.for_this_process(command)
             atomic_write_text(self.holder_path, json.dumps(me.to_dict(), sort_keys=True) + "\n", mode=0o600)
         except BaseException:
             os.close(descriptor)
+            if directory is not None:
+                os.close(directory)
             raise
-        self._fd, self._me = descriptor, me
+        self._fd, self._me, self._directory = descriptor, me, directory
         self._saved_env = set_token_env(me.token)  # inherited by every process this run starts
         return stale
+
+    def _locked_error(self, holder: LockHolder | None, orphaned: bool) -> StateLockedError:
+        if orphaned:  # only a live process holds a flock: the holder runs, whatever its record says
+            who = holder.describe() if holder else "another run (its holder record was removed too)"
+            return StateLockedError(
+                f"the state in {self.root} is held by {who}, which is still running, but its lock file {self.path} "
+                "was removed or replaced",
+                hint="do not delete the lock files of a running hybridctl; wait for that run to finish (or pass "
+                     "e.g. --lock-timeout 10m to wait for it) and run this command again")
+        who = holder.describe() if holder else "another process (no holder record yet)"
+        return StateLockedError(f"the state in {self.root} is locked by {who}",
+                                hint="wait for that run to finish, or pass e.g. --lock-timeout 10m to wait for it")
 
     def _recover(self, stale: LockHolder | None) -> LockHolder | None:
         """We have the flock: whoever left a holder record should be gone. Check, then clean up after it."""
@@ -184,6 +225,9 @@ class StateLock:
         if self._me is not None and (self.holder() or self._me).token == self._me.token:
             with contextlib.suppress(FileNotFoundError):
                 self.holder_path.unlink()
+        # the directory before the file: a run that then takes the free file finds the directory free too
+        if self._directory is not None:
+            os.close(self._directory)  # closing its only descriptor drops its flock
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
-        self._fd, self._me = None, None
+        self._fd, self._me, self._directory = None, None, None

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hybridctl.drivers.journal import JournalRecord
-from hybridctl.drivers.state import DOCUMENT_DIRS, State, StateStore
+from hybridctl.drivers.state import State, StateStore
+from hybridctl.drivers.statemodel import DOCUMENT_DIRS
 from hybridctl.errors import HybridctlError, RefusedError
 
 # What is the state itself (copied through the backends), not a working file.

@@ -5,6 +5,7 @@ Plain values, read from and written to JSON by whichever backend keeps the state
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,12 +37,15 @@ class RunRecord:
         return data
 
     @staticmethod
-    def from_dict(raw: Mapping[str, Any]) -> RunRecord:
+    def from_dict(raw: Mapping[str, Any], where: str = "history[]") -> RunRecord:
+        raw = _object(raw, where)
         return RunRecord(
-            run_id=str(raw["run_id"]), operation=str(raw["operation"]), status=str(raw["status"]),
-            started_at=str(raw["started_at"]), pid=int(raw.get("pid", 0)), host=str(raw.get("host", "")),
-            target=str(raw.get("target", "")), finished_at=raw.get("finished_at"), summary=str(raw.get("summary", "")),
-            resumed_from=tuple(raw.get("resumed_from", ())),
+            run_id=_text(raw, "run_id", where), operation=_text(raw, "operation", where),
+            status=_text(raw, "status", where), started_at=_text(raw, "started_at", where),
+            pid=_count(raw.get("pid", 0), f"{where}.pid"), host=_text(raw, "host", where, ""),
+            target=_text(raw, "target", where, ""), finished_at=_text(raw, "finished_at", where, None),
+            summary=_text(raw, "summary", where, ""), resumed_from=_texts(raw.get("resumed_from", []),
+                                                                         f"{where}.resumed_from"),
         )  # fmt: skip
 
 
@@ -59,9 +63,10 @@ class PendingRun:
                 "detail": dict(self.detail)}
 
     @staticmethod
-    def from_dict(raw: Mapping[str, Any]) -> PendingRun:
-        return PendingRun(str(raw["operation"]), tuple(raw["run_ids"]), str(raw.get("target", "")),
-                          dict(raw.get("detail", {})))
+    def from_dict(raw: Mapping[str, Any], where: str = "pending") -> PendingRun:
+        raw = _object(raw, where)
+        return PendingRun(_text(raw, "operation", where), _texts(raw.get("run_ids"), f"{where}.run_ids"),
+                          _text(raw, "target", where, ""), _object(raw.get("detail", {}), f"{where}.detail"))
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,11 @@ class Deployed:
                 "applied_at": self.applied_at, "record": dict(self.record)}
 
     @staticmethod
-    def from_dict(raw: Mapping[str, Any]) -> Deployed:
-        return Deployed(str(raw["step_id"]), str(raw["kind"]), str(raw["key"]), raw.get("site"),
-                        str(raw["applied_at"]), dict(raw.get("record", {})))
+    def from_dict(raw: Mapping[str, Any], where: str = "deployed[]") -> Deployed:
+        raw = _object(raw, where)
+        return Deployed(_text(raw, "step_id", where), _text(raw, "kind", where), _text(raw, "key", where),
+                        _text(raw, "site", where, None), _text(raw, "applied_at", where),
+                        _object(raw.get("record", {}), f"{where}.record"))
 
 
 @dataclass(frozen=True)
@@ -125,17 +132,30 @@ class State:
 
     @staticmethod
     def from_dict(raw: Mapping[str, Any]) -> State:
+        """The state a document records; ValueError naming the field when a field is not of its type (the
+        document is read from a file or a database row anyone with access may have changed)."""
+        raw = _object(raw, "the state")
+        if "serial" not in raw:
+            raise ValueError("serial is missing")
+        inventory_path = _text(raw, "inventory_path", "", None)
+        if inventory_path is not None and (not inventory_path or "\0" in inventory_path):
+            raise ValueError(f"inventory_path {inventory_path!r} is not a path")
+        site_kinds = _object(raw.get("site_kinds", {}), "site_kinds")
+        deployed = _object(raw.get("deployed", {}), "deployed")
+        history = raw.get("history", [])
+        if not isinstance(history, list):
+            raise ValueError(f"history must be a list, not {_kind(history)}")
         return State(
-            lineage=str(raw.get("lineage", "")),
-            serial=int(raw["serial"]),
+            lineage=_text(raw, "lineage", "", ""),
+            serial=_count(raw["serial"], "serial"),
             applied_plan=_object_or_none(raw.get("applied_plan"), "applied_plan"),
-            applied_plan_digest=raw.get("applied_plan_digest"),
-            applied_at=raw.get("applied_at"),
-            inventory_path=raw.get("inventory_path"),
-            site_kinds=dict(raw.get("site_kinds", {})),
-            deployed={k: Deployed.from_dict(v) for k, v in raw.get("deployed", {}).items()},
-            pending=PendingRun.from_dict(raw["pending"]) if raw.get("pending") else None,
-            history=tuple(RunRecord.from_dict(r) for r in raw.get("history", ())),
+            applied_plan_digest=_text(raw, "applied_plan_digest", "", None),
+            applied_at=_text(raw, "applied_at", "", None),
+            inventory_path=inventory_path,
+            site_kinds={_checked_text(k, "site_kinds"): _text(site_kinds, k, "site_kinds") for k in site_kinds},
+            deployed={_checked_text(k, "deployed"): Deployed.from_dict(v, f"deployed.{k}") for k, v in deployed.items()},
+            pending=PendingRun.from_dict(raw["pending"]) if raw.get("pending") is not None else None,
+            history=tuple(RunRecord.from_dict(r, f"history[{i}]") for i, r in enumerate(history)),
         )
 
 
@@ -143,3 +163,66 @@ def _object_or_none(value: Any, name: str) -> Mapping[str, Any] | None:
     if value is not None and not isinstance(value, dict):
         raise TypeError(f"{name} must be an object or null, not {type(value).__name__}")
     return value
+
+
+# The fields' types, checked as they are read: a state is read back from a file or a row, and a value of
+# another type would otherwise fail later, far from here (an int path, a serial "7", a list of runs as text).
+_MISSING = object()
+_MAX_COUNT = 2**63 - 1  # what the state's JSON writer (orjson) writes as an int
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _field(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be an object, not {_kind(value)}")
+    return value
+
+
+def _checked_text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be text, not {_kind(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where} holds a lone surrogate ({value!r}), which no file can hold") from None
+    return value
+
+
+def _text(raw: Mapping[str, Any], name: str, where: str, default: Any = _MISSING) -> Any:
+    """raw[name] as text; `default` when absent or null (None allowed), else it is required."""
+    value = raw.get(name)
+    if value is None:
+        if default is _MISSING:
+            raise ValueError(f"{_field(where, name)} is missing")
+        return default
+    return _checked_text(value, _field(where, name))
+
+
+def _texts(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where} must be a list of text, not {_kind(value)}")
+    return tuple(_checked_text(item, f"{where}[{index}]") for index, item in enumerate(value))
+
+
+def _count(value: Any, where: str) -> int:
+    if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+        raise ValueError(f"{where} must be a whole number from 0 to 2^63, not {_kind(value)} {str(value)[:40]}")
+    return value
+
+
+# A state document's name (runbooks/<id>.json): a relative path under one of DOCUMENT_DIRS, no dot-segments.
+DOCUMENT_NAME = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]*/)*[A-Za-z0-9][A-Za-z0-9._-]*")
+DOCUMENT_DIRS = ("runbooks",)  # where documents live: a directory of the same name in a state directory
+
+
+def check_document_name(name: str) -> str:
+    if not DOCUMENT_NAME.fullmatch(name) or name.split("/")[0] not in DOCUMENT_DIRS:
+        raise ValueError(f"not a state document name: {name!r}")
+    return name

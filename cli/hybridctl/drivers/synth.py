@@ -211,7 +211,7 @@ def run_program(program: Callable[[], Mapping[str, Any]], config: Mapping[str, s
 
 
 def synth_stack(project: str, stack: str, values: Mapping[str, object], stacks_root: Path) -> ProgramRun:
-    """One stack of a plan, from the values hybridctl.core.stackconfig maps the plan to."""
+    """One stack of a plan, from the values hybridctl.core.deploy.stackconfig maps the plan to."""
     program = stack_program(project, stacks_root)
     try:
         return run_program(program, config_values(values), project=project, stack=stack)

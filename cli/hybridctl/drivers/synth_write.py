@@ -14,15 +14,19 @@ plan give the same bytes and a pull request shows only what changed.
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from hybridctl.core.filereader import DOCUMENT_LIMIT, FileRefusedError, read_bounded
 from hybridctl.drivers.files import atomic_write_text
 from hybridctl.drivers.synth import ProgramRun, Registered
+from hybridctl.errors import Location, UsageError
 
 FORMAT = "hybridctl-synth/v1"
 K8S_PREFIX = "kubernetes:"
@@ -41,7 +45,9 @@ def _aws_dir(type_token: str) -> str:
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in name)
+    """One path component for a file synth writes: never empty, `.` or `..`, never a separator."""
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in name)
+    return safe if safe.strip(".") else "_" * max(len(safe), 1)
 
 
 def provider_target(resource: Registered) -> dict[str, Any]:
@@ -122,14 +128,14 @@ def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
             obj = k8s_object(r)
             meta = obj.get("metadata", {})
             namespace = meta.get("namespace")
-            parts = [obj["kind"], *([_safe(namespace)] if namespace else []), f"{_safe(meta['name'])}.yaml"]
+            parts = [_safe(str(obj["kind"])), *([_safe(namespace)] if namespace else []), f"{_safe(meta['name'])}.yaml"]
             path = Path("kubernetes", *parts)
             text = _dump_yaml(obj)
             documents.append(text)
             entry.update({"apiVersion": obj["apiVersion"], "kind": obj["kind"], "objectName": meta["name"],
                           **({"namespace": namespace} if namespace else {})})
         else:
-            path = Path("aws") / _aws_dir(r.type) / f"{_safe(r.name)}.json"
+            path = Path("aws") / _safe(_aws_dir(r.type)) / f"{_safe(r.name)}.json"
             text = _dump_json(r.inputs)
         atomic_write_text(root / path, text)
         entry["file"] = f"{run.stack}/{path}"
@@ -143,21 +149,69 @@ def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
 
 
 def write_synth(out: Path, runs: Sequence[ProgramRun], *, plan_digest: str, inventory: str) -> Path:
-    """Replace `out`'s stacks (this run's, and those an earlier index lists) and write the index."""
-    old_index = out / "index.json"
-    if old_index.is_file():
-        try:
-            previous = [s.get("stack", "") for s in json.loads(old_index.read_text()).get("stacks", [])]
-        except (ValueError, AttributeError):
-            previous = []
-        for name in previous:
-            if isinstance(name, str) and name and _safe(name) == name and (out / name).is_dir():
-                shutil.rmtree(out / name)
-    for run in runs:
-        if (out / run.stack).exists():
-            shutil.rmtree(out / run.stack)
+    """Replace `out`'s stacks (this run's, and those an earlier index lists) and write the index.
+
+    Only what synth wrote is removed, and only inside `out`: a stack directory is a single path
+    component of the form synth gives stack names (never `.`, `..` or a path), a real directory (not
+    a symbolic link) directly in `out`, holding only what write_stack writes. An earlier index that
+    is not synth's (another format, unreadable) names nothing to remove."""
+    stale = [name for name in _indexed_stacks(out) if name not in {run.stack for run in runs}]
+    for name in [*stale, *(run.stack for run in runs)]:
+        _remove_stack_dir(out, name, required=name not in stale)
     stacks = [write_stack(out, run) for run in runs]
     index = {"format": FORMAT, "inventory": inventory, "planDigest": plan_digest, "stacks": stacks}
     path = out / "index.json"
     atomic_write_text(path, _dump_json(index))
     return path
+
+
+# A stack name as synth writes it (an inventory's name and a site's or a cluster's, DNS labels):
+# one path component, never `.` or `..`.
+STACK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
+# What write_stack puts in a stack's directory (and what an interrupted atomic write leaves: .*.tmp).
+STACK_ENTRIES = frozenset({"kubernetes", "kubernetes.yaml", "aws", "providers"})
+
+
+def _indexed_stacks(out: Path) -> list[str]:
+    """The stack names an earlier synth's index lists; none when there is no index of synth's."""
+    try:
+        data = read_bounded(out / "index.json", DOCUMENT_LIMIT, what="synth's index.json", follow_symlinks=False)
+        index = json.loads(data)
+    except (OSError, ValueError, RecursionError, FileRefusedError):
+        return []  # not there, or not synth's: it lists nothing synth made
+    if not isinstance(index, dict) or index.get("format") != FORMAT or not isinstance(index.get("stacks"), list):
+        return []
+    names = [s.get("stack") for s in index["stacks"] if isinstance(s, dict)]
+    return [name for name in names if isinstance(name, str) and STACK_NAME.fullmatch(name)]
+
+
+def _remove_stack_dir(out: Path, name: str, *, required: bool) -> None:
+    """Remove `out/name` if it is a stack directory synth wrote. A stale one that is not is left alone;
+    one this run must write is refused (UsageError) rather than written through or deleted."""
+    if not STACK_NAME.fullmatch(name):  # never: this run's names come from the plan's DNS labels
+        raise UsageError(f"synth: {name!r} cannot name a stack directory")
+    path = out / name
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    foreign = _not_synths(path, mode)
+    if foreign is None:
+        shutil.rmtree(path)
+    elif required:
+        raise UsageError(f"--out {out}: {path} {foreign}, so synth will not replace it",
+                         location=Location(str(path)),
+                         hint=f"move {path} away, or write the stacks to another directory (--out)")
+
+
+def _not_synths(path: Path, mode: int) -> str | None:
+    """Why `path` is not a stack directory synth wrote, or None when it is one."""
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(mode):
+        return "is not a directory"
+    others = sorted(p.name for p in path.iterdir()
+                    if p.name not in STACK_ENTRIES and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    if others:
+        return f"holds files synth does not write ({', '.join(others[:3])}{', …' if len(others) > 3 else ''})"
+    return None

@@ -1,12 +1,12 @@
-"""load_plain with the second half of a large YAML file parsed in a forked child (core/yamlsplit.py):
+"""load_plain with the second half of a large YAML file parsed in a forked child (core/inventory/yamlsplit.py):
 about half the parse of a 100,000-workload inventory moves to the second core."""
 
 from __future__ import annotations
 
 from functools import partial
 
-from hybridctl.core.yamlsource import Value, load_plain
-from hybridctl.core.yamlsplit import join_plain, parse_head, parse_tail, split_plain
+from hybridctl.core.inventory.yamlsource import Value, load_plain
+from hybridctl.core.inventory.yamlsplit import join_plain, parse_head, parse_tail, split_plain
 from hybridctl.drivers.background import Background
 
 

@@ -23,8 +23,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hybridctl.core.ansible_inventory import AnsibleInventory, template_context
-from hybridctl.core.steps import Step, StepGraph, StepPlan
+from hybridctl.core.deploy.ansible_inventory import AnsibleInventory, template_context
+from hybridctl.core.deploy.steps import Step, StepGraph, StepPlan
 from hybridctl.executor import RunReport, StepOutcome, StepStatus
 from hybridctl.render.templates import render
 

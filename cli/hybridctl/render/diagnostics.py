@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl import __version__
-from hybridctl.core.diagnostics import Diagnostic, Severity
+from hybridctl.core.inventory.diagnostics import Diagnostic, Severity
 
 FORMAT_VERSION = 1
 

@@ -8,14 +8,14 @@ from rich.console import Console
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan_summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
-from hybridctl.core.showback import CostDimension, CostLine, showback
-from hybridctl.core.tiers import TierDecision
+from hybridctl.core.plan.pricing.showback import CostDimension, CostLine, showback
+from hybridctl.core.plan.summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
+from hybridctl.core.plan.tiers import TierDecision
 from hybridctl.render.listing import print_capped, print_table
 from hybridctl.render.plan_summary import render_summary, usd
 
 if TYPE_CHECKING:
-    from hybridctl.commands.cloud_changes import CloudChanges
+    from hybridctl.core.deploy.stackdiff import CloudChanges
 
 BREAKDOWNS = (CostDimension.tier, CostDimension.type, CostDimension.site, CostDimension.capacity_type)
 

@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan_summary import CostParts, PlanSummary, objective_note
+from hybridctl.core.plan.summary import CostParts, PlanSummary, objective_note
 
 if TYPE_CHECKING:
-    from hybridctl.commands.cloud_changes import CloudChanges
+    from hybridctl.core.deploy.stackdiff import CloudChanges
 
 UNPLACED_LISTED = 3  # the rest are in the Unplaced table below the placements
 LABEL_WIDTH = 11

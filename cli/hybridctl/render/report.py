@@ -15,7 +15,7 @@ from typing import Any
 from hybridctl import __version__
 from hybridctl.core.plan.diff import PlanDiff, diff_plans
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan_summary import objective_note, summarize
+from hybridctl.core.plan.summary import objective_note, summarize
 from hybridctl.errors import HybridctlError
 from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart

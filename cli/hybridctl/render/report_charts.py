@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.showback import IDLE_COMMITTED, NO_TEAM, CostDimension, showback
+from hybridctl.core.plan.pricing.showback import IDLE_COMMITTED, CostDimension, committed_compute, showback
 
 SEGMENT_KINDS = ("committed", "pay_per_use", "data", "idle")
 SEGMENT_LABELS = {"committed": "committed compute", "pay_per_use": "pay-per-use compute", "data": "data movement",
@@ -85,13 +85,9 @@ def _layout(key: str, title: str, amounts: Mapping[str, Mapping[str, float]], no
 def cost_charts(plan: Plan) -> list[StackedBars]:
     """Cost by tier, site and team, from the showback (so each chart adds up to the total): compute
     split into committed and pay-per-use pools, data, and the idle committed cost on a bar of its own."""
-    committed = {p.pool for p in plan.pools if p.committed}
     charts = []
     for dimension in (CostDimension.tier, CostDimension.site, CostDimension.team):
-        in_committed: dict[str, float] = defaultdict(float)
-        for p in plan.placements:
-            if p.pool in committed:
-                in_committed[_key(plan, dimension, p.workload, p.site, p.tier)] += p.usd_per_month
+        in_committed = committed_compute(plan, dimension)
         amounts: dict[str, dict[str, float]] = {}
         for line in showback(plan, dimension):
             if line.key == IDLE_COMMITTED:
@@ -106,13 +102,6 @@ def cost_charts(plan: Plan) -> list[StackedBars]:
                 if "idle committed" in amounts else "")
         charts.append(_layout(dimension.value, f"Cost by {dimension.value}", amounts, note))
     return charts
-
-
-def _key(plan: Plan, dimension: CostDimension, workload: str, site: str, tier: str) -> str:
-    # the keys showback uses for these three dimensions
-    if dimension is CostDimension.team:
-        return plan.teams.get(workload) or NO_TEAM
-    return site if dimension is CostDimension.site else tier
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from hybridctl.core.ansible_inventory import ansible_value
+from hybridctl.core.deploy.ansible_inventory import ansible_value
 from hybridctl.paths import templates_dir
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from hybridctl.core.inventory.loader import Source, load_sources
+from hybridctl.core.inventory.documents import Source
+from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hybridctl.core.eligibility import demands, pool_infos
 from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import disrupt
 from hybridctl.core.failover.drill import drill
@@ -14,9 +13,11 @@ from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.costs import data_movements, pool_usage
+from hybridctl.core.plan.eligibility import demands, pool_infos
+from hybridctl.core.plan.movements import data_movements
 from hybridctl.core.plan.planner import WorkloadFacts, plan
-from hybridctl.core.tiers import classify_workload
+from hybridctl.core.plan.pricing.pools import pool_usage
+from hybridctl.core.plan.tiers import classify_workload
 from hybridctl.paths import inventories_dir
 
 

@@ -110,8 +110,8 @@ class TestRunbooksAreBuilt:
         assert all(r.steps > 0 for r in report.results)  # at least: confirm, then fence the lost site
 
     def test_a_scenario_whose_runbook_cannot_be_built_fails(self, two_sites) -> None:
+        from hybridctl.core.deploy.steps import StepGraphError
         from hybridctl.core.failover.failover import plain_steps
-        from hybridctl.core.steps import StepGraphError
 
         base = plan(two_sites)
         steps = plain_steps(two_sites)

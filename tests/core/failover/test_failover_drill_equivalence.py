@@ -48,6 +48,7 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
     """steps_once hands the runbook and the rollback the steps it built for the same plan, and
     plain_steps reuses the queues of clusters placed the same: the runbooks they give are byte for
     byte those built with every plan's steps derived afresh."""
+    from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
     from hybridctl.core.failover.failover import (
         REHEARSAL_DIGEST,
         plain_steps,
@@ -57,7 +58,6 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
         steps_once,
     )
     from hybridctl.core.failover.serialize import runbook_to_json
-    from hybridctl.core.steps import apply_steps, cloud_stacks
 
     inventory, base, scenarios = enterprise
 
@@ -79,9 +79,9 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
 def test_the_queues_memo_gives_what_stack_configs_gives_for_every_failover_plan(enterprise) -> None:
     """Clusters a failover plan places the same on get the very queues of the applied plan; the others
     are derived again, and every configuration equals the one derived without the memo."""
+    from hybridctl.core.deploy.stackconfig import stack_configs
+    from hybridctl.core.deploy.stackreuse import StackConfigMemo
     from hybridctl.core.failover.replan import replan
-    from hybridctl.core.stackconfig import stack_configs
-    from hybridctl.core.stackreuse import StackConfigMemo
 
     inventory, base, scenarios = enterprise
     memo = StackConfigMemo()
@@ -106,8 +106,8 @@ def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(ent
     (the fixed tier's machines) changes, and the memo must not hand back the applied plan's."""
     import dataclasses
 
-    from hybridctl.core.stackconfig import stack_configs
-    from hybridctl.core.stackreuse import StackConfigMemo
+    from hybridctl.core.deploy.stackconfig import stack_configs
+    from hybridctl.core.deploy.stackreuse import StackConfigMemo
 
     inventory, base, _ = enterprise
     cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}
@@ -124,8 +124,8 @@ def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(ent
 def test_plain_steps_reuses_the_first_plan_s_steps_only_for_a_plan_that_reads_the_same(enterprise) -> None:
     """A plan equal to the first in all that apply's steps read (a scenario that moved nothing) gets the
     first plan's steps; a change to a placement or to a pool's machines gets steps derived afresh."""
+    from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
     from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps
-    from hybridctl.core.steps import apply_steps, cloud_stacks
 
     inventory, base, _ = enterprise
     shared = plain_steps(inventory)

@@ -9,9 +9,9 @@ from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import Replan, replan
 from hybridctl.core.failover.scenario import standard_scenarios
-from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import plan
 from hybridctl.paths import inventories_dir
@@ -27,17 +27,19 @@ def _inventory(name: str) -> Inventory:
 
 
 @pytest.fixture(scope="module", params=[*_EXAMPLES, "synthetic"])
-def replans(request: pytest.FixtureRequest) -> tuple[Inventory, list[Replan]]:
+def replans(request: pytest.FixtureRequest) -> tuple[Inventory, list[Replan], RunMemo]:
+    """A drill's replans: one DemandCache and one RunMemo for all the scenarios."""
     inventory = _inventory(request.param)
     base = plan(inventory)
-    cache = DemandCache()
-    return inventory, [replan(inventory, base, s.events, demand_cache=cache) for s in standard_scenarios(inventory)]
+    cache, memo = DemandCache(), RunMemo()
+    return inventory, [replan(inventory, base, s.events, demand_cache=cache, run_memo=memo)
+                       for s in standard_scenarios(inventory)], memo
 
 
 def _every_workload(inventory: Inventory):  # type: ignore[no-untyped-def]
     """impacts() told that every workload may have changed: the plain computation."""
     names = {w.name for w in inventory.workloads}
-    return lambda before, after: set(names)
+    return lambda before, after, run_memo=None: set(names)
 
 
 def _usd(result: Plan, workload: str) -> float:
@@ -47,19 +49,20 @@ def _usd(result: Plan, workload: str) -> float:
 
 def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, monkeypatch) -> None:
     """impacts() looks only at workloads with a placement or movement object not shared by both plans,
-    and keeps the last plans' tallies; looking at every workload of plans tallied afresh gives the same
-    entries, with each workload's costs summed plainly."""
+    and keeps the last plans' tallies (in the run's memo, a drill's); looking at every workload of plans
+    tallied afresh gives the same entries, with each workload's costs summed plainly."""
     from hybridctl.core.failover import impact
 
-    inventory, results = replans
+    inventory, results, memo = replans  # the replans' memo, as a drill's: the deltas they told it are read
     quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
     fast: list[list[impact.WorkloadImpact]] = []
     for result in results:
         back = Replan(quiet, result.after, result.before, {}, 0)  # a rollback's view
-        fast += [impacts(inventory, result), impacts(inventory, back, returning=True)]
+        fast += [impacts(inventory, result, run_memo=memo), impacts(inventory, back, returning=True, run_memo=memo)]
+    assert len(memo.tallies)  # the tallies were kept and read
     with monkeypatch.context() as patched:
         patched.setattr(impact, "changed_workloads", _every_workload(inventory))
-        patched.setattr(impact, "_tallied", IdentityMemo(0))  # each plan tallied afresh, not read from the memo
+        # no memo: each plan tallied afresh, not read from one
         plain: list[list[impact.WorkloadImpact]] = []
         for result in results:
             back = Replan(quiet, result.after, result.before, {}, 0)
@@ -75,11 +78,11 @@ def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, 
 def test_the_movement_memo_gives_what_data_movements_gives(replans) -> None:
     """Only demands that read data from elsewhere are looked at; the memo's movements for each replan's
     plan, and for the applied plan on the disrupted inventory, are data_movements' own."""
-    from hybridctl.core.eligibility import demands
     from hybridctl.core.failover.demand_cache import MovementMemo
-    from hybridctl.core.plan.costs import data_movements
+    from hybridctl.core.plan.eligibility import demands
+    from hybridctl.core.plan.movements import data_movements
 
-    inventory, results = replans
+    inventory, results, _ = replans
     memo = MovementMemo()
     wanted = demands(inventory)
     assert memo.movements(inventory, wanted, results[0].before.placements) == \
@@ -102,12 +105,13 @@ def test_the_delta_a_replan_remembers_is_the_one_found_by_identity() -> None:
     inventory = _inventory("synthetic")
     base = plan(inventory)
     cache = DemandCache()
+    memo = RunMemo()
     remembered = 0
     for scenario in standard_scenarios(inventory):
-        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        result = replan(inventory, base, scenario.events, demand_cache=cache, run_memo=memo)
         remembered += any(known.before is base.placements and known.after is result.after.placements
-                          for known in delta._memo)  # told by the replan: no pass has looked yet
-        found = delta.placement_delta(result.before, result.after)
+                          for known in memo.deltas)  # told by the replan: no pass has looked yet
+        found = delta.placement_delta(result.before, result.after, memo)
         by_identity = delta.PlacementDelta.of(result.before.placements, result.after.placements)
         assert [id(p) for p in found.removed] == [id(p) for p in by_identity.removed], scenario.name
         assert [id(p) for p in found.added] == [id(p) for p in by_identity.added], scenario.name

@@ -20,6 +20,7 @@ from hybridctl.core.failover.serialize import (
     runbook_to_dict,
     runbook_to_json,
 )
+from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.planner import plan
 
 
@@ -58,9 +59,12 @@ class TestRunbookFile:
 
     def test_the_file_is_json_indented_as_the_standard_library_writes_it(self, fleet) -> None:
         runbook = link_down(fleet)
-        text = runbook_to_json(runbook)
+        memo = RunMemo()  # a failover command's
+        text = runbook_to_json(runbook, memo)
         assert text == json.dumps(runbook_to_dict(runbook), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        assert runbook_to_json(runbook) is text  # printed, written to --out and kept with the state: made once
+        # printed, written to --out and kept with the state: made once in a run
+        assert runbook_to_json(runbook, memo) is text
+        assert runbook_to_json(runbook) == text  # and alike without a run's memo
 
     def test_a_step_without_its_digest_is_refused_with_a_way_out(self, fleet) -> None:
         raw = json.loads(runbook_to_json(link_down(fleet)))

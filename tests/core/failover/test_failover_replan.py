@@ -297,9 +297,9 @@ class TestWorkTheAppliedPlanLeftUnplaced:
 
     @staticmethod
     def freed(inv, *events: str) -> set[str]:
-        from hybridctl.core.eligibility import demands, pool_infos
         from hybridctl.core.failover.disrupt import disrupt
         from hybridctl.core.failover.scope import Scope
+        from hybridctl.core.plan.eligibility import demands, pool_infos
 
         base = plan(inv)
         short = {u.workload for u in base.unplaced}
@@ -340,8 +340,8 @@ class TestWorkTheAppliedPlanLeftUnplaced:
 
 def test_a_pass_that_widens_the_scope_is_not_assembled_and_tells_what_is_short_as_its_whole_plan_would(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from hybridctl.core.eligibility import demands, pool_infos
     from hybridctl.core.failover import scope as scope_module
+    from hybridctl.core.plan.eligibility import demands, pool_infos
     from hybridctl.core.plan.model import Plan
     from support.examples import planned_enterprise
 

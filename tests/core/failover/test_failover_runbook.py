@@ -6,6 +6,7 @@ import json
 
 import pytest
 from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
+from hybridctl.core.deploy.steps import BundleRef, StepPlan, apply_steps
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import plan_failover, plan_rollback
 from hybridctl.core.failover.impact import Status
@@ -14,7 +15,6 @@ from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_jso
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.serialize import plan_to_json
-from hybridctl.core.steps import BundleRef, StepPlan, apply_steps
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from hybridctl.core.failover.scenario import (
     parse_scenarios,
     standard_scenarios,
 )
-from hybridctl.core.yamlsource import YamlError
+from hybridctl.core.inventory.yamlsource import YamlError
 from hybridctl.errors import ExitCode
 
 

@@ -10,8 +10,9 @@ and checks directly (no CLI), so they are fast.
 from __future__ import annotations
 
 import pytest
-from hybridctl.core.diagnostics import Diagnostic, InvalidInventoryError
-from hybridctl.core.inventory.loader import Source, load_sources
+from hybridctl.core.inventory.diagnostics import Diagnostic, InvalidInventoryError
+from hybridctl.core.inventory.documents import Source
+from hybridctl.core.inventory.loader import load_sources
 from support.examples import BASE
 
 H100_TRAIN = "    gpu: {types: [H100], count: 8}\n"

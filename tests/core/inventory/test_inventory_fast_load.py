@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hybridctl.core.diagnostics import InvalidInventoryError
-from hybridctl.core.eligibility import EligibilityIndex, demands
-from hybridctl.core.inventory.loader import Source, load_inventory, merge_documents
+from hybridctl.core.inventory.diagnostics import InvalidInventoryError
+from hybridctl.core.inventory.documents import Source, merge_documents
+from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.yamlsource import MAX_DEPTH, load_plain, load_yaml
+from hybridctl.core.inventory.yamlsource import MAX_DEPTH, load_plain, load_yaml
+from hybridctl.core.plan.eligibility import EligibilityIndex, demands
 from hybridctl.errors import Location
 from inventory_gen import generate
 

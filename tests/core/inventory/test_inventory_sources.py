@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hybridctl.core.inventory.loader import MAX_FILE_BYTES, read_sources
+from hybridctl.core.inventory.documents import MAX_FILE_BYTES, read_sources
 from hybridctl.errors import UsageError
 
 
@@ -41,3 +41,38 @@ def test_a_missing_path_says_what_to_pass(tmp_path: Path) -> None:
         read_sources(tmp_path / "nope.yaml")
     assert caught.value.message == f"{tmp_path / 'nope.yaml'}: no such file or directory"
     assert caught.value.hint == "pass the inventory file or directory"
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "fifo", "device", "directory", "link-loop"])
+def test_a_directory_entry_that_is_not_a_regular_file_is_an_error_not_skipped(tmp_path: Path, kind: str) -> None:
+    """Issue 34, finding 5: such an entry was skipped, and an inventory without its workloads validated."""
+    import os
+
+    (tmp_path / "a.yaml").write_text("version: 1\n", encoding="utf-8")
+    entry = tmp_path / "workloads.yaml"
+    if kind == "dangling-link":
+        entry.symlink_to(tmp_path / "moved.yaml")
+    elif kind == "fifo":
+        os.mkfifo(entry)
+    elif kind == "device":
+        entry.symlink_to("/dev/null")
+    elif kind == "directory":
+        entry.mkdir()
+    else:
+        entry.symlink_to("partner")
+        (tmp_path / "partner").symlink_to(entry.name)
+    with pytest.raises(UsageError) as caught:
+        read_sources(tmp_path)
+    words = {"dangling-link": f"a symbolic link to {tmp_path / 'moved.yaml'}, which does not exist",
+             "fifo": "a FIFO (named pipe), not a regular file", "device": "a character device, not a regular file",
+             "directory": "cannot read: Is a directory", "link-loop": "a loop of symbolic links"}[kind]
+    assert caught.value.message == f"{entry}: {words}"
+    assert caught.value.location is not None and caught.value.location.file == str(entry)
+    if kind != "directory":
+        assert caught.value.hint is not None and f"replace {entry} with a regular file, or remove it" in caught.value.hint
+
+
+def test_a_symbolic_link_to_a_regular_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.txt").write_text("version: 1\n", encoding="utf-8")
+    (tmp_path / "a.yaml").symlink_to("elsewhere.txt")
+    assert [s.text for s in read_sources(tmp_path)] == ["version: 1\n"]

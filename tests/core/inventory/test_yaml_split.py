@@ -1,4 +1,4 @@
-"""A large inventory file parsed in two parts (core/yamlsplit.py, drivers/yamlbeside.py) gives exactly
+"""A large inventory file parsed in two parts (core/inventory/yamlsplit.py, drivers/yamlbeside.py) gives exactly
 load_plain's value for the whole text, or declines, and then the whole text is parsed: never a
 different value, never a document accepted that the whole parse refuses."""
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from hybridctl.core import yamlsource, yamlsplit
-from hybridctl.core.yamlsource import load_plain
-from hybridctl.core.yamlsplit import join_plain, parse_head, parse_tail, split_plain
+from hybridctl.core.inventory import yamlsource, yamlsplit
+from hybridctl.core.inventory.yamlsource import load_plain
+from hybridctl.core.inventory.yamlsplit import join_plain, parse_head, parse_tail, split_plain
 from hybridctl.drivers.yamlbeside import load_plain_beside
 from inventory_gen import generate, to_yaml
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from hybridctl.core.inventory.loader import Source, load_sources
+from hybridctl.core.inventory.documents import Source
+from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import CapacityType, Inventory, Policies, Workload
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.checker_rules import spec_capacity_allowed, spec_tier
@@ -278,7 +279,7 @@ def _bare(**fields: Any) -> Workload:
 
 
 class TestTheCheckersOwnTierRules:
-    """Written from the spec's table, not from core/tiers.py: hand-worked per rule."""
+    """Written from the spec's table, not from core/plan/tiers.py: hand-worked per rule."""
 
     @pytest.mark.parametrize(("fields", "tier"), [
         ({"type": "experiment", "preemptible": True, "checkpoint_minutes": 5, "hours_per_month": 730}, "opportunistic"),

@@ -11,7 +11,7 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.checker import check_budget, check_plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation, plan
-from hybridctl.core.showback import IDLE_COMMITTED, CostDimension, showback
+from hybridctl.core.plan.pricing.showback import IDLE_COMMITTED, CostDimension, showback
 from test_planner_cases import cloud, onprem, owned, placed, rented, work
 
 

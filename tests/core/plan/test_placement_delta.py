@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from hybridctl.core.plan import delta as delta_module
-from hybridctl.core.plan.delta import PlacementDelta, placement_delta
+from hybridctl.core.memo import RunMemo
+from hybridctl.core.plan.delta import PlacementDelta, by_pool_and_workload, placement_delta
 from hybridctl.core.plan.model import Placement, Plan, SolverReport
 
 
@@ -42,15 +42,30 @@ def test_each_pair_is_worked_out_once_either_way_round_and_kept_through_a_rebuil
         return real(before, after)
 
     monkeypatch.setattr(PlacementDelta, "of", staticmethod(counted))
-    monkeypatch.setattr(delta_module, "_memo", [])
+    memo = RunMemo()
     before = _plan(_placement("a", "p1"))
     after = _plan(_placement("a", "p2"))
-    first = placement_delta(before, after)
-    assert placement_delta(before, after) is first
-    assert placement_delta(dataclasses.replace(after, inventory_digest="sha256:y"), before).removed == first.added
+    first = placement_delta(before, after, memo)
+    assert placement_delta(before, after, memo) is first
+    assert placement_delta(dataclasses.replace(after, inventory_digest="sha256:y"), before, memo).removed == \
+        first.added
     assert len(calls) == 1
     # another pair of placement tuples is worked out anew, never answered from the memo
     other = _plan(_placement("a", "p2"))
-    assert placement_delta(before, other).workloads == {"a"}
+    assert placement_delta(before, other, memo).workloads == {"a"}
     assert len(calls) == 2
-    assert placement_delta(before, before).workloads == frozenset()
+    assert placement_delta(before, before, memo).workloads == frozenset()
+    # another run (its own memo), or none, works the pair out again: the same delta
+    calls.clear()
+    assert placement_delta(before, after, RunMemo()).removed == placement_delta(before, after).removed == first.removed
+    assert len(calls) == 2
+
+
+def test_the_placements_are_grouped_once_per_run_and_alike_without_a_memo() -> None:
+    a, b, c = _placement("a", "p1"), _placement("b", "p1"), _placement("a", "p2")
+    placements = (a, b, c)
+    memo = RunMemo()
+    grouped = by_pool_and_workload(placements, memo)
+    assert grouped == ({"p1": [a, b], "p2": [c]}, {"a": [a, c], "b": [b]}) == by_pool_and_workload(placements)
+    assert by_pool_and_workload(placements, memo) is grouped
+    assert by_pool_and_workload(placements) is not by_pool_and_workload(placements)

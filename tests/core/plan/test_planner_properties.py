@@ -41,7 +41,7 @@ from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import PlanOptions, plan
-from hybridctl.core.tiers import Tier, allowed_capacity_types, decide_tier
+from hybridctl.core.plan.tiers import Tier, allowed_capacity_types, decide_tier
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 

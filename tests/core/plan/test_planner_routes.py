@@ -15,9 +15,9 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from hybridctl.core.diagnostics import InvalidInventoryError
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.replan import replan
+from hybridctl.core.inventory.diagnostics import InvalidInventoryError
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import patterns as patterns_module
 from hybridctl.core.plan import planner as planner_module

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from hybridctl.core.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
+from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.plan.formulation import formulate
 from hybridctl.core.plan.milp import Col
 from hybridctl.core.plan.planner import plan

@@ -3,9 +3,9 @@ merge with their twins (exact: the row could never bind); a ceiling that can bin
 
 from __future__ import annotations
 
-from hybridctl.core.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.checker import check_plan
+from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.units import PoolTable, build_units
 from test_planner_cases import inventory, onprem, owned, placed, work

@@ -14,15 +14,20 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from itertools import accumulate, compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from hybridctl.core.eligibility import Demand, PoolInfo, demands
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Pool, Workload
-from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.delta import by_pool_and_workload
+from hybridctl.core.plan.eligibility import Demand, PoolInfo, demands
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
+from hybridctl.core.plan.movements import data_movements
 from hybridctl.core.plan.planner import WorkloadFacts
+from hybridctl.core.plan.pricing.pools import pool_usage
+from hybridctl.core.plan.tiers import classify_workload
 from hybridctl.core.replaced import replaced
-from hybridctl.core.tiers import classify_workload
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 _Known = tuple[Workload, tuple[Dataset, ...], Policies, tuple[Demand, ...]]
 
@@ -160,7 +165,7 @@ class MovementMemo:
     def movements(self, inventory: Inventory, demands_: Sequence[Demand], placements: Sequence[Placement],
                   like: Sequence[DataMovement] = (),
                   since: tuple[Sequence[Placement], Collection[str]] | None = None) -> list[DataMovement]:
-        """What plan.costs.data_movements(inventory, demands_, placements) gives.
+        """What plan.movements.data_movements(inventory, demands_, placements) gives.
 
         `like`: movements made before (a drill's base plan's). A workload's that equal what is worked out
         here are kept as those very objects, so that plans sharing them can be told apart by identity
@@ -252,14 +257,15 @@ class UsageMemo:
         self._known: dict[tuple[object, ...], tuple[Pool, PoolUsage]] = {}
 
     def pinned(self, pools: Sequence[PoolInfo], applied: Plan, free_workloads: Collection[str],
-               pinned: Sequence[Placement], unpinned: Sequence[Placement]) -> tuple[PoolUsage, ...]:
+               pinned: Sequence[Placement], unpinned: Sequence[Placement],
+               run_memo: RunMemo | None = None) -> tuple[PoolUsage, ...]:
         """What pool_usage(pools, pinned) gives, for `pinned`: the applied placements of the workloads that are
-        not free; `unpinned`: those of the free ones."""
+        not free; `unpinned`: those of the free ones. `run_memo` keeps the applied placements by pool."""
         if self._applied is None:
             self._applied = applied
         if self._applied is not applied:
             return pool_usage(pools, pinned)
-        on_pools = by_pool_and_workload(applied.placements)[0]
+        on_pools = by_pool_and_workload(applied.placements, run_memo)[0]
         freed = set(map(_POOL, unpinned))
         # the pinned placements on those pools, each pool's in the applied order (its sums add up alike)
         staying = [pl for name in freed for pl in on_pools.get(name, ()) if pl.workload not in free_workloads]

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from hybridctl.core.deploy.steps import StepGraphError, StepPlan
 from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.failover import (
     StepsFor,
@@ -29,15 +30,15 @@ from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, replanned_inventory
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
-from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check
 from hybridctl.core.plan.checker_delta import check_changes
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.plan.pricing.totals import cost_change
+from hybridctl.core.plan.tiers import Tier
 from hybridctl.core.plan.verify import accepted, verified
-from hybridctl.core.steps import StepGraphError, StepPlan
-from hybridctl.core.tiers import Tier
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class ScenarioResult:
 
     @property
     def usd_per_month_delta(self) -> float:
-        return round(self.usd_per_month_after - self.usd_per_month_before, 2)
+        return cost_change(self.usd_per_month_before, self.usd_per_month_after)
 
     @property
     def recovery_minutes(self) -> float:
@@ -127,41 +128,43 @@ class DrillReport:
 
 # a scenario makes hundreds of thousands of short-lived objects and next to no cycles: the collector
 # would walk them again and again (4 % of a fleet's drill); it runs again between scenarios
-@gc_paused
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
                  steps_for: StepsFor | None = None, fingerprint: str | None = None,
                  demand_cache: DemandCache | None = None, check_memo: PlacementMemo | None = None,
-                 base_check: PlanCheck | None = None) -> ScenarioResult:
+                 base_check: PlanCheck | None = None, run_memo: RunMemo | None = None) -> ScenarioResult:
     """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean.
 
     `base_check` (the checker's verdict on `base`) has the replan checked where it differs from the base plan.
+    `run_memo`: the drill's (default: one of the scenario's own), shared with `steps_for`'s.
     """
     started = time.perf_counter()
-    result: Replan = replan(inventory, base, scenario.events, options, demand_cache)
+    run_memo = RunMemo() if run_memo is None else run_memo
+    result: Replan = replan(inventory, base, scenario.events, options, demand_cache, run_memo=run_memo)
     what = f"replan of scenario {scenario.name}"  # a bug if the checker rejects it
+    checked = replanned_inventory(result, run_memo)
     if base_check is None:
-        verified(replanned_inventory(result), result.after, what, check_memo)
+        verified(checked, result.after, what, check_memo, run_memo)
     else:
-        accepted(result.after, check_changes(base_check, replanned_inventory(result), result.after,
-                                             check_memo).problems, what)
+        accepted(result.after, check_changes(base_check, checked, result.after, check_memo, run_memo).problems,
+                 what)
     # the runbook and its rollback share their two plans: each plan's steps are built once
-    steps_for = steps_once(steps_for or plain_steps(inventory))
+    steps_for = steps_once(steps_for or plain_steps(inventory, run_memo))
     problem: str | None = None
     counts = (0, 0)
     effects: tuple[WorkloadImpact, ...] | None = None
     try:
         # the base plan is made from (or checked against) this inventory: its digest is the inventory's
         runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, digest=base.inventory_digest or None,
-                                      fingerprint=fingerprint)
+                                      fingerprint=fingerprint, run_memo=run_memo)
         effects = runbook.impacts
         back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
-                             returning_sites=returning_sites([runbook]))
+                             returning_sites=returning_sites([runbook]), run_memo=run_memo)
         counts = (len(runbook.steps), len(back.steps))
     except StepGraphError as exc:
         problem = f"its runbook cannot be built: {exc}"
     return ScenarioResult(
         scenario=scenario,
-        impacts=effects if effects is not None else tuple(impacts(inventory, result)),
+        impacts=effects if effects is not None else tuple(impacts(inventory, result, run_memo=run_memo)),
         usd_per_month_before=base.total_usd_per_month,
         usd_per_month_after=result.after.total_usd_per_month,
         budget_problem=budget_violation(result.after),
@@ -176,14 +179,17 @@ ScenarioMapper = Callable[[Callable[[Scenario], ScenarioResult], Sequence[Scenar
 
 def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], options: FailoverOptions | None = None,
           on_result: Callable[[ScenarioResult], None] | None = None,
-          map_scenarios: ScenarioMapper | None = None) -> DrillReport:
+          map_scenarios: ScenarioMapper | None = None, run_memo: RunMemo | None = None) -> DrillReport:
     """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress).
 
     `map_scenarios` runs the scenarios (default: one after the other, here); the command layer
     may pass one that spreads them over processes. Results come back in scenario order.
+    `run_memo`: the drill's memos (default: its own), beside its DemandCache; both are filled with what the
+    base inventory and plan give before the scenarios run, so a worker process forked for them has it.
     """
     options = options or FailoverOptions()
     started = time.perf_counter()
+    run_memo = RunMemo() if run_memo is None else run_memo
     cache = DemandCache()
     # filled before the scenarios run (and before any worker forks): the demands and tiers, and the data
     # movements of the base plan's placements, which every scenario's replan keeps for most work
@@ -191,11 +197,12 @@ def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], optio
     cache.tiers(inventory, cache.demands(inventory))
     # the base plan, checked once here: every scenario's plan keeps most of it, and is checked where it differs
     memo = PlacementMemo()
-    base_check = check(inventory, base, memo)
+    base_check = check(inventory, base, memo, run_memo)
     accepted(base, base_check.problems, "base plan of the drill")
     run = functools.partial(run_scenario, inventory, base, options=options,
-                            steps_for=_base_once(base, plain_steps(inventory)),
-                            fingerprint=applied_fingerprint(base), demand_cache=cache, check_memo=memo, base_check=base_check)
+                            steps_for=_base_once(base, plain_steps(inventory, run_memo)),
+                            fingerprint=applied_fingerprint(base), demand_cache=cache, check_memo=memo,
+                            base_check=base_check, run_memo=run_memo)
     results: list[ScenarioResult] = []
     for result in (map_scenarios or map)(run, scenarios):
         results.append(result)

@@ -8,6 +8,10 @@ One grammar serves the command line and scenario files; an event is a kind and o
     capacity POOL=PCT%          the pool keeps PCT % of its GPUs (POOL=-PCT%: it loses PCT %)
     price POOL=xFACTOR          the pool's price is multiplied by FACTOR
     price POOL=USD              the pool's price becomes USD per GPU-hour
+
+Values are bounded as the inventory bounds them: a capacity event only ever shrinks a pool (it keeps at
+most the GPUs it has), and a price stays within $10,000 per GPU-hour (check_events, with the inventory;
+parse_event refuses what no pool could take: more GPUs than a pool may have, a price or factor above that).
     spot-reclaim POOL           a spot pool's capacity is taken back
     link-down SITE              the site loses its uplink (local inference keeps running)
 """
@@ -20,8 +24,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
-from hybridctl.core.inventory.models import CapacityType, Inventory
+from hybridctl.core.inventory.models import MAX_POOL_GPUS, MAX_USD_PER_GPU_HOUR, CapacityType, Inventory
 from hybridctl.errors import Location, UsageError
 
 
@@ -41,14 +46,14 @@ GRAMMAR = ("site-lost SITE | pool-lost POOL | capacity POOL=N|POOL=PCT%|POOL=-N|
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _CAPACITY = re.compile(rf"^(?P<pool>[^=\s]+)=(?P<minus>-)?(?P<amount>{_NUMBER})(?P<pct>%)?$")
 _PRICE = re.compile(rf"^(?P<pool>[^=\s]+)=(?P<times>[x×*])?\$?(?P<amount>{_NUMBER})$")
-_EXAMPLES = {
+_EXAMPLES = MappingProxyType({
     EventKind.SITE_LOST: "site-lost dc-frankfurt",
     EventKind.POOL_LOST: "pool-lost p5-spot",
     EventKind.CAPACITY: "capacity h100-reserved=32, capacity h100-reserved=50% or capacity h100-reserved=-25%",
     EventKind.PRICE: "price p5-spot=x3 or price p5-spot=7.35",
     EventKind.SPOT_RECLAIM: "spot-reclaim p5-spot",
     EventKind.LINK_DOWN: "link-down edge-store-17",
-}
+})
 
 
 class EventSyntaxError(UsageError):
@@ -106,6 +111,10 @@ def parse_event(kind_word: str, argument: str, *, where: str = "", location: Loc
             raise bad
         amount = float(match["amount"])
         percent = match["pct"] is not None
+        if not percent and not amount <= MAX_POOL_GPUS:  # also a number too long for a float (inf)
+            raise EventSyntaxError(f"{where}'{kind.value} {_shown(argument)}': more GPUs than a pool may have "
+                                   f"({MAX_POOL_GPUS:,})", location=location,
+                                   hint="capacity POOL=N keeps N of the pool's GPUs; POOL=-N takes N away")
         if percent and amount > 100:
             raise EventSyntaxError(f"{where}'{kind.value} {argument}': a percentage above 100 %", location=location,
                                    hint="capacity keeps (POOL=PCT%) or loses (POOL=-PCT%) at most 100 % of a pool")
@@ -119,6 +128,11 @@ def parse_event(kind_word: str, argument: str, *, where: str = "", location: Loc
             raise bad
         factor = match["times"] is not None
         amount = float(match["amount"])
+        if not amount <= MAX_USD_PER_GPU_HOUR:  # also a number too long for a float (inf)
+            raise EventSyntaxError(f"{where}'{kind.value} {_shown(argument)}': "
+                                   + (f"a price factor above {MAX_USD_PER_GPU_HOUR:,.0f}" if factor else
+                                      f"a price above ${MAX_USD_PER_GPU_HOUR:,.0f} per GPU-hour, the most an inventory "
+                                      "allows"), location=location, hint=f"write it like: {_EXAMPLES[kind]}")
         if factor and amount <= 0:
             raise EventSyntaxError(f"{where}'{kind.value} {argument}': a price factor must be above 0",
                                    location=location, hint=f"write it like: {_EXAMPLES[kind]}")
@@ -126,6 +140,11 @@ def parse_event(kind_word: str, argument: str, *, where: str = "", location: Loc
     if "=" in argument or not argument:
         raise bad
     return Event(kind, argument, location=location)
+
+
+def _shown(argument: str) -> str:
+    """An argument as a message quotes it: a number of 400 digits is cut short."""
+    return argument if len(argument) <= 60 else f"{argument[:40]}…({len(argument)} characters)"
 
 
 def parse_events(words: Sequence[str]) -> list[Event]:
@@ -166,9 +185,50 @@ def event_problem(event: Event, inventory: Inventory) -> tuple[str, str] | None:
     return f"'{event}': the inventory has no {what} named '{event.target}'", hint
 
 
+def value_problems(events: Sequence[Event], inventory: Inventory) -> list[tuple[int, str, str]]:
+    """(index, message, hint) of each event whose value the inventory's bounds refuse, the events applied in
+    order (as disrupt applies them): a capacity event that would grow a pool (a failover replans what is
+    left; more capacity is a change of the inventory), a price above MAX_USD_PER_GPU_HOUR."""
+    from hybridctl.core.plan.eligibility import pool_infos
+
+    info = {p.name: p for p in pool_infos(inventory)}
+    capacity = {name: p.capacity_gpus for name, p in info.items()}
+    price = {name: p.usd_per_gpu_hour for name, p in info.items()}
+    problems: list[tuple[int, str, str]] = []
+    for index, event in enumerate(events):
+        if event.kind is EventKind.SITE_LOST:
+            for pool in next((s.pools for s in inventory.sites if s.name == event.target), ()):
+                capacity[pool.name] = 0
+        elif event.target not in info:
+            continue  # event_problem names it
+        elif event.kind in (EventKind.POOL_LOST, EventKind.SPOT_RECLAIM):
+            capacity[event.target] = 0
+        elif event.kind is EventKind.CAPACITY:
+            after = event.capacity_after(capacity[event.target])
+            if after > capacity[event.target]:
+                problems.append((index, f"'{event}': a capacity event may only shrink a pool: {event.target} has "
+                                 f"{capacity[event.target]} GPUs",
+                                 f"capacity {event.target}=N keeps N of its GPUs; to add capacity, change the "
+                                 "inventory and plan again"))
+                continue
+            capacity[event.target] = after
+        elif event.kind is EventKind.PRICE:
+            price_after = event.price_after(price[event.target])
+            if price_after > MAX_USD_PER_GPU_HOUR:
+                problems.append((index, f"'{event}': the price of {event.target} would be ${price_after:,.2f} per "
+                                 "GPU-hour, "
+                                 f"above the ${MAX_USD_PER_GPU_HOUR:,.0f} an inventory allows",
+                                 f"write it like: {_EXAMPLES[EventKind.PRICE]}"))
+                continue
+            price[event.target] = price_after
+    return problems
+
+
 def check_events(events: Sequence[Event], inventory: Inventory) -> None:
     """Raise EventSyntaxError (exit 2) for the first event that does not fit the inventory."""
     for number, event in enumerate(events, 1):
         problem = event_problem(event, inventory)
         if problem is not None:
             raise EventSyntaxError(f"event {number}: {problem[0]}", location=event.location, hint=problem[1])
+    for index, message, hint in value_problems(events, inventory)[:1]:
+        raise EventSyntaxError(f"event {index + 1}: {message}", location=events[index].location, hint=hint)

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from itertools import compress
 
-from hybridctl.core.ansible_inventory import hosted_placements
+from hybridctl.core.deploy.ansible_inventory import hosted_placements
+from hybridctl.core.deploy.stackreuse import StackConfigMemo
+from hybridctl.core.deploy.steps import BundleRef, DeployedStep, StepPlan, apply_steps, cloud_stacks
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.events import SITE_EVENTS, Event
 from hybridctl.core.failover.impact import impacts
@@ -26,32 +28,33 @@ from hybridctl.core.failover.runbook import (
     failover_manual_steps,
     incident_id,
 )
-from hybridctl.core.gcpause import gc_paused
+from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.models import Inventory, SiteKind
-from hybridctl.core.plan.costs import inventory_digest
+from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.planner import budget_violation
-from hybridctl.core.stackreuse import StackConfigMemo
-from hybridctl.core.steps import BundleRef, DeployedStep, StepPlan, apply_steps, cloud_stacks
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
 
 
 def plan_failover(inventory: Inventory, applied: Plan, events: Sequence[Event], *, steps_for: StepsFor,
                   options: FailoverOptions | None = None, base_serial: int | None = None,
-                  digest: str | None = None) -> tuple[Runbook, Replan]:
-    """`digest`: the inventory's, when the caller has worked it out already."""
-    return failover_runbook(inventory, replan(inventory, applied, events, options), steps_for=steps_for,
-                            base_serial=base_serial, digest=digest)
+                  digest: str | None = None, run_memo: RunMemo | None = None) -> tuple[Runbook, Replan]:
+    """`digest`: the inventory's, when the caller has worked it out already; `run_memo`: the run's (default: one
+    of its own, shared by the replan and the runbook)."""
+    run_memo = RunMemo() if run_memo is None else run_memo
+    return failover_runbook(inventory, replan(inventory, applied, events, options, run_memo=run_memo),
+                            steps_for=steps_for, base_serial=base_serial, digest=digest, run_memo=run_memo)
 
 
-@gc_paused  # a fleet's runbook makes many objects and no cycles (gcpause.py)
 def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFor, base_serial: int | None = None,
-                     digest: str | None = None, fingerprint: str | None = None) -> tuple[Runbook, Replan]:
+                     digest: str | None = None, fingerprint: str | None = None,
+                     run_memo: RunMemo | None = None) -> tuple[Runbook, Replan]:
     """The runbook from the applied plan (`result.before`) to the failover plan of `result`.
 
     `digest` (the inventory's) and `fingerprint` (the applied plan's) save a drill working out
-    the same values for every scenario.
+    the same values for every scenario; `run_memo` (the run's: the replan's, a drill's) what the
+    impacts read again.
     """
     applied, events = result.before, result.disruption.events
     result = stamped(result, digest or inventory_digest(inventory))
@@ -71,7 +74,7 @@ def failover_runbook(inventory: Inventory, result: Replan, *, steps_for: StepsFo
                          "`hybridctl runbook rollback` restores them, or `hybridctl destroy --site` removes them")
     if result.after.solver.status not in ("optimal", "no_demand"):  # no_demand: the events left nothing to place
         notes.append(f"the solver stopped at {result.after.solver.status} (gap {result.after.solver.gap:.2%})")
-    incident, changes = incident_id(applied, events, fingerprint), impacts(inventory, result)
+    incident, changes = incident_id(applied, events, fingerprint), impacts(inventory, result, run_memo=run_memo)
     # the failover plan's steps last: the command works out its digest, which they are tagged with, meanwhile
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]
@@ -108,19 +111,19 @@ def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
 REHEARSAL_DIGEST = "sha256:rehearsal"  # the plan digest a drill's stacks are tagged with: never applied
 
 
-def plain_steps(inventory: Inventory) -> StepsFor:
+def plain_steps(inventory: Inventory, run_memo: RunMemo | None = None) -> StepsFor:
     """apply's steps without bundles or deployed state, for a drill, which only builds them.
 
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
     identity covers (serialising a fleet's plan for it would be most of a drill's time).
     """
-    return derived_steps(inventory, lambda plan: REHEARSAL_DIGEST)
+    return derived_steps(inventory, lambda plan: REHEARSAL_DIGEST, run_memo=run_memo)
 
 
 def derived_steps(inventory: Inventory, digest_of: Callable[[Plan], str], memo: StackConfigMemo | None = None, *,
                   bundles: Mapping[str, BundleRef] | None = None, bundle_public_key: str | None = None,
                   deployed: Mapping[str, DeployedStep] | None = None,
-                  asset_digests: Mapping[str, str] | None = None) -> StepsFor:
+                  asset_digests: Mapping[str, str] | None = None, run_memo: RunMemo | None = None) -> StepsFor:
     """apply_steps(plan, inventory, bundles=…, …), its stacks tagged with `digest_of(plan)`, for a run of plans
     that vary the first one built (a failover's applied plan, a drill's base plan).
 
@@ -129,9 +132,12 @@ def derived_steps(inventory: Inventory, digest_of: Callable[[Plan], str], memo: 
     costs what it changed, not what the fleet holds. A plan that reads the same as the first plan
     built, under the same digest (a drill's base plan), gets that plan's steps: a scenario that
     moves nothing (a reclaimed spot pool nobody used, a link down with nothing behind it) replans
-    into such a plan.
+    into such a plan. Without `memo`, a StackConfigMemo of `run_memo` (the run's: where the replan
+    told the delta of its plan) is made.
+
+    `digest_of` may be a RunMemo's plan_digest: the plans' digests are then kept with the run.
     """
-    memo = StackConfigMemo() if memo is None else memo
+    memo = StackConfigMemo(run_memo) if memo is None else memo
     first: list[tuple[Plan, str, StepPlan]] = []
     hosted_sites = [s.name for s in inventory.sites if s.kind is not SiteKind.CLOUD and s.hosts]
 
@@ -189,17 +195,18 @@ def steps_once(steps_for: StepsFor) -> StepsFor:
     return build
 
 
-@gc_paused
 def plan_rollback(inventory: Inventory, failover: Runbook, current: Plan, *, steps_for: StepsFor,
-                  returning_sites: Sequence[str], base_serial: int | None = None) -> Runbook:
-    """Back from the failover plan (`current`) to the plan that ran before the failover."""
+                  returning_sites: Sequence[str], base_serial: int | None = None,
+                  run_memo: RunMemo | None = None) -> Runbook:
+    """Back from the failover plan (`current`) to the plan that ran before the failover; `run_memo`: the run's
+    (a drill's: what the failover's impacts tallied of the two plans)."""
     target = failover.before
     quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
     back = Replan(quiet, current, target, {}, 0)
     before_steps, after_steps = steps_for(current), steps_for(target)
     return build_runbook(
         inventory, kind=RunbookKind.ROLLBACK, incident=failover.incident, events=failover.events,
-        before=current, after=target, impacts=impacts(inventory, back, returning=True),
+        before=current, after=target, impacts=impacts(inventory, back, returning=True, run_memo=run_memo),
         before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable={},
         verify_sites=sorted(returning_sites), base_serial=base_serial,
         notes=[f"returns to the plan that ran before {failover.id} ({', '.join(failover.events)})",

@@ -14,13 +14,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from hybridctl.core.failover.replan import Replan
-from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
+from hybridctl.core.plan.pricing.totals import cost_change, usd_by_workload
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
 _STATELESS = frozenset({WorkloadType.REALTIME_INFERENCE, WorkloadType.BATCH_INFERENCE, WorkloadType.EMBEDDING})
@@ -98,49 +102,49 @@ class WorkloadImpact:
 
     @property
     def usd_per_month_delta(self) -> float:
-        return round(self.usd_per_month_after - self.usd_per_month_before, 2)
+        return cost_change(self.usd_per_month_before, self.usd_per_month_after)
 
 
-def changed_workloads(before: Plan, after: Plan) -> frozenset[str]:
+def changed_workloads(before: Plan, after: Plan, run_memo: RunMemo | None = None) -> frozenset[str]:
     """Workloads with a placement that is not the very same object in both plans.
 
     A replan keeps the placements it pins as they are (scope.py), so on a fleet most workloads
     share every placement object with the applied plan: only the others can have changed (a
     workload whose placements are the same has no impact, whatever its data movements cost now).
     """
-    return placement_delta(before, after).workloads
+    return placement_delta(before, after, run_memo).workloads
 
 
-def _pool_sites(sites: Sequence[Site]) -> dict[str, Site]:
-    """Pool -> its site, kept for the last lists of sites (a drill's inventory's)."""
-    return _sited.get(sites, lambda listed: {p.name: s for s in listed for p in s.pools})
+def _pool_sites(sites: Sequence[Site], run_memo: RunMemo | None) -> dict[str, Site]:
+    """Pool -> its site, kept in `run_memo` for the last lists of sites (a drill's inventory's)."""
+    return _sites_of_pools(sites) if run_memo is None else run_memo.pool_sites.get(sites, _sites_of_pools)
 
 
-_sited: IdentityMemo[Sequence[Site], dict[str, Site]] = IdentityMemo(2)
-
-_Tally = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]
-# a drill's base plan, and a scenario's failover plan (read again by its rollback): each with the workloads
-# tallied (None: every one)
-_tallied: IdentityMemo[Plan, tuple[frozenset[str] | None, _Tally]] = IdentityMemo(4)
+def _sites_of_pools(sites: Sequence[Site]) -> dict[str, Site]:
+    return {p.name: s for s in sites for p in s.pools}
 
 
-def _by_workload(result: Plan, only: Collection[str]) -> _Tally:
+Tally = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]
+
+
+def _by_workload(result: Plan, only: Collection[str], run_memo: RunMemo | None) -> Tally:
     """Of the workloads `only` (at least), their replicas and GPU type per pool, and their cost.
 
     A failover's impacts and its rollback's read the same two plans, and a drill reads its base plan
-    in every scenario: the last few plans' tallies are kept. A plan read for other workloads again is
-    tallied whole.
+    in every scenario: the last few plans' tallies are kept in `run_memo` (RunMemo.tallies), each with
+    the workloads tallied (None: every one). A plan read for other workloads again is tallied whole.
     """
-    known, tally = _tallied.get(result, lambda plan: (frozenset(only), _tally(plan, only)))
+    if run_memo is None:
+        return _tally(result, only)
+    known, tally = run_memo.tallies.get(result, lambda plan: (frozenset(only), _tally(plan, only)))
     if known is not None and not known.issuperset(only):
         known, tally = None, _tally(result, None)
-        _tallied.put(result, (known, tally))
+        run_memo.tallies.put(result, (known, tally))
     return tally
 
 
-def _tally(result: Plan, only: Collection[str] | None) -> _Tally:
+def _tally(result: Plan, only: Collection[str] | None) -> Tally:
     replicas: dict[str, dict[str, int]] = defaultdict(dict)
-    usd: dict[str, float] = defaultdict(float)
     gpu: dict[str, dict[str, str]] = defaultdict(dict)
     placements, movements = result.placements, result.data_movements
     if only is not None:  # the few placements of `only` picked out of a fleet's without a Python step each
@@ -148,11 +152,8 @@ def _tally(result: Plan, only: Collection[str] | None) -> _Tally:
         movements = tuple(compress(movements, map(only.__contains__, map(_WORKLOAD, movements))))
     for p in placements:
         replicas[p.workload][p.pool] = replicas[p.workload].get(p.pool, 0) + p.replicas
-        usd[p.workload] += p.usd_per_month
         gpu[p.workload][p.pool] = p.gpu_type
-    for m in movements:
-        usd[m.workload] += m.usd_per_month
-    return dict(replicas), dict(usd), dict(gpu)
+    return dict(replicas), usd_by_workload(placements, movements), dict(gpu)
 
 
 _WORKLOAD = attrgetter("workload")
@@ -214,22 +215,24 @@ def _wanted(workload: Workload, site_of: Mapping[str, str]) -> int:
     return workload.replicas
 
 
-def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False) -> list[WorkloadImpact]:
-    """One entry per workload whose placement the failover (or, `returning`, its rollback) changes."""
-    pool_site = _pool_sites(inventory.sites)
+def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False,
+            run_memo: RunMemo | None = None) -> list[WorkloadImpact]:
+    """One entry per workload whose placement the failover (or, `returning`, its rollback) changes; `run_memo`
+    keeps what a run reads again (a drill's base inventory and plan, a failover's plans read by its rollback)."""
+    pool_site = _pool_sites(inventory.sites, run_memo)
     after_placements = replan.after.placements
     degraded_workloads = {p.workload: p for p in compress(after_placements, map(_DEGRADED, after_placements))}
     # a workload can be affected only if a placement of it changed, or it runs degraded
-    changed = changed_workloads(replan.before, replan.after) | set(degraded_workloads)
-    before_all, usd_before, _ = _by_workload(replan.before, changed)
-    after_all, usd_after, gpu_after = _by_workload(replan.after, changed)
+    changed = changed_workloads(replan.before, replan.after, run_memo) | set(degraded_workloads)
+    before_all, usd_before, _ = _by_workload(replan.before, changed, run_memo)
+    after_all, usd_after, gpu_after = _by_workload(replan.after, changed, run_memo)
     site_of = {d.name: d.site for d in inventory.datasets}
     unplaced_of: dict[str, list[Unplaced]] = defaultdict(list)
     for u in replan.after.unplaced:
         unplaced_of[u.workload].append(u)
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
-    for w in named(inventory.workloads, changed):
+    for w in named(inventory.workloads, changed, run_memo):
         before, after = before_all.get(w.name, {}), after_all.get(w.name, {})
         degraded = w.name in degraded_workloads
         if before == after and not degraded:

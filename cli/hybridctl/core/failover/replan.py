@@ -16,24 +16,22 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import compress
 from operator import attrgetter
 
-from hybridctl.core.eligibility import Demand, demands, pool_infos
 from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.scope import Scope, demands_of
-from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory, Workload
+from hybridctl.core.memo import RunMemo
 from hybridctl.core.nameindex import by_name
-from hybridctl.core.plan.beside import also_beside_solver
 from hybridctl.core.plan.delta import placement_delta
+from hybridctl.core.plan.eligibility import Demand, demands, pool_infos
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
+from hybridctl.core.plan.tiers import TIER_ORDER, Tier
 from hybridctl.core.plan.units import TIER_WEIGHT
-from hybridctl.core.tiers import TIER_ORDER, Tier
 
 # A replica that still has capacity stays unless moving it saves this much per month: a hundred
 # times what `plan --previous` uses, because during an incident every move is a risk of its own.
@@ -87,7 +85,8 @@ def _placed(result: Plan) -> dict[str, int]:
     return counts
 
 
-def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], before: Plan) -> Plan:
+def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], before: Plan,
+            run_memo: RunMemo) -> Plan:
     """Mark fallback placements, explain what was left unplaced, and show pools by their real GPU."""
     placements = tuple(dataclasses.replace(p, degraded=True) if (p.demand or p.workload) in degraded else p
                        for p in result.placements) if degraded else result.placements
@@ -119,7 +118,7 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
     for key, why in sorted(disruption.down.items()):
         workload, _, site = key.partition("@")
         if site and key not in listed:
-            found = by_name(disruption.inventory.workloads).get(workload)
+            found = by_name(disruption.inventory.workloads, run_memo).get(workload)
             unplaced.append(Unplaced(workload, why, found.replicas if found else 1, result.tiers.get(workload, ""), key))
     unplaced.sort(key=lambda x: (x.workload, x.demand))
     real_gpu = disruption.gpu_types
@@ -146,18 +145,20 @@ def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, De
     return (*down, missing, float(len(degraded)), result.total_usd_per_month)
 
 
-@gc_paused  # a fleet's replan makes many objects and no cycles, as the planner does (gcpause.py)
 def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
            options: FailoverOptions | None = None, demand_cache: DemandCache | None = None,
-           stale: Collection[str] = ()) -> Replan:
+           stale: Collection[str] = (), run_memo: RunMemo | None = None) -> Replan:
     """The failover plan for `events` hitting the inventory while `applied` runs; `stale`: workloads
     replanned too, since the inventory no longer supports their applied placements (stale.py).
+    `run_memo` (default: one of its own) is told the delta of each plan assembled from `applied`, which the
+    run's later readers of the two plans (impacts, the checker, the steps) share.
 
     Work left short first tries its fallback where that is all it can get (placed below the
     fallback's replicas). If some work is still down, the fallbacks of the other short work are
     tried too, since shrinking them frees capacity. The best outcome by _score wins.
     """
     options = options or FailoverOptions()
+    run_memo = RunMemo() if run_memo is None else run_memo
     disruption = disrupt(inventory, events, applied, demand_cache)
     disrupted = disruption.inventory
     plan_options = options.plan_options()
@@ -169,11 +170,8 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
         tiers, facts = demand_cache.tiers(disrupted, all_demands), demand_cache.facts(disrupted)
     else:
         movements, usage, tiers, facts = MovementMemo(), UsageMemo(), None, None
-        # the applied placements' data movements, from which the failover plan's are worked out where the
-        # replan moved work: while the solver runs, if the caller has it run work beside (beside.py)
-        also_beside_solver(partial(movements.movements, disrupted, all_demands, applied.placements))
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts,
-                          stale)
+                          stale, run_memo)
     draft = scope.place(plan_options)
     passes = 1
     # what is short, and where the free work went, is told by the free work's plan: a pass that widens the
@@ -215,15 +213,16 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
                 candidates = {k: d for k, d in candidates.items() if k not in useless}
     result, chosen = best
     degraded = {k: describe_fallback(d.workload) for k, d in chosen.items()}
-    return Replan(disruption, applied, _finish(result, disruption, degraded, applied), degraded, passes)
+    return Replan(disruption, applied, _finish(result, disruption, degraded, applied, run_memo), degraded, passes)
 
 
-def replanned_inventory(result: Replan) -> Inventory:
+def replanned_inventory(result: Replan, run_memo: RunMemo | None = None) -> Inventory:
     """The inventory a failover plan is checked against: the disrupted one, each workload the replan
     re-placed or left unplaced seen as the planner saw it (Disruption.as_replanned)."""
     if not result.disruption.down_links:
         return result.disruption.inventory
-    moved = placement_delta(result.before, result.after).workloads | {u.workload for u in result.after.unplaced}
+    moved = (placement_delta(result.before, result.after, run_memo).workloads
+             | {u.workload for u in result.after.unplaced})
     return result.disruption.as_replanned(moved)
 
 

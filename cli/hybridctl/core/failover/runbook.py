@@ -1,6 +1,6 @@
 """The runbook: the ordered, idempotent steps that take the fleet from the applied plan to the failover plan.
 
-Its steps are apply's steps (hybridctl.core.steps) for the failover plan, kept only where they
+Its steps are apply's steps (hybridctl.core.deploy.steps) for the failover plan, kept only where they
 differ from the applied plan's (same id, another digest, or new), so a runbook never re-does
 what is already in place, and a step that is done is skipped on resume. Steps at sites that
 cannot be reached (lost, or behind a down link) are deferred, not run. Manual steps say what
@@ -16,13 +16,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 
+from hybridctl.core.deploy.steps import Step as ExecStep
+from hybridctl.core.deploy.steps import StepGraph, StepKind, canonical_json, make_step
 from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.impact import WorkloadImpact, transfer_minutes
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.steps import Step as ExecStep
-from hybridctl.core.steps import StepGraph, StepKind, canonical_json, make_step
+from hybridctl.core.plan.pricing.totals import plan_cost_change
 
 RUNBOOK_FORMAT_VERSION = 1
 MANUAL_KIND = "runbook-manual"  # an operator's action: shown, then confirmed (or auto-approved)
@@ -48,10 +50,11 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("admission", "Admit workloads where they now run"),
     ("release", "Release capacity that is no longer used"),
 )
-_SYSTEM: dict[str, System] = {StepKind.CLOUD_POOLS: System.PULUMI, StepKind.CLUSTER_QUEUES: System.PULUMI,
-           StepKind.DESTROY_CLUSTER_QUEUES: System.PULUMI, StepKind.DESTROY_CLOUD_POOLS: System.PULUMI,
-           StepKind.PREFLIGHT: System.ANSIBLE, StepKind.NODE_BASELINE: System.ANSIBLE,
-           StepKind.MODEL_SYNC: System.ANSIBLE, StepKind.RELEASE_NODES: System.MANUAL}
+_SYSTEM: MappingProxyType[str, System] = MappingProxyType({
+    StepKind.CLOUD_POOLS: System.PULUMI, StepKind.CLUSTER_QUEUES: System.PULUMI,
+    StepKind.DESTROY_CLUSTER_QUEUES: System.PULUMI, StepKind.DESTROY_CLOUD_POOLS: System.PULUMI,
+    StepKind.PREFLIGHT: System.ANSIBLE, StepKind.NODE_BASELINE: System.ANSIBLE,
+    StepKind.MODEL_SYNC: System.ANSIBLE, StepKind.RELEASE_NODES: System.MANUAL})
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class Runbook:
 
     @property
     def usd_per_month_delta(self) -> float:
-        return round(self.after.total_usd_per_month - self.before.total_usd_per_month, 2)
+        return plan_cost_change(self.before, self.after)
 
     @property
     def estimated_minutes(self) -> float:
@@ -125,8 +128,9 @@ def applied_fingerprint(applied: Plan) -> str:
     return hashlib.sha256(text).hexdigest()
 
 
-def incident_id(applied: Plan, events: Iterable[Event], fingerprint: str | None = None) -> str:
-    """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known)."""
+def incident_id(applied: Plan, events: Iterable[Event | str], fingerprint: str | None = None) -> str:
+    """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known); the
+    events as written (a runbook's) give the same id."""
     text = canonical_json([fingerprint or applied_fingerprint(applied), [str(e) for e in events]])
     return "inc-" + hashlib.sha256(text).hexdigest()[:12]
 

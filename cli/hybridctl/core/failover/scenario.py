@@ -27,9 +27,10 @@ from hybridctl.core.failover.events import (
     EventSyntaxError,
     event_problem,
     parse_event,
+    value_problems,
 )
 from hybridctl.core.inventory.models import CapacityType, Inventory, SiteKind
-from hybridctl.core.yamlsource import SourceMap, Value, load_yaml
+from hybridctl.core.inventory.yamlsource import SourceMap, Value, load_yaml
 from hybridctl.errors import HybridctlError, Location
 
 SCENARIO_FORMAT_VERSION = 1
@@ -114,7 +115,7 @@ def parse_scenarios(text: str, filename: str) -> list[Scenario]:
                 raise ScenarioError(f"unknown field '{key}' in scenario {i + 1}", location=at,
                                     hint=f"a scenario has {', '.join(_SCENARIO_KEYS)}")
         name = item.get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             at = _at(source_map, item, "name", filename) if "name" in item else where
             raise ScenarioError(f"scenario {i + 1} needs a `name` of lowercase letters, digits and '-'",
                                 location=at, hint="e.g. `name: frankfurt-dark`")
@@ -151,6 +152,9 @@ def check_scenarios(scenarios: Sequence[Scenario], inventory: Inventory) -> None
             if problem is not None:
                 raise ScenarioError(f"scenario '{scenario.name}': {problem[0]}", location=event.location,
                                     hint=problem[1])
+        for index, message, hint in value_problems(scenario.events, inventory)[:1]:
+            raise ScenarioError(f"scenario '{scenario.name}': {message}", location=scenario.events[index].location,
+                                hint=hint)
 
 
 def standard_scenarios(inventory: Inventory) -> list[Scenario]:

@@ -22,16 +22,23 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo, workload_tiers
 from hybridctl.core.failover.disrupt import Disruption, PoolChange
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.costs import data_movements, pool_usage
 from hybridctl.core.plan.delta import PlacementDelta, remember
+from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
+from hybridctl.core.plan.movements import data_movements
 from hybridctl.core.plan.planner import PlanOptions, WorkloadFacts, plan
-from hybridctl.core.tiers import Tier
+from hybridctl.core.plan.pricing.pools import pool_usage
+from hybridctl.core.plan.pricing.rates import usd_per_gpu_hour_for
+from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
+from hybridctl.core.plan.tiers import Tier
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 
 def key_of(placement_demand: str, workload: str) -> str:
@@ -64,12 +71,14 @@ class Scope:
     tiers: Mapping[str, str] = field(default_factory=dict)
     usage: UsageMemo | None = None  # the pinned work's use of the pools it holds alone, kept from scenario to scenario
     facts: WorkloadFacts | None = None  # the plan's record of every workload, worked out once for all passes
+    # the run's memo: told the delta each assembled plan makes (delta.remember); keeps the applied placements by pool
+    run_memo: RunMemo | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
                 applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None,
                 usage: UsageMemo | None = None, facts: WorkloadFacts | None = None,
-                stale: Collection[str] = ()) -> Scope:
+                stale: Collection[str] = (), run_memo: RunMemo | None = None) -> Scope:
         """`stale`: workloads whose applied placements the inventory no longer supports (failover/stale.py)."""
         changes = disruption.pool_changes
         touched = {c.pool for c in changes
@@ -82,7 +91,7 @@ class Scope:
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
                      frozenset(_whole_workloads(free, demands)), disruption, movements,
                      workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage,
-                     facts or WorkloadFacts.of(disruption.inventory))
+                     facts or WorkloadFacts.of(disruption.inventory), run_memo)
 
     def widened(self, result: Plan, short: Iterable[str], move_threshold_usd: float) -> Scope:
         """Free the pinned work on the pools where moving it could pay: room for short work, or a saving
@@ -110,7 +119,7 @@ class Scope:
         for key, paid in dearest.items():
             demand = by_key[key]
             # below this price, one replica saves more than the move threshold
-            cheaper_than = paid - move_threshold_usd / max(demand.gpu_count * demand.hours, 1e-9)
+            cheaper_than = paid - usd_per_gpu_hour_for(demand, move_threshold_usd)
             if cheaper_than > floor:  # else no pool is cheaper: its eligibility need not be worked out
                 wanted.update(p for p in index.eligible(demand) if self.pools[p].usd_per_gpu_hour < cheaper_than)
         if not wanted:
@@ -147,7 +156,8 @@ class Scope:
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
         pinned_usage = (pool_usage(self.pools, pinned) if self.usage is None
-                        else self.usage.pinned(self.pools, self.applied, free_workloads, pinned, unpinned))
+                        else self.usage.pinned(self.pools, self.applied, free_workloads, pinned, unpinned,
+                                               self.run_memo))
         taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node for u in pinned_usage}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
                     for p in self.pools]
@@ -174,7 +184,9 @@ class Scope:
         else:
             placements = _merged(pinned, partial.placements)
             # what changed is known here: the applied placements of the free work went, the planner's came
-            remember(PlacementDelta(self.applied.placements, placements, unpinned, partial.placements))
+            if self.run_memo is not None:
+                remember(PlacementDelta(self.applied.placements, placements, unpinned, partial.placements),
+                         self.run_memo)
         unplaced = sorted([*partial.unplaced, *(u for u in self.applied.unplaced
                                                 if u.workload not in self.free_workloads)],
                           key=lambda u: (u.workload, u.demand))
@@ -189,8 +201,8 @@ class Scope:
                      if self.movements is not None else data_movements(self.inventory, demands, placements))
         return dataclasses.replace(
             partial, placements=placements, unplaced=tuple(unplaced), data_movements=tuple(movements),
-            pools=pools, compute_usd_per_month=round(sum(map(_USD, placements)), 2),
-            data_usd_per_month=round(sum(map(_USD, movements)), 2))
+            pools=pools, compute_usd_per_month=compute_usd_per_month(placements),
+            data_usd_per_month=data_usd_per_month(movements))
 
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
@@ -237,7 +249,6 @@ def _on_pools(placements: Sequence[Placement], pools: Collection[str]) -> Iterat
 _WORKLOAD = attrgetter("workload")
 _WORKLOAD_NAME = attrgetter("workload_name")
 _POOL = attrgetter("pool")
-_USD = attrgetter("usd_per_month")
 _PLACEMENT_ORDER = attrgetter("workload", "demand", "site", "pool")  # the planner's order of placements
 
 

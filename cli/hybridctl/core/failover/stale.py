@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.checker import check
 from hybridctl.core.plan.model import Plan
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 
 @dataclass(frozen=True)
@@ -25,8 +29,9 @@ class Stale:
     workloads: frozenset[str]  # to replan: placed against a rule of the inventory now, or on a pool that is
 
 
-def stale_work(inventory: Inventory, applied: Plan) -> Stale:
-    verdict = check(inventory, applied)
+def stale_work(inventory: Inventory, applied: Plan, run_memo: RunMemo | None = None) -> Stale:
+    """`run_memo`: the failover's (the check reads the inventory's workloads by name, as its impacts do)."""
+    verdict = check(inventory, applied, run_memo=run_memo)
     workloads = {w.name for w in inventory.workloads}
     pools = {p.name for s in inventory.sites for p in s.pools}
     broken_pools = {name for name, v in verdict.pools.items() if v.problems}

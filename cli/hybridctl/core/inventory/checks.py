@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection
 
-from hybridctl.core.catalog import catalog
-from hybridctl.core.diagnostics import Diagnostics
+from hybridctl.core.inventory.catalog import catalog
+from hybridctl.core.inventory.diagnostics import Diagnostics
+from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.feasibility import check_feasibility
-from hybridctl.core.inventory.loader import Locator
 from hybridctl.core.inventory.models import (
     DEFAULT_REALTIME_HOURS,
     CapacityType,

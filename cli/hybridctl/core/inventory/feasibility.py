@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from hybridctl.core.diagnostics import Diagnostics
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, machines_per_replica
-from hybridctl.core.inventory.loader import Locator
+from hybridctl.core.inventory.diagnostics import Diagnostics
+from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.models import CostModel, Inventory
-from hybridctl.core.plan.units import egress_usd_by_site
+from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo, demands
+from hybridctl.core.plan.pricing.rates import (
+    committed_total_usd_per_month,
+    egress_rates,
+    egress_usd_by_site,
+    replica_usd_per_month,
+    whole_machines,
+)
 from hybridctl.errors import Location
 
 
@@ -24,14 +30,14 @@ def replica_fits(demand: Demand, pool: PoolInfo) -> bool:
     """One replica fits the pool's capacity: GPUs in a committed pool, whole machines in a pay-per-use one."""
     if pool.committed:
         return pool.capacity_gpus >= demand.gpu_count
-    return pool.capacity_gpus // pool.gpus_per_node >= machines_per_replica(demand.gpu_count, pool.gpus_per_node)
+    return pool.capacity_gpus // pool.gpus_per_node >= whole_machines(demand.gpu_count, pool.gpus_per_node)
 
 
 def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
     index = EligibilityIndex(inventory)
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
-    egress_rate = {s.name: s.egress_usd_per_gb for s in inventory.sites}
+    egress_rate = egress_rates(inventory.sites)
     fits_of: dict[tuple[int, int], list[PoolInfo]] = {}
     domains_of: dict[int, set[str]] = {}
     costs_of: dict[tuple[object, ...], tuple[float, float]] = {}
@@ -100,7 +106,7 @@ def cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
 def _cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
                     egress_rate: dict[str, float]) -> tuple[float, float]:
     """The cheapest replica's amortized compute, and the least data movement."""
-    per_replica = min(demand.usd_per_replica(p) for p in pools)
+    per_replica = min(replica_usd_per_month(demand, p) for p in pools)
     eligible = tuple(p.index for p in pools)
     by_site = egress_usd_by_site(demand, index.pools, eligible, egress_rate)
     least_data = min((by_site.get(p.site.name, 0.0) for p in pools), default=0.0)
@@ -111,7 +117,7 @@ def _check_budget(inventory: Inventory, locator: Locator, diagnostics: Diagnosti
     budget = inventory.policies.monthly_budget_usd
     if budget is None or inventory.policies.cost_model is not CostModel.CASH:
         return
-    committed = sum(p.committed_usd_per_month for p in pools)
+    committed = committed_total_usd_per_month(pools)
     if committed > budget + 0.005:
         diagnostics.error("budget-below-committed", f"policies.monthly_budget_usd ${budget:,.2f} is below the "
                           f"committed pools' cost, ${committed:,.2f} a month, which is paid whatever runs",

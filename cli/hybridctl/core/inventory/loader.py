@@ -5,84 +5,24 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from hybridctl.core.diagnostics import Diagnostic, Diagnostics, InvalidInventoryError, Severity
-from hybridctl.core.gcpause import paused_gc
+from hybridctl.core.inventory.diagnostics import Diagnostic, Diagnostics, InvalidInventoryError, Severity
+from hybridctl.core.inventory.documents import (
+    Locator,
+    Path_,
+    PlainLoader,
+    Source,
+    merge_documents,
+    read_sources,
+)
 from hybridctl.core.inventory.models import SUPPORTED_VERSIONS, Inventory
-from hybridctl.core.yamlsource import SourceMap, Value, YamlError, load_plain, load_yaml
-from hybridctl.errors import Location, UsageError
-
-MAX_FILE_BYTES = 64 * 1024 * 1024
-TOP_LEVEL_LISTS = ("regions", "sites", "datasets", "workloads")
-Path_ = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class Source:
-    """The text of one inventory file."""
-
-    name: str  # as shown to the user
-    text: str
-
-
-@dataclass
-class Locator:
-    """Finds where a path into the merged inventory (e.g. workloads/3/gpu/count) was written."""
-
-    root: dict[str, Value]
-    source_map: SourceMap
-    root_locations: dict[str, Location] = field(default_factory=dict)
-    item_locations: dict[str, list[Location]] = field(default_factory=dict)  # merged top-level lists
-    default: Location = field(default_factory=lambda: Location("<inventory>"))
-    unread: tuple[Source, ...] = ()  # loaded without positions (load_plain): read them when first asked
-
-    def location(self, path: Path_, *, key: bool = False) -> Location:
-        """The position of the value at path; with key=True, of its key (for unknown fields)."""
-        if self.unread:
-            located = _merge_located(list(self.unread))
-            self.root, self.source_map, self.unread = located.root, located.source_map, ()
-            self.root_locations, self.item_locations = located.root_locations, located.item_locations
-            self.default = located.default
-        if not path:
-            return self.default
-        head = path[0]
-        best = self.root_locations.get(str(head), self.default)
-        node: Value = self.root.get(str(head)) if isinstance(head, str) else None
-        rest = path[1:]
-        if head in self.item_locations and rest and isinstance(rest[0], int):
-            items = self.item_locations[str(head)]
-            if 0 <= rest[0] < len(items):
-                best = items[rest[0]]
-                assert isinstance(node, list)
-                node = node[rest[0]]
-                rest = rest[1:]
-            else:
-                return best
-        for step in rest:
-            positions = self.source_map.of(node)
-            if positions is None:
-                break
-            if key and step == path[-1] and isinstance(step, str):
-                mark = positions.keys.get(step)
-            else:
-                mark = positions.values.get(step)
-            if mark is None:
-                break
-            best = positions.location(mark)
-            if isinstance(node, dict) and isinstance(step, str):
-                node = node.get(step)
-            elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-                node = node[step]
-            else:
-                break
-        return best
+from hybridctl.core.inventory.yamlsource import load_plain
 
 
 @dataclass(frozen=True)
@@ -91,111 +31,6 @@ class LoadedInventory:
     locator: Locator
     sources: tuple[Source, ...]
     warnings: tuple[Diagnostic, ...] = ()
-
-
-def read_sources(path: Path) -> list[Source]:
-    """The inventory's files: the file itself, or a directory's *.yaml and *.yml in sorted order."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory", hint="pass the inventory file or directory")
-    files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()) \
-        if path.is_dir() else [path]
-    if not files:
-        raise UsageError(f"{path}: the directory holds no *.yaml or *.yml files",
-                         hint="an inventory directory holds one or more YAML files")
-    sources: list[Source] = []
-    for file in files:
-        try:
-            size = file.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise UsageError(f"{file}: {size:,} bytes is larger than the {MAX_FILE_BYTES:,}-byte limit "
-                                 "for an inventory file", location=Location(str(file)),
-                                 hint="split the inventory into several files in one directory")
-            raw = file.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{file}: cannot read: {exc.strerror}", location=Location(str(file))) from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"{file}: not UTF-8 text (byte {exc.start})", location=Location(str(file)),
-                             hint="inventory files are UTF-8 YAML") from None
-        sources.append(Source(str(file), text))
-    return sources
-
-
-# load_plain, or what does its work faster (the same values: drivers/yamlbeside.py parses a large file
-# in two processes)
-PlainLoader = Callable[[str], Value | None]
-
-
-def merge_documents(sources: list[Source], plain: PlainLoader = load_plain) -> Locator:
-    """Parse each file and concatenate their top-level lists; scalars must agree across files.
-    Without positions when every file is well formed (the common case, three times faster on a
-    large inventory); the locator reads them if a diagnostic asks, and any problem here is
-    reported by the located parse, at its line."""
-    root: dict[str, Value] = {}
-    for source in sources:
-        document = plain(source.text)
-        if not isinstance(document, dict):
-            return _merge_located(sources)
-        for key, value in document.items():
-            if key in TOP_LEVEL_LISTS and isinstance(value, list):
-                merged = root.setdefault(key, [])
-                if not isinstance(merged, list):
-                    return _merge_located(sources)
-                merged.extend(value)
-            elif key in root and key not in TOP_LEVEL_LISTS:
-                if root[key] != value:
-                    return _merge_located(sources)
-            else:
-                root[key] = value
-    return Locator(root, SourceMap(), unread=tuple(sources))
-
-
-def _merge_located(sources: list[Source]) -> Locator:
-    root: dict[str, Value] = {}
-    locator = Locator(root, SourceMap())
-    diagnostics = Diagnostics()
-    for source in sources:
-        try:
-            document, source_map = load_yaml(source.text, source.name)
-        except YamlError as exc:
-            diagnostics.error("yaml-syntax", exc.message, exc.location, exc.hint)
-            continue
-        locator.source_map.merge(source_map)
-        if not isinstance(document, dict):
-            diagnostics.error("not-a-mapping", f"{source.name}: the top level must be a mapping of keys "
-                              "(version, name, sites, ...)", Location(source.name, 1, 1),
-                              "start the file with `version: 1`")
-            continue
-        positions = source_map.of(document)
-        assert positions is not None
-        if locator.default.file == "<inventory>":
-            locator.default = Location(source.name, 1, 1)
-        for key, value in document.items():
-            key_location = positions.location(positions.keys[key])
-            value_location = positions.location(positions.values[key])
-            if key in TOP_LEVEL_LISTS and isinstance(value, list):
-                item_positions = source_map.of(value)
-                assert item_positions is not None
-                merged = root.setdefault(key, [])
-                if not isinstance(merged, list):
-                    continue
-                items = locator.item_locations.setdefault(key, [])
-                items.extend(item_positions.location(item_positions.values[i]) for i in range(len(value)))
-                merged.extend(value)
-                locator.root_locations.setdefault(key, value_location)
-            elif key in root and key not in TOP_LEVEL_LISTS:
-                if root[key] != value:
-                    first = locator.root_locations[key]
-                    diagnostics.error("conflicting-top-level", f"'{key}' is set differently in two files "
-                                      f"(first at {first})", key_location,
-                                      f"set '{key}' in one file only", related=(first,))
-            else:
-                root[key] = value
-                locator.root_locations[key] = value_location
-    if diagnostics.errors:
-        raise InvalidInventoryError(diagnostics.items)
-    return locator
 
 
 def _model_at(path: Path_) -> type[BaseModel] | None:
@@ -244,7 +79,7 @@ def _field_path(path: Path_) -> str:
 
 
 # Hints for the models' own validators (models.py), keyed by their error type.
-_CUSTOM_HINTS = {
+_CUSTOM_HINTS = types.MappingProxyType({
     "host_name": "use letters, digits, '-' and '.', as in a DNS name (fra-gpu-01 or fra-gpu-01.example.internal)",
     "host_address": "write the DNS name or the IP address that ssh connects to (10.0.0.11, 2001:db8::11, "
                     "gpu-01.example.internal); no spaces, quotes, '$', ';', braces or a leading '-'",
@@ -252,7 +87,7 @@ _CUSTOM_HINTS = {
              "A100-80GB or fra-row-a",
     "posix_user": "use a POSIX user name: a lowercase letter or '_', then lowercase letters, digits, '_' or '-' "
                   "(at most 32 characters)",
-}
+})
 
 
 def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
@@ -316,10 +151,9 @@ def load_sources(sources: list[Source], *, feasibility: bool = True, plain: Plai
     all but the feasibility checks, which `check_feasible` then runs)."""
     from hybridctl.core.inventory.checks import check_inventory
 
-    with paused_gc():
-        locator = merge_documents(sources, plain)
-        inventory = validate_document(locator)
-        diagnostics = check_inventory(inventory, locator, feasibility=feasibility)
+    locator = merge_documents(sources, plain)
+    inventory = validate_document(locator)
+    diagnostics = check_inventory(inventory, locator, feasibility=feasibility)
     if diagnostics.errors:
         raise InvalidInventoryError(diagnostics.errors + diagnostics.warnings)
     return LoadedInventory(inventory, locator, tuple(sources), tuple(diagnostics.warnings))
@@ -335,8 +169,7 @@ def feasibility_diagnostics(loaded: LoadedInventory) -> list[Diagnostic]:
     from hybridctl.core.inventory.feasibility import check_feasibility
 
     diagnostics = Diagnostics()
-    with paused_gc():
-        check_feasibility(loaded.inventory, loaded.locator, diagnostics)
+    check_feasibility(loaded.inventory, loaded.locator, diagnostics)
     return diagnostics.items
 
 

@@ -1,1 +1,1 @@
-"""Placement: the plan model, the MILP planner, the independent checker, diffs and costs."""
+"""Placement: the plan model, the MILP planner, the independent checker, diffs, and pricing (pricing/)."""

@@ -19,8 +19,8 @@ from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from hybridctl.core.gcpause import gc_paused
 from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import by_name
 from hybridctl.core.plan.checker_rules import (
@@ -29,6 +29,7 @@ from hybridctl.core.plan.checker_rules import (
     TOLERANCE_USD,
     PairRules,
     committed,
+    demand_of,
     per_node,
     placement_violations,
     pool_violations,
@@ -37,6 +38,9 @@ from hybridctl.core.plan.checker_rules import (
     revision2_pool_violations,
 )
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 
 class PlacementMemo:
@@ -102,70 +106,29 @@ class PlanCheck:
                 *(p for v in self.pools.values() for p in v.problems), *self.totals]
 
 
-def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> list[str]:
+def check_plan(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None,
+               run_memo: RunMemo | None = None) -> list[str]:
     """Violations of the spec's placement rules; empty when the plan is valid.
 
-    `memo` (optional) reuses the per-placement verdicts of earlier checks of plans sharing objects.
+    `memo` (optional) reuses the per-placement verdicts of earlier checks of plans sharing objects;
+    `run_memo` (optional) the inventory's workloads by name (nameindex.py).
     """
-    return check(inventory, plan, memo).problems
+    return check(inventory, plan, memo, run_memo).problems
 
 
-@gc_paused  # a verdict per workload of a fleet, and no cycles (gcpause.py)
-def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None) -> PlanCheck:
-    rules = _Rules(inventory, memo)
+def check(inventory: Inventory, plan: Plan, memo: PlacementMemo | None = None,
+          run_memo: RunMemo | None = None) -> PlanCheck:
+    rules = _Rules(inventory, memo, run_memo)
     return rules.checked(plan, rules.workloads, rules.pools, None)
 
 
-class SteppedCheck:
-    """check(inventory, plan), worked out a few hundred workloads at a time: step() does the next part (the
-    failover command does them while HiGHS solves: beside.py), and result() does what is left.
-
-    The parts are check()'s own, in its order, so the verdict is check()'s. A step that fails leaves the
-    rest to result(), which then checks the plan whole, where the error belongs.
-    """
-
-    def __init__(self, inventory: Inventory, plan: Plan, workloads_per_step: int = 500) -> None:
-        rules = _Rules(inventory, None)
-        self.inventory, self.plan = inventory, plan
-        self.steps = len(rules.workloads) // workloads_per_step + 1  # a pause after each full part; then the rest
-        self.done = 0
-        self._parts = rules.checking(plan, rules.workloads, rules.pools, None, workloads_per_step)
-        self._result: PlanCheck | None = None
-        self._failed = False
-
-    @property
-    def progress(self) -> float:
-        """The share of the steps done."""
-        return self.done / self.steps
-
-    def step(self) -> bool:
-        """The next part checked; whether parts are left."""
-        if self._result is not None or self._failed:
-            return False
-        try:
-            next(self._parts)
-        except StopIteration as finished:
-            self._result = finished.value
-        except Exception:
-            self._failed = True
-            raise
-        finally:
-            self.done += 1
-        return self._result is None
-
-    def result(self) -> PlanCheck:
-        while self.step():
-            pass
-        return self._result if self._result is not None else check(self.inventory, self.plan)
-
-
 def recheck(reference: PlanCheck, inventory: Inventory, plan: Plan, workloads: Collection[str],
-            pools: Collection[str], memo: PlacementMemo | None = None) -> PlanCheck:
+            pools: Collection[str], memo: PlacementMemo | None = None, run_memo: RunMemo | None = None) -> PlanCheck:
     """check(inventory, plan), given that only the named workloads and pools may judge differently than
     in `reference`: the caller (checker_delta.py) is to name every part whose inputs differ, and the
     inventory is to name the workloads and pools the reference's did (unknown names are then looked for
     among the named workloads' placements and data movements, when the reference found none)."""
-    return _Rules(inventory, memo).checked(plan, workloads, pools, reference)
+    return _Rules(inventory, memo, run_memo).checked(plan, workloads, pools, reference)
 
 
 _WORKLOAD = attrgetter("workload")
@@ -194,13 +157,13 @@ class _PoolSums:
 class _Rules:
     """One inventory's rules, indexed once for a check."""
 
-    def __init__(self, inventory: Inventory, memo: PlacementMemo | None) -> None:
+    def __init__(self, inventory: Inventory, memo: PlacementMemo | None, run_memo: RunMemo | None) -> None:
         self.inventory = inventory
         self.memo = memo
         self.sites = {s.name: s for s in inventory.sites}
         self.pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
         self.datasets = {d.name: d for d in inventory.datasets}
-        self.workloads = by_name(inventory.workloads)  # read only, shared with other checks of the same list
+        self.workloads = by_name(inventory.workloads, run_memo)  # read only, shared with the run's other checks
         self.pair = PairRules(inventory, self.datasets)
         self._shapes: dict[str, tuple[int, float]] = {}  # pool -> GPUs per machine, price
 
@@ -275,6 +238,28 @@ class _Rules:
             says = sum(orphans[name])
             if abs(says) > TOLERANCE_USD * max(1, len(orphans[name])):
                 yield f"{name}: data movement: plan says {says:.2f}, rules give 0.00"
+        # unplaced replicas count toward a demand of their workload, listed once (as placements do: demand_of);
+        # a federated trainer group may be listed for any site (one whose data was lost has no demand left)
+        seen: set[str] = set()
+        for u in plan.unplaced:
+            if among is not None and u.workload not in among:
+                continue
+            key = u.demand or u.workload
+            w = self.workloads.get(u.workload)
+            if w is None:
+                yield f"unplaced {u.workload}: unknown workload"
+            elif key not in self._demands(w) and not (w.type is WorkloadType.FEDERATED_TRAINING and key in {
+                    demand_of(w, site) for site in self.sites}):
+                yield f"unplaced {u.workload}: demand {key!r} is not one of {w.name}'s ({', '.join(self._demands(w))})"
+            elif key in seen:
+                yield f"unplaced {key}: listed twice"
+            seen.add(key)
+
+    def _demands(self, w: Workload) -> list[str]:
+        """The units the workload is placed as: itself, or a federated trainer group per site holding its data."""
+        if w.type is WorkloadType.FEDERATED_TRAINING:
+            return sorted({demand_of(w, self.datasets[n].site) for n in w.datasets})
+        return [demand_of(w, "")]
 
     def _placement(self, pl: Placement, w: Workload, site: Site, pool: Pool) -> tuple[list[str], float]:
         if self.memo is None:
@@ -298,14 +283,19 @@ class _Rules:
         sites_used: set[str] = set()
         compute = 0.0
         pools, name, judge = self.pools, w.name, self._placement
+        federated = w.type is WorkloadType.FEDERATED_TRAINING
         for pl in placed:
             site, pool = pools[pl.pool]
             violations, cost = judge(pl, w, site, pool)
             if violations:
                 problems.extend(violations)
-            key = pl.demand or name
-            if key != name and not key.startswith(f"{name}@"):
-                problems.append(f"{pl.workload} in {pl.pool}: demand {key} is another workload's")
+            # one rule for the unit a placement places (demand_of): every placement counts toward its
+            # workload, under the one demand it may place; a demand the workload does not have is refused
+            key = pl.demand
+            expected = demand_of(w, pl.site) if federated else name
+            if key != expected:
+                problems.append(f"{pl.workload} in {pl.pool}: demand {key!r} is not one of {name}'s (a placement "
+                                f"of it at {pl.site} places {expected!r})")
             replicas[key] = replicas.get(key, 0) + pl.replicas
             if pl.degraded:
                 degraded.add(key)
@@ -315,13 +305,13 @@ class _Rules:
             if sums is not None:
                 self._add(sums[pl.pool], pl, w)
         movement = 0.0
-        if w.type is WorkloadType.FEDERATED_TRAINING:
-            keys = sorted({f"{w.name}@{self.datasets[n].site}" for n in w.datasets})
-        else:
-            keys = [w.name]
+        keys = self._demands(w) if federated else [name]
+        if not federated:
             for site_name in sorted(sites_used) if w.datasets else ():
                 for n in w.datasets:
                     movement += read_usd(self.datasets[n], site_name, self.sites) * w.data_passes_per_month
+        for key in sorted(replicas.keys() - set(keys)):  # e.g. a federated trainer at a site without its data
+            problems.append(f"{key}: {replicas[key]} replicas placed under a demand {w.name} does not have")
         for key in keys:
             wanted = w.fallback.replicas if key in degraded and w.fallback and w.fallback.replicas else w.replicas
             count = replicas.get(key, 0)

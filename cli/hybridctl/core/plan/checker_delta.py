@@ -15,12 +15,16 @@ import operator
 from collections.abc import Sequence
 from itertools import chain, compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check, recheck
 from hybridctl.core.plan.delta import by_pool_and_workload, placement_delta
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.replaced import N, not_in, replaced
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 _NAME = attrgetter("name")
 _DATASETS = attrgetter("datasets")
@@ -29,18 +33,19 @@ _POOL = attrgetter("pool")
 
 
 def check_changes(reference: PlanCheck, inventory: Inventory, plan: Plan,
-                  memo: PlacementMemo | None = None) -> PlanCheck:
+                  memo: PlacementMemo | None = None, run_memo: RunMemo | None = None) -> PlanCheck:
     """What check(inventory, plan, memo) gives, checking again only the parts that differ from `reference`."""
-    parts = changed_parts(reference, inventory, plan)
+    parts = changed_parts(reference, inventory, plan, run_memo)
     if parts is None:
-        return check(inventory, plan, memo)
+        return check(inventory, plan, memo, run_memo)
     workloads, pools = parts
-    return recheck(reference, inventory, plan, workloads, pools, memo)
+    return recheck(reference, inventory, plan, workloads, pools, memo, run_memo)
 
 
-def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tuple[set[str], set[str]] | None:
+def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan,
+                  run_memo: RunMemo | None = None) -> tuple[set[str], set[str]] | None:
     """The workloads and pools whose verdict may differ from `reference`'s; None when the inventories differ
-    in a way not followed here."""
+    in a way not followed here. `run_memo` keeps the plans' delta and the reference plan's index."""
     before, old = reference.inventory, reference.plan
     if inventory.policies is not before.policies and inventory.policies != before.policies:
         return None
@@ -66,13 +71,13 @@ def changed_parts(reference: PlanCheck, inventory: Inventory, plan: Plan) -> tup
         readers = map(operator.not_, map(changed_datasets.isdisjoint, map(_DATASETS, inventory.workloads)))
         workloads |= set(map(_NAME, compress(inventory.workloads, readers)))
     pools = set(changed_pools)
-    delta = placement_delta(old, plan)
+    delta = placement_delta(old, plan, run_memo)
     for placement in chain(delta.removed, delta.added):
         workloads.add(placement.workload)
         pools.add(placement.pool)
     # the plan's placements are the reference's, less delta.removed, plus delta.added (named above): those
     # on the changed pools, or of the changed workloads, are the reference's, found from its index
-    on_pool, of_workload = by_pool_and_workload(old.placements)
+    on_pool, of_workload = by_pool_and_workload(old.placements, run_memo)
     if changed_pools:
         # a placement's rules read its pool; a spread's slow path read every pool
         workloads |= {pl.workload for pool in changed_pools for pl in on_pool.get(pool, ())}

@@ -1,7 +1,7 @@
 """The spec's rules as the checker states them: tiers (inventory-v1.md, "Tiers"), and what a pool
 must offer a workload's placement ("What the planner must respect", "Cost").
 
-The planner classifies with core/tiers.py and decides eligibility with core/eligibility.py. The
+The planner classifies with core/plan/tiers.py and decides eligibility with core/plan/eligibility.py. The
 checker must not borrow that code: a bug there would then be a bug in both, and the checker would
 approve the plan it should reject. So the spec's rules are written out again here, as plainly as
 the spec words them, and nothing here imports the planner's classification or eligibility.
@@ -9,7 +9,9 @@ the spec words them, and nothing here imports the planner's classification or el
 
 from __future__ import annotations
 
-from hybridctl.core.catalog import catalog
+from types import MappingProxyType
+
+from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.inventory.models import (
     CapacityType,
     Dataset,
@@ -31,7 +33,8 @@ OPPORTUNISTIC = "opportunistic"
 
 ALWAYS_ON_HOURS = 730  # the spec's rule 2: `hours_per_month: 730`
 TOLERANCE_USD = 0.05
-_RANK = {Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIAL: 2, Sensitivity.RESTRICTED: 3}
+_RANK = MappingProxyType({Sensitivity.PUBLIC: 0, Sensitivity.INTERNAL: 1, Sensitivity.CONFIDENTIAL: 2,
+                          Sensitivity.RESTRICTED: 3})
 # rule 3 of the spec, word for word
 _BURST_WORKLOAD_TYPES = ("pretraining", "training", "fine_tuning", "evaluation", "federated_training")
 
@@ -57,6 +60,15 @@ def spec_capacity_allowed(tier: str, capacity_type: CapacityType, preemptible: b
     if capacity_type is CapacityType.ON_DEMAND:
         return tier in (FIXED, BURST) or policies.allow_on_demand_for_opportunistic
     return tier == OPPORTUNISTIC and preemptible  # spot: never for fixed or burst
+
+
+def demand_of(workload: Workload, site: str) -> str:
+    """The unit a placement of the workload at `site` places ("Federated training"): a federated trainer
+    group is placed at a site holding its data, as "workload@site"; any other workload as itself. A
+    placement naming another unit (or none) is refused, so that each replica counts toward its workload."""
+    if workload.type is WorkloadType.FEDERATED_TRAINING:
+        return f"{workload.name}@{site}"
+    return workload.name
 
 
 class PairRules:
@@ -179,7 +191,8 @@ def committed(site: Site, pool: Pool) -> bool:
 def price_of(pool: Pool) -> float:
     if pool.usd_per_gpu_hour is not None:
         return pool.usd_per_gpu_hour
-    return catalog().instances[pool.instance_type or ""].usd_per_gpu_hour
+    instance = catalog().instances[pool.instance_type or ""]
+    return instance.usd_per_hour / instance.gpus_per_node  # the catalog's list price, per GPU
 
 
 def read_usd(dataset: Dataset, site_name: str, sites: dict[str, Site]) -> float:

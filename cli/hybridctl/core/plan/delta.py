@@ -1,10 +1,11 @@
-"""Which placements differ between two plans of one fleet, worked out once and shared.
+"""Which placements differ between two plans of one fleet, worked out once per run and shared.
 
 A failover plan keeps most placements as the very objects of the applied plan (failover/scope.py),
 so "what changed" is the placements that are not the same objects in both plans. A drill's
 scenario asks that of the same two plans many times over: the impacts of the failover and of its
 rollback, the checker's delta, the inventory the plan is checked against, the steps. Each asking
-would cost a pass over the fleet's placements; placement_delta() makes it one pass per pair of plans.
+would cost a pass over the fleet's placements; placement_delta() makes it one pass per pair of plans
+of a run that passes its RunMemo (core/memo.py: RunMemo.deltas).
 
 The answer depends on the two placement tuples alone, which the memo holds while it keeps them
 (so no identity passes to another tuple meanwhile); a plan rebuilt with dataclasses.replace keeps
@@ -17,10 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.replaced import not_in
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
 
 _WORKLOAD = attrgetter("workload")
 _SITE = attrgetter("site")
@@ -61,33 +65,34 @@ class PlacementDelta:
         return frozenset(map(_POOL, self.removed)) | frozenset(map(_POOL, self.added))
 
 
-_memo: list[PlacementDelta] = []
-
-
-def remember(delta: PlacementDelta) -> None:
+def remember(delta: PlacementDelta, run_memo: RunMemo) -> None:
     """Keep a delta its maker knows without the passes (a replan knows what it re-placed)."""
-    _memo.insert(0, delta)
-    del _memo[_KEPT:]
+    kept = run_memo.deltas
+    kept.insert(0, delta)
+    del kept[_KEPT:]
 
 
-def placement_delta(before: Plan, after: Plan) -> PlacementDelta:
-    """The placements that differ between the two plans (each a pass over them, done once per pair)."""
+def placement_delta(before: Plan, after: Plan, run_memo: RunMemo | None = None) -> PlacementDelta:
+    """The placements that differ between the two plans (each a pass over them, done once per pair of a run
+    that passes `run_memo`)."""
     was, now = before.placements, after.placements
-    for known in _memo:
+    if run_memo is None:
+        return PlacementDelta.of(was, now)
+    for known in run_memo.deltas:
         if known.before is was and known.after is now:
             return known
         if known.before is now and known.after is was:
             return known.reversed
     found = PlacementDelta.of(was, now)
-    remember(found)
+    remember(found, run_memo)
     return found
 
 
-def by_pool_and_workload(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]],
-                                                                   dict[str, list[Placement]]]:
+def by_pool_and_workload(placements: Sequence[Placement], run_memo: RunMemo | None = None) -> tuple[
+        dict[str, list[Placement]], dict[str, list[Placement]]]:
     """The placements by pool and by workload, each in their order: a drill's base plan's are read so in
-    every scenario (the checker's delta, the pinned work's pool usage), and kept for the last two seen."""
-    return _grouped.get(placements, _group)
+    every scenario (the checker's delta, the pinned work's pool usage), and kept in `run_memo` (the last two)."""
+    return _group(placements) if run_memo is None else run_memo.grouped.get(placements, _group)
 
 
 def _group(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]], dict[str, list[Placement]]]:
@@ -97,8 +102,4 @@ def _group(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]],
         on_pool.setdefault(pl.pool, []).append(pl)
         of_workload.setdefault(pl.workload, []).append(pl)
     return on_pool, of_workload
-
-
-_grouped: IdentityMemo[Sequence[Placement], tuple[dict[str, list[Placement]], dict[str, list[Placement]]]] = \
-    IdentityMemo(2)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, machines_per_replica
 from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
+from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.plan.pricing.rates import replica_usd_per_month, whole_machines
 
 
 def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
@@ -31,7 +32,7 @@ def has_room(demand: Demand, pool: PoolInfo, used: Mapping[int, int], machines: 
     if pool.committed:
         return pool.capacity_gpus - used.get(pool.index, 0) >= demand.gpu_count
     quota = pool.capacity_gpus // pool.gpus_per_node
-    return quota - machines.get(pool.index, 0) >= machines_per_replica(demand.gpu_count, pool.gpus_per_node)
+    return quota - machines.get(pool.index, 0) >= whole_machines(demand.gpu_count, pool.gpus_per_node)
 
 
 def placement_reason(demand: Demand, pool: PoolInfo, index: EligibilityIndex, used: Mapping[int, int],
@@ -76,7 +77,7 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
                     f"{', '.join(domains)}, and a fixed-tier workload must spread its replicas across domains")
         ceiling = demand.workload.max_usd_per_month
         if ceiling is not None:
-            cheapest = min(demand.usd_per_replica(p) for p in pools)
+            cheapest = min(replica_usd_per_month(demand, p) for p in pools)
             return (f"{need}; capacity is free but the cost ceiling max_usd_per_month ${ceiling:,.0f} is binding "
                     f"(one replica costs at least ${cheapest:,.0f}/month)")
         return f"{need}; capacity is free, but placing it would break another constraint of the plan"

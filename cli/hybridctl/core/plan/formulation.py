@@ -16,6 +16,8 @@ pool cost nothing by themselves and the machines m[p] they share are priced; any
 in a pay-per-use pool pays its own whole machines. Under `amortized`, every replica costs
 gpu.count × hours × usd_per_gpu_hour and m[p] is free. Either way a pay-per-use pool's quota
 counts whole machines, and cost ceilings compare the amortized compute plus data movement.
+Every price in the model comes from pricing/arrays.py (and a unit's data movement from
+pricing/rates.py, through units.py); this module only places them in columns and rows.
 
 Everything is built with numpy over all units at once: at 10,000 workloads a Python loop
 per column costs more than the solver.
@@ -23,20 +25,18 @@ per column costs more than the solver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS as ALWAYS_ON_HOURS
-from hybridctl.core.plan.milp import Builder, Col, Model
+from hybridctl.core.plan.milp import Builder, Col, FloatArray, IntArray, Model
 from hybridctl.core.plan.patterns import pattern_rows, wants_patterns
-from hybridctl.core.plan.units import TIER_WEIGHT, FloatArray, IntArray, PoolTable, Unit
-
-# Cash first; among plans of (nearly) equal cash the lowest amortized compute wins. The weight is
-# small beside any real cash difference and large enough for the solver to see (not below its
-# tolerances), so the tie-break also orders committed pools by their amortized price.
-TIE_BREAK = 1e-4
+from hybridctl.core.plan.pricing.arrays import (
+    always_on,
+    column_costs,
+    committed_constant,
+    machine_usd_per_month,
+)
+from hybridctl.core.plan.units import TIER_WEIGHT, PoolTable, Unit
 
 
 def penalty_per_replica(unit: Unit, max_price: float) -> float:
@@ -45,36 +45,6 @@ def penalty_per_replica(unit: Unit, max_price: float) -> float:
     Kept as small as that allows: huge penalties beside small costs slow the MIP down."""
     gpus = max(unit.penalty_gpus, unit.gpu_count)
     return gpus * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + unit.max_egress
-
-
-@dataclass(frozen=True)
-class ColumnCosts:
-    """Per placement column: the objective's price of one replica and its amortized compute."""
-
-    objective: FloatArray
-    amortized: FloatArray
-
-
-def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: PoolTable, cash: bool) -> ColumnCosts:
-    """What one replica costs in each column, under the cost model (see the module's docstring)."""
-    amortized = gpus * hours * table.price[pools]
-    if not cash:
-        return ColumnCosts(amortized, amortized)
-    per_node = table.per_node[pools].astype(np.float64)
-    own_machines = np.ceil(gpus / per_node) * per_node * hours * table.price[pools]
-    pays_own = ~table.committed[pools] & ~always_on(hours)
-    return ColumnCosts(np.where(pays_own, own_machines, 0.0) + TIE_BREAK * amortized, amortized)
-
-
-def always_on(hours: FloatArray) -> npt.NDArray[np.bool_]:
-    return np.asarray(hours == ALWAYS_ON_HOURS, dtype=np.bool_)
-
-
-def machine_usd_per_month(table: PoolTable, pools: IntArray, cash: bool) -> FloatArray:
-    """One always-on machine of a pay-per-use pool for the month (free under the amortized model)."""
-    if not cash:
-        return np.zeros(pools.size)
-    return table.per_node[pools] * float(ALWAYS_ON_HOURS) * table.price[pools]
 
 
 def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
@@ -176,7 +146,7 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
         capped_y = unit_group[y_unit] >= 0
         b.add_entries(first + unit_group[y_unit[capped_y]], y[capped_y], y_cost[capped_y])
     committed = np.unique(xp[~pay_per_use])
-    offset = float(table.committed_usd[committed].sum()) if cash else 0.0
+    offset = committed_constant(table, committed, cash)
     model = b.build(n_units, offset, patterns)
     model.lower[s] = unplaced_floor
     return model

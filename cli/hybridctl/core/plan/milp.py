@@ -9,7 +9,8 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.plan.units import FloatArray, IntArray
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 class Col(IntEnum):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hybridctl.core.plan.pricing import totals
+
 # 2: the cost model (cash or amortized), committed / pay-per-use / data / idle-committed parts, and
 # per pool its machines, commitment and cash cost; placements carry their hours.
 FORMAT_VERSION = 2
@@ -101,32 +103,31 @@ class Plan:
     tool_version: str = ""
     cost_model: str = "cash"  # cash | amortized: what total_usd_per_month means
 
+    # the totals are priced by pricing/totals.py, the one place that adds a plan's costs up
+
     @property
     def committed_usd_per_month(self) -> float:
         """Committed pools, paid whether used or not."""
-        return round(sum(p.usd_per_month for p in self.pools if p.committed), 2)
+        return totals.committed_usd_per_month(self)
 
     @property
     def pay_per_use_usd_per_month(self) -> float:
         """Pay-per-use pools' whole machines."""
-        return round(sum(p.usd_per_month for p in self.pools if not p.committed), 2)
+        return totals.pay_per_use_usd_per_month(self)
 
     @property
     def idle_committed_usd_per_month(self) -> float:
         """Committed cost less the amortized compute of the replicas placed in committed pools."""
-        used = sum(p.amortized_usd_per_month for p in self.pools if p.committed)
-        return round(self.committed_usd_per_month - used, 2)
+        return totals.idle_committed_usd_per_month(self)
 
     @property
     def cash_usd_per_month(self) -> float:
-        return round(self.committed_usd_per_month + self.pay_per_use_usd_per_month + self.data_usd_per_month, 2)
+        return totals.cash_usd_per_month(self)
 
     @property
     def total_usd_per_month(self) -> float:
         """The month's total under the plan's cost model (cash: committed + pay-per-use + data)."""
-        if self.cost_model == "cash":
-            return self.cash_usd_per_month
-        return round(self.compute_usd_per_month + self.data_usd_per_month, 2)
+        return totals.total_usd_per_month(self)
 
     def placements_of(self, workload: str) -> list[Placement]:
         return [p for p in self.placements if p.workload == workload]

@@ -22,9 +22,9 @@ from math import comb
 
 import numpy as np
 
-from hybridctl.core.eligibility import Demand
-from hybridctl.core.plan.milp import Builder, Col
-from hybridctl.core.plan.units import FloatArray, IntArray, PoolTable, Unit, split_by_egress
+from hybridctl.core.plan.eligibility import Demand
+from hybridctl.core.plan.milp import Builder, Col, FloatArray, IntArray
+from hybridctl.core.plan.units import PoolTable, Unit, split_by_egress
 
 PATTERNS_MAX = 100  # per unit: C(R + S, S) patterns for R replicas and S paying sites
 

@@ -7,12 +7,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from types import MappingProxyType
 
 import numpy as np
 
 from hybridctl import __version__
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, demands, is_always_on, pool_infos
-from hybridctl.core.gcpause import gc_paused
+from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.models import (
     DEFAULT_REALTIME_HOURS,
     CostModel,
@@ -20,22 +20,33 @@ from hybridctl.core.inventory.models import (
     Workload,
     WorkloadType,
 )
-from hybridctl.core.plan.costs import data_movements, inventory_digest, pool_usage
+from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
 from hybridctl.core.plan.explain import placement_reason, unplaced_reason
-from hybridctl.core.plan.formulation import TIE_BREAK, formulate, penalty_per_replica
+from hybridctl.core.plan.formulation import formulate, penalty_per_replica
 from hybridctl.core.plan.milp import Col
 from hybridctl.core.plan.model import Placement, Plan, SolverReport, Unplaced
-from hybridctl.core.plan.patterns import Pattern
+from hybridctl.core.plan.movements import data_movements
+from hybridctl.core.plan.patterns import Pattern, deal_by_pattern
+from hybridctl.core.plan.pricing.pools import pool_usage
+from hybridctl.core.plan.pricing.rates import (
+    committed_total_usd_per_month,
+    is_always_on,
+    machines_usd_per_month,
+    objective_usd_per_month,
+    placement_usd_per_month,
+    whole_machines,
+)
+from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
 from hybridctl.core.plan.solve import solve
+from hybridctl.core.plan.tiers import classify_workload
 from hybridctl.core.plan.units import PoolTable, Unit, build_units, components, distribute
-from hybridctl.core.tiers import classify_workload
 
 DEFAULT_TIME_LIMIT_S = 30.0
 DEFAULT_GAP = 1e-4
 DEFAULT_MOVE_THRESHOLD_USD = 100.0
 EXACT_RESOLVE_MAX_COLUMNS = 2_000  # an unmerged model this small is solved again when merging lost money
 
-_STATUS_RANK = {"optimal": 0, "gap_limit": 1, "time_limit": 2}
+_STATUS_RANK = MappingProxyType({"optimal": 0, "gap_limit": 1, "time_limit": 2})
 
 
 @dataclass(frozen=True)
@@ -131,12 +142,14 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
         egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
         placed_of: dict[str, int] = defaultdict(int)
         sites_of: dict[str, dict[int, float]] = defaultdict(dict)
-        for demand, p, n in distribute(unit, counts, table, solved.patterns.get(u)):
+        patterns = solved.patterns.get(u)
+        dealt = (deal_by_pattern(unit, counts, table, patterns) if patterns is not None and len(unit.members) > 1
+                 else distribute(unit, counts, table))
+        for demand, p, n in dealt:
             result.assigned.append((demand, p, n))
             result.used[p] += n * demand.gpu_count
             result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
-            amortized = n * demand.usd_per_replica(pools[p])
-            result.objective += n * demand.cash_per_replica(pools[p]) + TIE_BREAK * amortized if cash else amortized
+            result.objective += objective_usd_per_month(demand, pools[p], n, cash)
             if not pools[p].committed and is_always_on(demand.hours):
                 always_on_gpus[p] += n * demand.gpu_count
             placed_of[demand.key] += n
@@ -149,13 +162,12 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
     if cash:
         for p, gpus in always_on_gpus.items():
-            per_node = pools[p].gpus_per_node
-            result.objective += -(-gpus // per_node) * per_node * DEFAULT_REALTIME_HOURS * pools[p].usd_per_gpu_hour
+            machines = whole_machines(gpus, pools[p].gpus_per_node)
+            result.objective += machines_usd_per_month(pools[p], machines, DEFAULT_REALTIME_HOURS)
     result.objective += result.penalty + moved
     return result
 
 
-@gc_paused
 def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOptions | None = None,
          pools: list[PoolInfo] | None = None, planned_demands: list[Demand] | None = None,
          digest: str | None = None, tiers: dict[str, str] | None = None, facts: WorkloadFacts | None = None) -> Plan:
@@ -204,9 +216,9 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
             if is_always_on(demand.hours):
                 always_on_gpus[p] += n * demand.gpu_count
             else:
-                machines[p] += n * -(-demand.gpu_count // pools[p].gpus_per_node)
+                machines[p] += n * whole_machines(demand.gpu_count, pools[p].gpus_per_node)
     for p, gpus in always_on_gpus.items():
-        machines[p] += -(-gpus // pools[p].gpus_per_node)
+        machines[p] += whole_machines(gpus, pools[p].gpus_per_node)
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
     reasons: dict[tuple[object, ...], str] = {}
@@ -219,7 +231,7 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
             reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
-            replicas=n, gpus=n * demand.gpu_count, usd_per_month=round(n * demand.usd_per_replica(pool), 2),
+            replicas=n, gpus=n * demand.gpu_count, usd_per_month=placement_usd_per_month(demand, pool, n),
             reason=reason, demand=demand.key, gpu_type=pool.pool.gpu, gpus_per_replica=demand.gpu_count,
             hours_per_month=demand.hours))
     placements.sort(key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
@@ -235,7 +247,7 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     usage = pool_usage(pools, placements)
     # the committed pools are a constant the model leaves out: the reported objective and bound
     # carry it, so that they read as the total under the cost model (plus tie-break and penalties)
-    constant = sum(p.committed_usd_per_month for p in pools) if cash else 0.0
+    constant = committed_total_usd_per_month(pools) if cash else 0.0
     objective = result.objective + constant
     bound = min(solved.bound + constant, objective)
     gap = max(0.0, (objective - bound) / abs(objective)) if objective else 0.0
@@ -260,8 +272,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         data_movements=tuple(movements),
         pools=usage,
         solver=report,
-        compute_usd_per_month=round(sum(p.usd_per_month for p in placements), 2),
-        data_usd_per_month=round(sum(m.usd_per_month for m in movements), 2),
+        compute_usd_per_month=compute_usd_per_month(placements),
+        data_usd_per_month=data_usd_per_month(movements),
         budget_usd_per_month=inventory.policies.monthly_budget_usd,
         tiers=decisions,
         workload_types=dict(facts.types),
@@ -284,13 +296,14 @@ class WorkloadFacts:
     def of(inventory: Inventory, workloads: Sequence[Workload] | None = None) -> WorkloadFacts:
         """Of the inventory's workloads (or of these)."""
         chosen = inventory.workloads if workloads is None else workloads
-        # without an enum lookup per workload of a fleet
-        return WorkloadFacts(dict(zip(map(_NAME, chosen), map(_TYPE_VALUE.__getitem__, map(_TYPE, chosen)), strict=True)),
+        # without an enum lookup per workload of a fleet (in a dict: a lookup in the read-only proxy costs more)
+        value_of = _TYPE_VALUE.copy()
+        return WorkloadFacts(dict(zip(map(_NAME, chosen), map(value_of.__getitem__, map(_TYPE, chosen)), strict=True)),
                              {w.name: w.team for w in chosen if w.team is not None})
 
 
 _NAME, _TYPE = attrgetter("name"), attrgetter("type")
-_TYPE_VALUE = {t: t.value for t in WorkloadType}
+_TYPE_VALUE = MappingProxyType({t: t.value for t in WorkloadType})
 
 
 def budget_violation(plan_: Plan) -> str | None:

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import fields
+from functools import cache
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from hybridctl.core.jsontext import (
@@ -48,24 +54,26 @@ _PLAN_FILE_HINT = "pass a file written by `hybridctl plan --out`, unedited"
 
 
 def _fields_of(cls: type[Any]) -> tuple[tuple[str, ...], attrgetter[Any]]:
-    known = _FIELDS.get(cls)
-    if known is None:
-        names = tuple(f.name for f in fields(cls))
-        known = _FIELDS[cls] = (names, attrgetter(*names))
-    return known
+    names = tuple(f.name for f in fields(cls))
+    return names, attrgetter(*names)
 
 
-_FIELDS: dict[type[Any], tuple[tuple[str, ...], attrgetter[Any]]] = {}
+# each part of a plan's field names, and a getter of their values
+_FIELDS = MappingProxyType({cls: _fields_of(cls) for cls in (Placement, Unplaced, DataMovement, PoolUsage,
+                                                             SolverReport)})
 
 
 def _record(part: Any) -> JsonDict:
     """A plan part's fields as a dict: what dataclasses.asdict gives for these flat records, without
     its deep copy of every value (a third of writing a 100,000-workload plan)."""
-    names, values = _fields_of(type(part))
+    names, values = _FIELDS[type(part)]
     own = part.__dict__
     if len(own) == len(names):  # the fields alone (frozen dataclasses set them all, in order): a copy
         return dict(own)
     return dict(zip(names, values(part), strict=True))
+
+
+_SOLVER_FLOATS = ("objective", "bound", "gap", "penalty_usd")
 
 
 def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
@@ -76,21 +84,26 @@ def plan_to_dict(plan: Plan, *, plan_file: bool = False) -> JsonDict:
 
 
 def _document(plan: Plan, plan_file: bool) -> JsonDict:
-    """plan_to_dict's document, without its content digest."""
+    """plan_to_dict's document, without its content digest.
+
+    Amounts are floats whatever the Plan holds (a sum of nothing is the int 0): one plan has one text,
+    and so one digest, whether it was just made or read back from a file (plan_digest, the stacks' tag)."""
     solver = _record(plan.solver)
-    if plan_file:
-        solver["seconds"] = None
+    for name in _SOLVER_FLOATS:
+        solver[name] = float(solver[name])
+    solver["seconds"] = None if plan_file else float(solver["seconds"])
+    budget = plan.budget_usd_per_month
     document: JsonDict = {
         "format_version": FORMAT_VERSION,
         "inventory": plan.inventory_name,
         "cost_model": plan.cost_model,
-        "total_usd_per_month": plan.total_usd_per_month,
-        "committed_usd_per_month": plan.committed_usd_per_month,
-        "pay_per_use_usd_per_month": plan.pay_per_use_usd_per_month,
-        "data_usd_per_month": plan.data_usd_per_month,
-        "idle_committed_usd_per_month": plan.idle_committed_usd_per_month,
-        "compute_usd_per_month": plan.compute_usd_per_month,
-        "budget_usd_per_month": plan.budget_usd_per_month,
+        "total_usd_per_month": float(plan.total_usd_per_month),
+        "committed_usd_per_month": float(plan.committed_usd_per_month),
+        "pay_per_use_usd_per_month": float(plan.pay_per_use_usd_per_month),
+        "data_usd_per_month": float(plan.data_usd_per_month),
+        "idle_committed_usd_per_month": float(plan.idle_committed_usd_per_month),
+        "compute_usd_per_month": float(plan.compute_usd_per_month),
+        "budget_usd_per_month": None if budget is None else float(budget),
         "placements": [_record(p) for p in plan.placements],
         "unplaced": [_record(u) for u in plan.unplaced],
         "data_movements": [_record(m) for m in plan.data_movements],
@@ -133,26 +146,25 @@ def _checked(cls: type[Any], items: Sequence[Any], where: Callable[[int], str]) 
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise PlanFileError(f"{where(index)}: expected an object, got {type(item).__name__}")
-    names = frozenset(_fields_of(cls)[0])
+    names = frozenset(_FIELDS[cls][0])
     try:
         # JSON mode, strict: 2.0 is no int, "3" no number, and a missing field is named.
         return tuple(_adapter(tuple[cls, ...]).validate_json(  # type: ignore[valid-type]
             json.dumps([{k: v for k, v in item.items() if k in names} for item in items]), strict=True))
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
+        if not first["loc"]:  # not a field's value but the text: a lone surrogate (a plan read from a state)
+            found = _unrepresentable(list(items)) or f"[0]: {first['msg'].lower()}"
+            position, _, rest = found.partition("]")
+            raise PlanFileError(f"{where(int(position.lstrip('[')))}{rest}", hint=_PLAN_FILE_HINT) from None
         at, *field = first["loc"]
         raise PlanFileError(f"{where(int(at))}.{'.'.join(str(part) for part in field)}: "
                             f"{first['msg'].lower()} (got {first.get('input')!r})", hint=_PLAN_FILE_HINT) from None
 
 
+@cache  # one per part of a plan: static, as the code is (made when first needed: 0.2 s for all of them)
 def _adapter(cls: Any) -> TypeAdapter[Any]:
-    adapter = _ADAPTERS.get(cls)
-    if adapter is None:
-        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
-    return adapter
-
-
-_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+    return TypeAdapter(cls)
 
 
 def content_digest(document: JsonDict) -> str:
@@ -202,7 +214,8 @@ def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool =
             solver=_build(SolverReport, solver, f"{source}: solver"),
             compute_usd_per_month=float(raw["compute_usd_per_month"]),
             data_usd_per_month=float(raw["data_usd_per_month"]),
-            budget_usd_per_month=raw.get("budget_usd_per_month"),
+            budget_usd_per_month=None if raw.get("budget_usd_per_month") is None
+            else float(raw["budget_usd_per_month"]),
             tiers=dict(raw.get("tiers", {})),
             workload_types=dict(raw.get("workload_types", {})),
             teams=dict(raw.get("teams", {})),
@@ -216,12 +229,12 @@ def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool =
 
 
 # The top-level fields outside the dataclasses, with the JSON types they must have.
-_TOP_LEVEL: dict[str, tuple[type, ...]] = {
+_TOP_LEVEL: MappingProxyType[str, tuple[type, ...]] = MappingProxyType({
     "inventory": (str,), "compute_usd_per_month": (int, float), "data_usd_per_month": (int, float),
-    "budget_usd_per_month": (int, float, type(None)), "tiers": (dict,), "workload_types": (dict,),
+    "budget_usd_per_month": (int, float, type(None)), "tiers": (dict,), "workload_types": (dict,), "teams": (dict,),
     "base_serial": (int, type(None)), "tool_version": (str,), "inventory_digest": (str,),
     "placements": (list,), "unplaced": (list,), "data_movements": (list,), "pools": (list,),
-}
+})
 
 
 def _expect(raw: JsonDict, source: str) -> None:
@@ -229,9 +242,17 @@ def _expect(raw: JsonDict, source: str) -> None:
         if name in raw and (not isinstance(raw[name], types) or isinstance(raw[name], bool)):
             raise PlanFileError(f"{source}: {name} has the wrong type ({type(raw[name]).__name__})",
                                 hint=_PLAN_FILE_HINT)
-    for name in ("tiers", "workload_types"):
+    for name in ("tiers", "workload_types", "teams"):
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.get(name, {}).items()):
             raise PlanFileError(f"{source}: {name} maps workload names to text", hint=_PLAN_FILE_HINT)
+    # text no file can be written back with (a plan read from a state: json_object checks a plan file's)
+    for name in ("inventory", "tool_version", "inventory_digest", "tiers", "workload_types", "teams"):
+        value = raw.get(name, "")
+        texts = [value] if isinstance(value, str) else [*value, *value.values()]
+        if not _encodable("".join(texts)):
+            bad = next(t for t in texts if not _encodable(t))
+            raise PlanFileError(f"{source}: {name}: text with a lone surrogate ({_surrogate(bad)})",
+                                hint=_PLAN_FILE_HINT)
 
 
 def _cost_model(raw: object) -> str:
@@ -241,16 +262,148 @@ def _cost_model(raw: object) -> str:
 
 
 def json_object(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> JsonDict:
-    """A JSON document that must be an object, with the line and column of a syntax error."""
-    try:
-        raw = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise error(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=hint) from None
-    except ValueError as exc:  # NaN or Infinity (refused below), or a number too long to read
-        raise error(f"{source}: not valid JSON: {exc}", hint=hint) from None
+    """A JSON document that must be an object, with the line and column of a syntax error.
+
+    What JSON allows but no hybridctl file holds is refused too, each with one message naming the file
+    (and the field, where it is known): a key twice in one object (the last would silently win, and the
+    content digest is of what was read), NaN and Infinity, numbers beyond a float (1e400 reads as
+    infinity) or of more than 4,300 digits, lone surrogates (text no file can be written back with), and
+    nesting deeper than a reader's stack."""
+    raw = _fast(text)
+    if raw is None:
+        raw = _strict(text, source, error, what, hint)
     if not isinstance(raw, dict):
         raise error(f"{source}: not a hybridctl {what}", hint=hint)
+    if _SURROGATE_ESCAPE.search(text):  # rare (hybridctl writes no escapes but control characters'): a walk
+        where = _unrepresentable(raw)
+        if where is not None:
+            raise error(f"{source}: {where}", hint=hint)
     return raw
+
+
+def _fast(text: str) -> Any:
+    """The document as orjson reads it (a fleet's plan file: a third of json's time), when that is what the
+    strict reading gives too: orjson refuses NaN, numbers beyond a float, lone surrogates and deep nesting
+    as the strict reading does (which then says where), but keeps the last of a key given twice — so the
+    keys are counted, and a document whose text holds more keys than it read is read strictly. None: read
+    it strictly."""
+    if '\\":' in text or _SPACED_KEY.search(text):  # then `":` would not count the keys: read it strictly
+        return None
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    # each key ends with `":` (no string value can hold `":`: its quotes are escaped, and `\":` was ruled out),
+    # in the text read and in the document's own compact text
+    return document if text.count('":') == orjson.dumps(document).count(b'":') else None
+
+
+_SPACED_KEY = re.compile(r'"\s+:')
+
+
+def _strict(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> Any:
+    """The document as json reads it, refusing what no hybridctl file holds, with where it is."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int,
+                          object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise error(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=hint) from None
+    except _DuplicateKey as exc:
+        raise error(f"{source}: key {exc.args[0]!r} appears twice in one object", hint=hint) from None
+    except _OutOfRange:  # read again, marking the number, to say where it is
+        marked = json.loads(text, parse_constant=_no_constant, parse_float=_Marked, parse_int=_marked_int)
+        raise error(f"{source}: {_unrepresentable(marked)}", hint=hint) from None
+    except RecursionError:
+        raise error(f"{source}: nested too deeply to be a hybridctl {what}", hint=hint) from None
+    except ValueError as exc:  # NaN or Infinity
+        raise error(f"{source}: not valid JSON: {exc}", hint=hint) from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> JsonDict:
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return document
+
+
+# What may stand for a lone surrogate: its escape (json reads "\ud800" as one; no file can hold it).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# Numbers beyond a float: 1e400 reads as infinity; an int of more digits than a float's range is refused
+# before it is read (Python reads one of at most 4,300 digits, and printing it would fail as well).
+_MAX_INT_DIGITS = 300
+
+
+class _OutOfRange(ValueError):
+    pass
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _OutOfRange(text)
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text) > _MAX_INT_DIGITS:
+        raise _OutOfRange(text)
+    return int(text)
+
+
+class _Marked(str):
+    """A number beyond a float's range, as written (json_object's second reading, to say where it is)."""
+
+
+def _marked_int(text: str) -> int | _Marked:
+    return _Marked(text) if len(text) > _MAX_INT_DIGITS else int(text)
+
+
+_FLOAT_MAX = sys.float_info.max
+
+
+def _unrepresentable(document: Any) -> str | None:
+    """Where the parsed document holds a number that is not finite or text with a lone surrogate, and what."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, _Marked):  # a number as written (the second reading): out of range, or fine
+            if len(value) > _MAX_INT_DIGITS or float(value) in (math.inf, -math.inf):
+                shown = value if len(value) <= 40 else f"{value[:20]}…({len(value):,} characters)"
+                return f"{path or 'the document'}: a number beyond the range of a float ({shown})"
+            continue
+        if (isinstance(value, float) and not math.isfinite(value)) or (type(value) is int and abs(value) > _FLOAT_MAX):
+            return f"{path or 'the document'}: a number beyond the range of a float"
+        if isinstance(value, str) and not _encodable(value):
+            return f"{path or 'the document'}: text with a lone surrogate ({_surrogate(value)})"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                inner = f"{path}.{key}" if path else str(key)
+                if not _encodable(key):
+                    return f"{path or 'the document'}: a key with a lone surrogate ({_surrogate(key)})"
+                stack.append((inner, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+    return None
+
+
+def _surrogate(text: str) -> str:
+    return next(f"\\u{ord(c):04x}" for c in text if "\ud800" <= c <= "\udfff")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _no_constant(name: str) -> float:

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.plan.beside import solving
 from hybridctl.core.plan.milp import Col, Model
 from hybridctl.core.plan.start import greedy_start
 
@@ -70,7 +69,7 @@ def _highs(time_limit_s: float, gap: float) -> object:
 
     highs = highspy.Highs()  # type: ignore[no-untyped-call]
     # highspy hands HiGHS a Python callback, which takes the GIL again and again during a run even with no
-    # handler subscribed: with Python busy on another thread (beside.py), an LP took a third longer
+    # handler subscribed; hybridctl subscribes none
     highs.disableCallbacks()  # type: ignore[no-untyped-call]
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", max(time_limit_s, 0.01))
@@ -142,7 +141,7 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
         solution.col_value = start[columns].tolist()
         solution.value_valid = True
         highs.setSolution(solution)  # type: ignore[attr-defined]
-    solving(highs.run, int(columns.size))  # type: ignore[attr-defined]
+    highs.run()  # type: ignore[attr-defined]
     status = _status(highs)
     values = np.asarray(highs.getSolution().col_value, dtype=np.float64)  # type: ignore[attr-defined]
     info = highs.getInfo()  # type: ignore[attr-defined]

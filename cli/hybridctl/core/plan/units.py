@@ -20,17 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
-from hybridctl.core.eligibility import Demand, EligibilityIndex, PoolInfo, read_usd_per_gb
-from hybridctl.core.tiers import Tier
+from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.plan.milp import FloatArray, IntArray
+from hybridctl.core.plan.pricing.arrays import pool_prices
+from hybridctl.core.plan.pricing.rates import egress_rates, egress_usd_by_site, gpu_hours_usd_per_month
+from hybridctl.core.plan.tiers import Tier
 
-TIER_WEIGHT = {Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0}
+TIER_WEIGHT = MappingProxyType({Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0})
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,15 @@ class PoolTable:
         domain_names = tuple(sorted({p.domain for p in pools}))
         site_id = {name: i for i, name in enumerate(site_names)}
         domain_id = {name: i for i, name in enumerate(domain_names)}
-        return cls(np.array([p.usd_per_gpu_hour for p in pools], dtype=np.float64),
+        price, committed_usd = pool_prices(pools)
+        return cls(price,
                    np.array([p.capacity_gpus for p in pools], dtype=np.int64),
                    np.array([site_id[p.site.name] for p in pools], dtype=np.int64),
                    np.array([domain_id[p.domain] for p in pools], dtype=np.int64),
                    site_names, domain_names,
                    np.array([p.gpus_per_node for p in pools], dtype=np.int64),
                    np.array([p.committed for p in pools], dtype=np.bool_),
-                   np.array([p.committed_usd_per_month for p in pools], dtype=np.float64))
+                   committed_usd)
 
     @property
     def max_price(self) -> float:
@@ -96,25 +99,13 @@ class Unit:
         return float(self.egress.max()) if self.egress.size else 0.0
 
 
-def egress_usd_by_site(demand: Demand, pools: list[PoolInfo], eligible: tuple[int, ...],
-                       sites: Mapping[str, float]) -> dict[str, float]:
-    """Monthly data-movement cost if the demand has a replica at each eligible site (zero ones dropped)."""
-    passes = demand.workload.data_passes_per_month
-    costs: dict[str, float] = {}
-    for site in sorted({pools[p].site.name for p in eligible}):
-        usd = sum(d.size_gb * passes * read_usd_per_gb(d, site, sites) for d in demand.remote_datasets)
-        if usd > 0:
-            costs[site] = usd
-    return costs
-
-
 class _Memo:
     """Per-eligible-list facts shared by the thousands of demands that have the same list."""
 
     def __init__(self, pools: list[PoolInfo], table: PoolTable) -> None:
         self.pools = pools
         self.table = table
-        self.egress_rate = {p.site.name: p.site.egress_usd_per_gb for p in pools}
+        self.egress_rate = egress_rates(p.site for p in pools)
         self._arrays: dict[int, tuple[IntArray, int]] = {}
         self._egress: dict[tuple[object, ...], tuple[FloatArray, tuple[object, ...] | None, float]] = {}
         self._penalty_gpus: dict[tuple[int, int], int] = {}
@@ -226,7 +217,7 @@ def _binding_ceilings(demands: list[Demand], index: EligibilityIndex, memo: _Mem
             continue
         array, _ = memo.arrays(eligible)
         egress, _, _ = memo.egress(demand, eligible)
-        dearest = demand.gpu_count * demand.hours * float(table.price[array].max())
+        dearest = gpu_hours_usd_per_month(demand.gpu_count, demand.hours, float(table.price[array].max()))
         name = demand.workload.name
         worst[name] = worst.get(name, 0.0) + demand.replicas * (dearest + float(egress.max(initial=0.0)))
     return {d.workload.name for d in demands if d.workload.max_usd_per_month is not None
@@ -262,16 +253,11 @@ def components(units: list[Unit]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable,
-               patterns: list[tuple[int, dict[int, int]]] | None = None) -> list[tuple[Demand, int, int]]:
-    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas).
-    `patterns` are the twins' patterns when the model counted them (patterns.py)."""
+def distribute(unit: Unit, counts: Mapping[int, int], table: PoolTable) -> list[tuple[Demand, int, int]]:
+    """Hand a merged unit's replicas back to its member demands: (demand, pool, replicas), when the
+    model did not count the twins' patterns (then patterns.py's deal_by_pattern does)."""
     if len(unit.members) == 1:
         return [(unit.members[0], p, n) for p, n in sorted(counts.items()) if n > 0]
-    if patterns is not None:
-        from hybridctl.core.plan.patterns import deal_by_pattern  # patterns.py builds on this module
-
-        return deal_by_pattern(unit, counts, table, patterns)
     if unit.spread > 1:
         return _deal_round_robin(unit, counts, table)
     if unit.pays_egress:

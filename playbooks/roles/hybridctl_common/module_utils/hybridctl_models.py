@@ -1,5 +1,5 @@
 # Runs ON THE HOST (imported by library/hybridctl_model_host.py): the rules that decide whether
-# a model version may be installed and activated there. They mirror hybridctl.core.bundle
+# a model version may be installed and activated there. They mirror hybridctl.core.deploy.bundle
 # (key IDs, version order, manifest checks); the host enforces them itself because the
 # controller and the bundle directory are not trusted to.
 #
@@ -38,7 +38,7 @@ class Refused(Exception):
 # --- trust: pinned keys, by key ID ---------------------------------------------------------
 
 def key_id_of_pem(pem):
-    """The key ID of a PEM Ed25519 public key (as hybridctl.core.bundle.key_id), or None."""
+    """The key ID of a PEM Ed25519 public key (as hybridctl.core.deploy.bundle.key_id), or None."""
     text = pem.decode("ascii", "replace") if isinstance(pem, bytes) else pem
     match = re.search(r"-----BEGIN PUBLIC KEY-----(.+?)-----END PUBLIC KEY-----", text, re.S)
     if match is None:
@@ -95,7 +95,7 @@ def unpin_key(trust_dir, key_id):
 # --- versions ------------------------------------------------------------------------------
 
 def version_key(version):
-    """Natural order of version names, as hybridctl.core.bundle.version_order: digit runs compare
+    """Natural order of version names, as hybridctl.core.deploy.bundle.version_order: digit runs compare
     as numbers, other runs as text, a name that is a prefix of another comes first
     (v9 < v10, 2026.05.1 < 2026.05.2 < 2026.05.2a)."""
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)

@@ -167,7 +167,7 @@ class ActionModule(ActionBase):
         source = args.pop("src", None)
         root, models_dir = args.pop("root"), args.pop("models_dir")
         if not isinstance(root, str) or not root.startswith("/"):
-            raise Refusal(f"hybridctl_root must be an absolute path, got {root}")
+            raise Refusal(f"hybridctl_common_root must be an absolute path, got {root}")
         manifest_bytes, manifest = read_manifest(source)
         digest = hashlib.sha256(manifest_bytes).hexdigest()
         check_names(source, manifest, digest, args)

@@ -141,7 +141,7 @@ class ActionModule(ActionBase):
         s = self._task.args
         root = s["root"]
         if not isinstance(root, str) or not root.startswith("/"):
-            result.update(failed=True, msg=f"hybridctl_root must be an absolute path, got {root}")
+            result.update(failed=True, msg=f"hybridctl_common_root must be an absolute path, got {root}")
             return result
         # The play's environment (the run marker that a cancel or timeout reaps by) and the probe's
         # inputs, each quoted by the shell plugin: values from the inventory are data, never shell.

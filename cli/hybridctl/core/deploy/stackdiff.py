@@ -1,0 +1,179 @@
+"""The cloud changes between two plans' stack configurations, as Pulumi would carry them out.
+
+Each change says how the stack makes it (create, resize, update, replace, delete, release) so
+that `plan` and `apply` show a replace as a replace: EKS cannot change a node group's instance
+types or capacity type in place, and Kueue's CRD makes `LocalQueue.spec.clusterQueue`
+immutable, so the stacks replace those (delete, then create). A change is destructive when
+running work can be lost: a replace or delete of a node group that has machines, of a
+LocalQueue (its pending jobs), or of a stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from hybridctl.core.deploy.stackvalues import (
+    PROJECT_GPU_POOLS,
+    PROJECT_QUEUES,
+    NodePoolConfig,
+    QueuesStackConfig,
+    StackConfigs,
+)
+
+
+@dataclass(frozen=True)
+class CloudChange:
+    project: str
+    stack: str
+    kind: str  # stack | node-group | resource-flavor | cluster-queue | local-queue | namespace | multikueue
+    name: str
+    action: str  # create | resize | update | replace | delete | release
+    detail: str = ""
+    # Needs an explicit approval beyond --auto-approve: removes machines that may be running work.
+    removes_machines: bool = False
+
+    @property
+    def destructive(self) -> bool:
+        return self.action in ("replace", "delete")
+
+
+_KIND_ORDER = ("stack", "node-group", "resource-flavor", "cluster-queue", "namespace", "local-queue", "multikueue")
+# EKS launches reserved capacity as ON_DEMAND (stacks/aws-gpu-pools): on_demand <-> reserved is no replace.
+_EKS_CAPACITY = MappingProxyType({"on_demand": "ON_DEMAND", "reserved": "ON_DEMAND", "spot": "SPOT"})
+
+
+def _arrow(label: str, old: object, new: object) -> str:
+    return f"{label} {old}" if old == new else f"{label} {old}→{new}"
+
+
+def _node_group_change(project: str, stack: str, name: str, a: NodePoolConfig | None,
+                       b: NodePoolConfig | None) -> CloudChange | None:
+    if a is None and b is not None:
+        return CloudChange(project, stack, "node-group", name, "create",
+                           f"{b.instance_type} min {b.min_size}, desired {b.desired_size}, max {b.max_size}")
+    if b is None and a is not None:
+        return CloudChange(project, stack, "node-group", name, "delete", f"{a.instance_type} ×{a.desired_size}",
+                           removes_machines=a.desired_size > 0)
+    assert a is not None and b is not None
+    if (a.types, _EKS_CAPACITY[a.capacity_type]) != (b.types, _EKS_CAPACITY[b.capacity_type]):
+        return CloudChange(project, stack, "node-group", name, "replace",
+                           f"{'/'.join(a.types)} {a.capacity_type}→{'/'.join(b.types)} {b.capacity_type}",
+                           removes_machines=a.desired_size > 0)
+    updates = [_arrow(label, x, y) for label, x, y in (
+        ("capacity", a.capacity_type, b.capacity_type), ("disk GiB", a.disk_gib, b.disk_gib),
+        ("EFA interfaces", a.efa_interfaces, b.efa_interfaces), ("reservation", a.reservation_id, b.reservation_id),
+        ("zone", a.availability_zone, b.availability_zone)) if x != y]
+    if updates:
+        # A new launch template version: EKS rolls the nodes, max one unavailable at a time.
+        return CloudChange(project, stack, "node-group", name, "update", "; ".join(updates) + " (rolling)")
+    if (a.min_size, a.desired_size, a.max_size) != (b.min_size, b.desired_size, b.max_size):
+        detail = ", ".join(_arrow(label, x, y) for label, x, y in (
+            ("min", a.min_size, b.min_size), ("desired", a.desired_size, b.desired_size), ("max", a.max_size, b.max_size)))
+        if a.desired_size != b.desired_size:
+            detail += " (desired is the autoscaler's after creation)"
+        return CloudChange(project, stack, "node-group", name, "resize", detail)
+    return None
+
+
+def _node_group_changes(project: str, stack: str, old: dict[str, NodePoolConfig], new: dict[str, NodePoolConfig]) -> list[CloudChange]:
+    found = (_node_group_change(project, stack, n, old.get(n), new.get(n)) for n in sorted(old.keys() | new.keys()))
+    return [c for c in found if c is not None]
+
+
+def _cluster_queue_changes(stack: str, old: QueuesStackConfig | None, new: QueuesStackConfig | None) -> list[CloudChange]:
+    p = PROJECT_QUEUES
+    before = {q.name: q for q in old.cluster_queues} if old else {}
+    after = {q.name: q for q in new.cluster_queues} if new else {}
+    changes = []
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        if a is None or b is None:
+            changes.append(CloudChange(p, stack, "cluster-queue", name, "create" if a is None else "delete"))
+            continue
+        qa, qb = {f.flavor: f.gpus for f in a.flavors}, {f.flavor: f.gpus for f in b.flavors}
+        if list(qa) != list(qb):
+            changes.append(CloudChange(p, stack, "cluster-queue", name, "update",
+                                       ("flavors " + ", ".join(qb)) if qb else "no flavors"))
+        resized = [f"{f} {qa.get(f, 0)}→{qb.get(f, 0)} GPUs" for f in sorted(qa.keys() | qb.keys())
+                   if qa.get(f, 0) != qb.get(f, 0)]
+        if resized:
+            changes.append(CloudChange(p, stack, "cluster-queue", name, "resize", "; ".join(resized)))
+    return changes
+
+
+def _queue_changes(stack: str, old: QueuesStackConfig | None, new: QueuesStackConfig | None) -> list[CloudChange]:
+    p = PROJECT_QUEUES
+    old_flavors = {f.name for f in old.flavors} if old else set()
+    new_flavors = {f.name for f in new.flavors} if new else set()
+    changes = [CloudChange(p, stack, "resource-flavor", f, "create") for f in sorted(new_flavors - old_flavors)]
+    changes += [CloudChange(p, stack, "resource-flavor", f, "delete") for f in sorted(old_flavors - new_flavors)]
+    changes += _cluster_queue_changes(stack, old, new)
+    old_wl = {w.name: w for w in old.workloads} if old else {}
+    new_wl = {w.name: w for w in new.workloads} if new else {}
+    for w in sorted(old_wl.keys() | new_wl.keys()):
+        a, b = old_wl.get(w), new_wl.get(w)
+        if a is None and b is not None:
+            changes.append(CloudChange(p, stack, "namespace", w, "create", f"tier {b.tier}"))
+            changes.append(CloudChange(p, stack, "local-queue", w, "create", f"queue {b.cluster_queue}"))
+        elif b is None and a is not None:
+            # Namespaces are retained on delete: their pods, secrets and volumes outlive the plan.
+            changes.append(CloudChange(p, stack, "namespace", w, "release", "kept in the cluster, no longer managed"))
+            changes.append(CloudChange(p, stack, "local-queue", w, "delete", "its pending jobs are no longer admitted"))
+        elif a is not None and b is not None:
+            if a.tier != b.tier:
+                changes.append(CloudChange(p, stack, "namespace", w, "update", _arrow("tier", a.tier, b.tier)))
+            if a.cluster_queue != b.cluster_queue:
+                # spec.clusterQueue is immutable (`self == oldSelf` in Kueue's CRD): delete, then create.
+                changes.append(CloudChange(p, stack, "local-queue", w, "replace",
+                                           f"queue {a.cluster_queue}→{b.cluster_queue}"))
+    old_mk, new_mk = (old.multikueue_clusters if old else ()), (new.multikueue_clusters if new else ())
+    if old_mk != new_mk:
+        action = "create" if not old_mk else "delete" if not new_mk else "update"
+        changes.append(CloudChange(p, stack, "multikueue", "burst", action, "workers " + ", ".join(new_mk or old_mk)))
+    return changes
+
+
+def diff_stack_configs(before: StackConfigs | None, after: StackConfigs) -> tuple[CloudChange, ...]:
+    """What applying `after` changes in the cloud, per stack, compared with `before` (None: nothing yet).
+
+    The plan digest (a tag and annotation on everything) is left out: it changes with every plan.
+    """
+    changes: list[CloudChange] = []
+    old_pools = {s.stack_name: s for s in before.gpu_pools} if before else {}
+    new_pools = {s.stack_name: s for s in after.gpu_pools}
+    for stack in sorted(old_pools.keys() | new_pools.keys()):
+        a, b = old_pools.get(stack), new_pools.get(stack)
+        if a is None or b is None:
+            changes.append(CloudChange(PROJECT_GPU_POOLS, stack, "stack", stack, "create" if a is None else "delete",
+                                       removes_machines=b is None and a is not None and any(p.desired_size for p in a.node_pools)))
+        changes += _node_group_changes(PROJECT_GPU_POOLS, stack, {p.name: p for p in a.node_pools} if a else {},
+                                       {p.name: p for p in b.node_pools} if b else {})
+    old_queues = {s.stack_name: s for s in before.queues} if before else {}
+    new_queues = {s.stack_name: s for s in after.queues}
+    for stack in sorted(old_queues.keys() | new_queues.keys()):
+        qa, qb = old_queues.get(stack), new_queues.get(stack)
+        if qa is None or qb is None:
+            changes.append(CloudChange(PROJECT_QUEUES, stack, "stack", stack, "create" if qa is None else "delete"))
+        changes += _queue_changes(stack, qa, qb)
+    # Stable: within a kind, the order built above (names sorted).
+    rank = {kind: i for i, kind in enumerate(_KIND_ORDER)}
+    return tuple(sorted(changes, key=lambda c: (c.project, c.stack, rank[c.kind])))
+
+
+CONFIG_DIFF = "config-diff"
+PULUMI_PREVIEW = "pulumi-preview"
+
+
+@dataclass(frozen=True)
+class CloudChanges:
+    source: str  # config-diff | pulumi-preview
+    # the stack diff's own changes, as they are (a 100,000-workload fleet's first plan: 200,000 rows)
+    rows: tuple[CloudChange, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"source": self.source, "changes": [row.__dict__ for row in self.rows]}
+
+    @property
+    def destructive(self) -> tuple[CloudChange, ...]:
+        return tuple(r for r in self.rows if r.destructive)

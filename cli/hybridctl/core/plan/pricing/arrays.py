@@ -1,0 +1,65 @@
+"""rates.py's prices as the solver's arrays: one entry per placement column (or per pool), worked out
+with numpy over all of them at once (at 10,000 workloads a Python step per column costs more than
+the solver). The products are in rates.py's order, so that a column's price is the float rates.py
+gives for the same replica."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS
+from hybridctl.core.plan.milp import FloatArray, IntArray
+from hybridctl.core.plan.pricing.rates import TIE_BREAK, committed_pool_usd_per_month
+
+if TYPE_CHECKING:
+    from hybridctl.core.plan.eligibility import PoolInfo
+    from hybridctl.core.plan.units import PoolTable
+
+
+@dataclass(frozen=True)
+class ColumnCosts:
+    """Per placement column: the objective's price of one replica and its amortized compute."""
+
+    objective: FloatArray
+    amortized: FloatArray
+
+
+def pool_prices(pools: Sequence[PoolInfo]) -> tuple[FloatArray, FloatArray]:
+    """Per pool: its price per GPU-hour, and a committed pool's cash per month (else 0)."""
+    return (np.array([p.usd_per_gpu_hour for p in pools], dtype=np.float64),
+            np.array([committed_pool_usd_per_month(p) for p in pools], dtype=np.float64))
+
+
+def always_on(hours: FloatArray) -> npt.NDArray[np.bool_]:
+    """Which columns' replicas run all month (rates.is_always_on)."""
+    return np.asarray(hours == DEFAULT_REALTIME_HOURS, dtype=np.bool_)
+
+
+def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: PoolTable, cash: bool) -> ColumnCosts:
+    """What one replica costs in each column, under the cost model: rates.objective_usd_per_month and
+    rates.replica_usd_per_month of one replica."""
+    amortized = gpus * hours * table.price[pools]
+    if not cash:
+        return ColumnCosts(amortized, amortized)
+    per_node = table.per_node[pools].astype(np.float64)
+    own_machines = np.ceil(gpus / per_node) * per_node * hours * table.price[pools]
+    pays_own = ~table.committed[pools] & ~always_on(hours)
+    return ColumnCosts(np.where(pays_own, own_machines, 0.0) + TIE_BREAK * amortized, amortized)
+
+
+def machine_usd_per_month(table: PoolTable, pools: IntArray, cash: bool) -> FloatArray:
+    """One always-on machine of each of these pay-per-use pools for the month (free under the amortized
+    model)."""
+    if not cash:
+        return np.zeros(pools.size)
+    return table.per_node[pools] * float(DEFAULT_REALTIME_HOURS) * table.price[pools]
+
+
+def committed_constant(table: PoolTable, pools: IntArray, cash: bool) -> float:
+    """What these committed pools cost whatever is placed: the model's constant under cash (else 0)."""
+    return float(table.committed_usd[pools].sum()) if cash else 0.0

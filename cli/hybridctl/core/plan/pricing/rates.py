@@ -1,0 +1,148 @@
+"""What one thing costs a month: a GPU-hour of a pool, a committed pool, a replica, whole machines, a
+dataset read from elsewhere.
+
+**Committed pools** (onprem, edge, reserved cloud) cost `capacity × 730 × usd_per_gpu_hour` whether
+used or not. **Pay-per-use pools** (cloud on_demand and spot) are bought in whole machines: the
+always-on replicas (730 hours a month) of a pool share `ceil(their GPUs / GPUs per node)` machines
+all month, any other replica runs `ceil(gpu.count / GPUs per node)` machines of its own while it
+runs. A replica's **amortized** compute is `gpu.count × hours × usd_per_gpu_hour` in any pool: the
+showback share and what cost ceilings compare. **Data movement**: a dataset read at a site that
+holds no copy costs `size_gb × passes × egress_usd_per_gb` of the cheapest holder.
+
+The products are written in one order (count × GPUs × hours × price) everywhere, arrays.py's too,
+so that every figure is the same float wherever it is worked out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from hybridctl.core.inventory.catalog import InstanceType
+from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, Dataset, Pool, Site
+
+if TYPE_CHECKING:
+    from hybridctl.core.plan.eligibility import Demand, PoolInfo
+
+# Under the cash cost model, among plans of (nearly) equal cash the lowest amortized compute wins. The
+# weight is small beside any real cash difference and large enough for the solver to see (not below its
+# tolerances), so the tie-break also orders committed pools by their amortized price.
+TIE_BREAK = 1e-4
+
+
+def catalog_usd_per_gpu_hour(instance: InstanceType) -> float:
+    """The catalog's on-demand list price of one GPU of an instance type, per hour."""
+    return instance.usd_per_hour / instance.gpus_per_node
+
+
+def pool_usd_per_gpu_hour(pool: Pool, instances: Mapping[str, InstanceType]) -> float:
+    """A pool's price per GPU-hour: its own `usd_per_gpu_hour`, else the catalog's list price for its
+    instance type (0 when it has neither)."""
+    if pool.usd_per_gpu_hour is not None:
+        return pool.usd_per_gpu_hour
+    instance = instances.get(pool.instance_type or "")
+    return catalog_usd_per_gpu_hour(instance) if instance else 0.0
+
+
+def is_always_on(hours: float) -> bool:
+    """Always-on replicas (730 hours a month) share a pay-per-use pool's machines; others own theirs."""
+    return hours == DEFAULT_REALTIME_HOURS
+
+
+def whole_machines(gpus: int, per_node: int) -> int:
+    """The whole machines that hold `gpus` GPUs: one replica's own, or a pool's always-on machines."""
+    return -(-gpus // per_node)
+
+
+def committed_pool_usd_per_month(pool: PoolInfo) -> float:
+    """What a committed pool costs whether used or not, from its declared capacity (0 for pay-per-use)."""
+    if not pool.committed:
+        return 0.0
+    declared = pool.pool.gpus if pool.pool.gpus is not None else (pool.pool.max_gpus or 0)
+    return declared * DEFAULT_REALTIME_HOURS * pool.usd_per_gpu_hour
+
+
+def committed_total_usd_per_month(pools: Iterable[PoolInfo]) -> float:
+    """The committed pools' cost: a constant of every plan under the cash cost model."""
+    return sum(committed_pool_usd_per_month(p) for p in pools)
+
+
+def machines_usd_per_month(pool: PoolInfo, machines: int, hours: float) -> float:
+    """Whole machines of a pool, each running `hours` a month."""
+    return machines * pool.gpus_per_node * hours * pool.usd_per_gpu_hour
+
+
+def gpu_hours_usd_per_month(gpus: int, hours: float, usd_per_gpu_hour: float) -> float:
+    """Amortized compute: GPUs × hours × price, with no machine rounding."""
+    return gpus * hours * usd_per_gpu_hour
+
+
+def replica_usd_per_month(demand: Demand, pool: PoolInfo) -> float:
+    """Amortized compute of one replica: the showback share and what cost ceilings compare."""
+    return gpu_hours_usd_per_month(demand.gpu_count, demand.hours, pool.usd_per_gpu_hour)
+
+
+def replica_cash_usd_per_month(demand: Demand, pool: PoolInfo) -> float:
+    """Cash one replica adds by itself: nothing in a committed pool or on shared always-on machines,
+    its own whole machines otherwise."""
+    if pool.committed or is_always_on(demand.hours):
+        return 0.0
+    return machines_usd_per_month(pool, whole_machines(demand.gpu_count, pool.gpus_per_node), demand.hours)
+
+
+def placement_usd_per_month(demand: Demand, pool: PoolInfo, replicas: int) -> float:
+    """A placement's cost as the plan records it: the replicas' amortized compute, to the cent."""
+    return round(replicas * replica_usd_per_month(demand, pool), 2)
+
+
+def objective_usd_per_month(demand: Demand, pool: PoolInfo, replicas: int, cash: bool) -> float:
+    """What `replicas` replicas add to the planner's objective by themselves: under cash their own
+    machines plus the amortized tie-break (shared always-on machines are priced per pool), else their
+    amortized compute."""
+    amortized = replicas * replica_usd_per_month(demand, pool)
+    return replicas * replica_cash_usd_per_month(demand, pool) + TIE_BREAK * amortized if cash else amortized
+
+
+def usd_per_gpu_hour_for(demand: Demand, usd_per_month: float) -> float:
+    """The change in GPU-hour price that changes one replica's month by `usd_per_month`."""
+    return usd_per_month / max(demand.gpu_count * demand.hours, 1e-9)
+
+
+def egress_rates(sites: Iterable[Site]) -> dict[str, float]:
+    """Site -> what moving a GB out of it costs."""
+    return {s.name: s.egress_usd_per_gb for s in sites}
+
+
+def read_usd_per_gb(dataset: Dataset, site: str, egress_usd_per_gb: Mapping[str, float]) -> float:
+    """Reading a dataset at a site: free where a copy is held, else the cheapest holder's egress."""
+    if site in dataset.holders:
+        return 0.0
+    return min(egress_usd_per_gb.get(h, 0.0) for h in dataset.holders)
+
+
+def cheapest_holder(dataset: Dataset, egress_usd_per_gb: Mapping[str, float]) -> str:
+    """The holder data is read from when the reading site holds no copy (ties: the primary, then by name)."""
+    return min(dataset.holders, key=lambda h: (egress_usd_per_gb.get(h, 0.0), h != dataset.site, h))
+
+
+def read_usd_per_month(dataset: Dataset, site: str, passes: float, egress_usd_per_gb: Mapping[str, float]) -> float:
+    """Reading a dataset `passes` times a month at a site."""
+    return dataset.size_gb * passes * read_usd_per_gb(dataset, site, egress_usd_per_gb)
+
+
+def movement_usd_per_month(dataset: Dataset, site: str, passes: float,
+                           egress_usd_per_gb: Mapping[str, float]) -> float:
+    """A data movement's cost as the plan records it, to the cent."""
+    return round(read_usd_per_month(dataset, site, passes, egress_usd_per_gb), 2)
+
+
+def egress_usd_by_site(demand: Demand, pools: Sequence[PoolInfo], eligible: tuple[int, ...],
+                       egress_usd_per_gb: Mapping[str, float]) -> dict[str, float]:
+    """Monthly data-movement cost if the demand has a replica at each eligible site (zero ones dropped)."""
+    passes = demand.workload.data_passes_per_month
+    costs: dict[str, float] = {}
+    for site in sorted({pools[p].site.name for p in eligible}):
+        usd = sum(read_usd_per_month(d, site, passes, egress_usd_per_gb) for d in demand.remote_datasets)
+        if usd > 0:
+            costs[site] = usd
+    return costs

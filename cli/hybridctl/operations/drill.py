@@ -1,0 +1,89 @@
+"""The flow behind drill, and the plan files that drills and failover rehearsals start from (no state)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan.model import Plan
+from hybridctl.errors import RefusedError, UsageError
+from hybridctl.render.console import stdout
+
+if TYPE_CHECKING:
+    from hybridctl.core.memo import RunMemo
+
+PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
+
+
+def rehearsal_base(plan_path: Path, inventory_path: Path,
+                   run_memo: RunMemo | None = None) -> tuple[Plan, Inventory]:
+    """A plan file and the inventory it was made from, for a rehearsal that needs no state; `run_memo`: the
+    rehearsal's (its check of the plan file reads the inventory as the rehearsal does)."""
+    from hybridctl.core.inventory.digest import inventory_digest
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.operations.common import check_rules, read_plan
+
+    the_plan = read_plan(plan_path, checked=False)  # check_rules below checks it with the inventory
+    inventory = load_inventory(inventory_path).inventory
+    if the_plan.inventory_digest != inventory_digest(inventory):
+        raise RefusedError(f"{plan_path} was made from another inventory: {inventory_path} has changed since, or is "
+                           "not the inventory of this plan",
+                           hint=f"make a new plan: hybridctl plan {inventory_path} --out {plan_path}")
+    check_rules(the_plan, inventory, plan_path, run_memo)  # a plan file is untrusted: refused (exit 4), not a bug
+    return the_plan, inventory
+
+
+def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
+              json_out: Path | None, move_threshold_usd: float, time_limit_s: float,
+              plan_file: Path | None = None) -> int:
+    from hybridctl.core.failover.drill import drill
+    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.scenario import check_scenarios, parse_scenarios, standard_scenarios
+    from hybridctl.core.failover.serialize import drill_to_json
+    from hybridctl.core.filereader import SCENARIO_LIMIT, read_utf8
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.memo import RunMemo
+    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.drivers.files import atomic_write_text
+    from hybridctl.drivers.parallel import map_in_processes
+    from hybridctl.operations.common import check_output_path
+    from hybridctl.render.failover import drill_markdown, render_drill
+
+    check_output_path(json_out, "--json-out")
+    run_memo = RunMemo()  # the drill's, made before its scenarios (and their worker processes)
+    if plan_file is not None:
+        base, inventory = rehearsal_base(plan_file, inventory_path, run_memo)
+    else:
+        inventory = load_inventory(inventory_path).inventory
+    scenarios = []
+    for path in scenario_files:
+        try:
+            text = read_utf8(path, SCENARIO_LIMIT, what="a scenario file")
+        except FileNotFoundError:
+            raise UsageError(f"{path}: no such scenario file") from None
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        scenarios += parse_scenarios(text, str(path))
+    if standard:
+        scenarios += standard_scenarios(inventory)
+    check_scenarios(scenarios, inventory)
+    if plan_file is None:
+        # verified by drill(), which keeps the verdict to check each scenario's plan where it differs
+        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
+    # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
+    spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
+    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s),
+                   map_scenarios=map_in_processes if spread else None, run_memo=run_memo)
+    if output_format == "json":
+        typer.echo(drill_to_json(report), nl=False)
+    elif output_format == "markdown":
+        typer.echo(drill_markdown(report), nl=False)
+    else:
+        render_drill(stdout(), report)
+    if json_out is not None:
+        atomic_write_text(json_out, drill_to_json(report))
+    return 0 if report.passed else 1

@@ -1,0 +1,408 @@
+"""The flows behind failover and runbook: load, replan, render, and execute through apply's executor.
+
+Runbooks are kept with the state (store documents: files in a state directory, as below, or
+rows in a shared PostgreSQL state), so anyone sharing the state can resume or roll them back:
+
+    runbooks/<runbook id>.json   every runbook that was executed (its steps, both plans)
+    runbooks/active.json         the failovers in effect, oldest first: what rollback returns from
+
+An unfinished runbook is the state's pending run of operation "runbook"; its target is the runbook id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+
+from hybridctl.core.deploy.steps import BundleRef, Step
+from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, Runbook, RunbookKind
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.memo import RunMemo
+from hybridctl.core.plan.model import Plan
+from hybridctl.drivers.state import State, StateStore
+from hybridctl.errors import RefusedError, UsageError
+from hybridctl.operations.common import check_output_path
+from hybridctl.operations.failover_compute import checked_failover, failover_of_state, steps_builder
+from hybridctl.operations.run import active_failovers, failover_base, set_active_failovers
+from hybridctl.render.console import stderr, stdout
+
+if TYPE_CHECKING:
+    from hybridctl.core.failover.events import Event
+    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.executor import RunReport, StepRunner
+
+OPERATION = "runbook"
+INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class ExecOptions:
+    auto_approve: bool = False
+    skip_cloud: bool = False
+    bundles: Path | None = None
+    bundle_public_key: Path | None = None
+    known_hosts: Path | None = None
+    ssh_key: Path | None = None
+    lock_timeout_s: float = 0.0
+    parallelism: int = 4
+
+
+# --- shared pieces -------------------------------------------------------------------------------
+
+
+def _load_inventory(option: Path | None, state: State) -> Inventory:
+    from hybridctl.core.inventory.loader import load_inventory
+
+    path = option or (Path(state.inventory_path) if state.inventory_path else None)
+    if path is None:
+        raise UsageError("the state records no inventory path: pass --inventory PATH")
+    return load_inventory(path).inventory
+
+
+def _require_applied(state: State, store: StateStore) -> Mapping[str, Any]:
+    if not state.applied_plan:
+        raise RefusedError(f"nothing is applied in {store.location}: failover replans from the applied plan",
+                           hint="apply a plan first (`hybridctl apply`), or rehearse with `hybridctl drill INVENTORY`")
+    return state.applied_plan
+
+
+def _applied(state: State, store: StateStore) -> Plan:
+    from hybridctl.operations.run import applied_of
+
+    _require_applied(state, store)
+    applied = applied_of(store, state)
+    assert applied is not None
+    return applied
+
+
+def _emit(runbook: Runbook, output_format: str, run_memo: RunMemo | None = None) -> None:
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.render.failover import render_runbook, runbook_markdown
+
+    if output_format == "json":
+        typer.echo(runbook_to_json(runbook, run_memo), nl=False)
+    elif output_format == "markdown":
+        typer.echo(runbook_markdown(runbook), nl=False)
+    else:
+        render_runbook(stdout(), runbook)
+
+
+@contextlib.contextmanager
+def _maybe_locked(store: StateStore, command: str, timeout_s: float, execute: bool) -> Iterator[None]:
+    if not execute:
+        yield
+        return
+    from hybridctl.operations.run import locked
+
+    with locked(store, command, timeout_s, stderr()):
+        yield
+
+
+def _refs(options: ExecOptions, workloads: set[str]) -> dict[str, BundleRef] | None:
+    if options.bundles is None:
+        return None
+    from hybridctl.operations.run import load_bundles
+
+    return load_bundles(options.bundles, options.bundle_public_key, workloads, stderr())
+
+
+# --- runbook files -------------------------------------------------------------------------------
+
+
+def _runbook_name(runbook_id: str) -> str:
+    return f"runbooks/{runbook_id}.json"
+
+
+def _save(store: StateStore, runbook: Runbook, run_memo: RunMemo | None = None) -> str:
+    """Kept with the state (a file in a state directory, a row in a shared database)."""
+    from hybridctl.core.failover.serialize import runbook_to_json
+
+    name = _runbook_name(runbook.id)
+    store.write_document(name, runbook_to_json(runbook, run_memo))
+    return name
+
+
+def _read(store: StateStore, runbook_id: str) -> Runbook:
+    """The runbook the state names `runbook_id`, refused unless its content gives that id (its kind, incident
+    and steps: an edited runbook file is not the runbook the state recorded)."""
+    from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_json
+    from hybridctl.operations.run import document_location
+
+    name = _runbook_name(runbook_id)
+    text = store.read_document(name)
+    where = document_location(store, name)
+    if text is None:
+        raise RunbookFileError(f"{where}: runbook {runbook_id} is missing")
+    runbook = runbook_from_json(text, where)
+    if runbook.id != runbook_id:
+        raise RunbookFileError(f"{where}: its content is runbook {runbook.id}, not {runbook_id}: the file was edited",
+                               hint="restore it from a backup, or compute a new runbook with `hybridctl failover`")
+    return runbook
+
+
+def _plan_content(plan: Plan | Mapping[str, Any]) -> str:
+    """A plan's content digest (numbers as floats: 2117 and 2117.0 are one amount), whatever form it is in."""
+    from hybridctl.core.plan.serialize import content_digest, plan_to_dict
+
+    return content_digest(dict(plan) if isinstance(plan, Mapping) else plan_to_dict(plan, plan_file=True))
+
+
+def _check_before(store: StateStore, state: State, runbook: Runbook) -> None:
+    """A runbook runs from the plan the state records as applied: refuse one whose before_plan is another
+    (an edited runbook file, resumed or rolled back from)."""
+    if state.applied_plan is not None and _plan_content(runbook.before) != _plan_content(state.applied_plan):
+        raise RefusedError(f"runbook {runbook.id} starts from another plan than the one applied in {store.location}: "
+                           "its before_plan was changed, or the state has moved on since it was computed",
+                           hint="compute a new runbook: hybridctl failover EVENT… (or `runbook rollback` again)")
+
+
+# --- execution -----------------------------------------------------------------------------------
+
+
+def _confirm_runner(auto_approve: bool, out: Console) -> StepRunner:
+    from hybridctl.executor import StepContext, StepOutcome, StepStatus
+
+    def run(step: Step, context: StepContext) -> StepOutcome:
+        del context
+        if auto_approve:
+            return StepOutcome(StepStatus.DONE, "approved by --auto-approve", detail={"approved_by": "--auto-approve"})
+        if step.kind == MANUAL_KIND:
+            shown, question = f"manual step: {step.params.get('instruction')}", "Done?"
+        else:
+            listed = step.params.get("steps")
+            names = [str(s) for s in listed] if isinstance(listed, list) else []
+            shown = f"next: {step.params.get('title', step.id)} ({len(names)} step(s): {', '.join(names)})"
+            question = "Go ahead?"
+        out.print(shown, markup=False)
+        if typer.confirm(question, default=False):
+            return StepOutcome(StepStatus.DONE, "approved by the operator", detail={"approved_by": "operator"})
+        return StepOutcome(StepStatus.FAILED, "declined", "declined by the operator: `hybridctl runbook resume` "
+                           "asks again")
+
+    return run
+
+
+def _on_success(store: StateStore, runbook: Runbook,
+                run_memo: RunMemo | None = None) -> Callable[[State, RunReport], State]:
+    from hybridctl.core.deploy.stackconfig import plan_digest
+    from hybridctl.core.plan.serialize import plan_to_dict
+    from hybridctl.drivers.state import now_iso
+
+    digest_of = plan_digest if run_memo is None else run_memo.plan_digest  # the run's: worked out for the steps
+
+    def record(state: State, report: RunReport) -> State:
+        del report
+        chain = active_failovers(store)
+        if runbook.kind is RunbookKind.FAILOVER:
+            # the first failover of a chain records the plan it leaves, as the state holds it: what a
+            # rollback returns to (run_rollback checks the runbook's before_plan against it)
+            before = _plan_content(state.applied_plan) if not chain and state.applied_plan is not None else None
+            set_active_failovers(store, [*chain, runbook.id], before)
+        else:
+            set_active_failovers(store, [])
+        return replace(state, applied_plan=plan_to_dict(runbook.after, plan_file=True),
+                       applied_plan_digest=digest_of(runbook.after), applied_at=now_iso())
+
+    return record
+
+
+def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Console,
+             run_memo: RunMemo | None = None) -> int:
+    """`run_memo`: the run's that built `runbook` (its text and its failover plan's digest are kept there)."""
+    from hybridctl.executor import pending_for
+    from hybridctl.operations.run import execute_and_report, prepare_cloud, runners_for, ssh_options
+    from hybridctl.render.apply import PlainProgress, progress_for
+
+    if not options.auto_approve and not sys.stdin.isatty():
+        raise RefusedError("executing a runbook needs approval for each group of steps, and there is no terminal "
+                           "to ask on", hint="review the runbook above, then pass --auto-approve (e.g. in CI)")
+    current = store.read()
+    pending = pending_for(current, OPERATION)
+    if pending is not None and pending.target != runbook.id:
+        raise RefusedError(f"runbook {pending.target} is unfinished in {store.location}",
+                           hint="finish it first with `hybridctl runbook resume`")
+    if run_memo is None:  # read back from its file (resume); one built by this run starts from the state's plan
+        _check_before(store, current, runbook)
+    if current.pending is not None and pending is None:
+        stderr().print(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
+    graph = runbook.graph
+    driver, skip = prepare_cloud(store, graph, options.skip_cloud, stderr())
+    ssh = ssh_options(store, options.known_hosts, options.ssh_key)
+    runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, out),
+               MANUAL_KIND: _confirm_runner(options.auto_approve, out)}
+    name = _save(store, runbook, run_memo)
+    code = execute_and_report(store, graph, runners, out, operation=OPERATION, target=runbook.id, skip=skip,
+                              parallelism=options.parallelism, on_success=_on_success(store, runbook, run_memo),
+                              detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": name},
+                              observer=progress_for(out) if options.auto_approve else PlainProgress(out),
+                              subject=f"runbook {runbook.id}",
+                              when_interrupted="`hybridctl runbook resume` finishes it",
+                              retry="`hybridctl runbook resume`")
+    if code:
+        return code
+    if runbook.kind is RunbookKind.FAILOVER:
+        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.option}")
+    return 0
+
+
+# --- the commands --------------------------------------------------------------------------------
+
+
+def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | None, output_format: str,
+                 out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
+                 options: ExecOptions, plan_file: Path | None = None) -> int:
+    from hybridctl.core.failover.events import check_events, parse_events
+    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.drivers.files import atomic_write_text
+    from hybridctl.operations.run import open_store
+
+    check_output_path(out, "--out")
+    events = parse_events(words)
+    if plan_file is not None:
+        return _rehearse_failover(events, plan_file, inventory, state=state, execute=execute,
+                                  output_format=output_format, out=out,
+                                  options=FailoverOptions(move_threshold_usd, time_limit_s), bundles=options)
+    store = open_store(state)
+    run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
+    with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
+        current = store.read()
+        _require_applied(current, store)
+        the_inventory = _load_inventory(inventory, current)
+        check_events(events, the_inventory)
+        refs = _refs(options, {w.name for w in the_inventory.workloads})
+        runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
+                                    public_key=options.bundle_public_key,
+                                    options=FailoverOptions(move_threshold_usd, time_limit_s), run_memo=run_memo)
+        if runbook.before.inventory_digest and runbook.before.inventory_digest != runbook.after.inventory_digest:
+            stderr().print("note: the inventory has changed since the applied plan was made; the failover "
+                           "replans the applied placements against the inventory as it is now")
+        _emit(runbook, output_format, run_memo)
+        if out is not None:
+            atomic_write_text(out, runbook_to_json(runbook, run_memo))
+        if not execute:
+            return 0
+        return _execute(store, runbook, options, stdout() if output_format != "json" else stderr(), run_memo)
+
+
+def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: str | None,
+                       execute: bool, output_format: str, out: Path | None, options: FailoverOptions,
+                       bundles: ExecOptions) -> int:
+    """The runbook the applied state would give, from a plan file: nothing is read from a state or run."""
+    from hybridctl.core.failover.events import check_events
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.drivers.files import atomic_write_text
+
+    if execute:
+        raise UsageError("--execute needs an applied state: a runbook rehearsed from --plan cannot be executed",
+                         hint="drop --plan to fail over what the state records as applied")
+    if state is not None:
+        raise UsageError("--plan and --state exclude each other: a rehearsal reads no state")
+    if inventory is None:
+        raise UsageError("--plan needs --inventory PATH: the inventory the plan was made from")
+    from hybridctl.operations.drill import rehearsal_base
+
+    run_memo = RunMemo()  # this rehearsal's
+    applied, the_inventory = rehearsal_base(plan_file, inventory, run_memo)
+    check_events(events, the_inventory)
+    refs = _refs(bundles, {w.name for w in the_inventory.workloads})
+    # rehearsal_base found the plan's inventory digest to be this inventory's
+    runbook = checked_failover(the_inventory, applied, events, options=options, digest=applied.inventory_digest,
+                               steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
+                                                       applied=applied, run_memo=run_memo), run_memo=run_memo)
+    _emit(runbook, output_format, run_memo)
+    if out is not None:
+        atomic_write_text(out, runbook_to_json(runbook, run_memo))
+    return 0
+
+
+def run_resume(state: str | None, options: ExecOptions) -> int:
+    from hybridctl.executor import pending_for
+    from hybridctl.operations.run import locked, open_store
+    from hybridctl.render.failover import render_runbook
+
+    store = open_store(state)
+    out = stdout()
+    with locked(store, "runbook resume", options.lock_timeout_s, stderr()):
+        pending = pending_for(store.read(), OPERATION)
+        if pending is None:
+            out.print(f"no unfinished runbook in {store.location}: nothing to resume")
+            return 0
+        runbook = _read(store, pending.target)
+        done = store.journal.done_keys(pending.run_ids)
+        left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
+        render_runbook(out, runbook)
+        out.print(f"resuming {runbook.id}: {len(runbook.steps) - len(left)} step(s) done, {len(left)} to run")
+        return _execute(store, runbook, options, out)
+
+
+def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
+                 options: ExecOptions) -> int:
+    from hybridctl.core.failover.failover import plan_rollback, returning_sites
+    from hybridctl.core.failover.runbook import incident_id
+    from hybridctl.core.inventory.digest import inventory_digest
+    from hybridctl.executor import pending_for
+    from hybridctl.operations.run import open_store
+
+    store = open_store(state)
+    with _maybe_locked(store, "runbook rollback", options.lock_timeout_s, not dry_run):
+        current = store.read()
+        pending = pending_for(current, OPERATION)
+        if pending is not None and not dry_run:
+            raise RefusedError(f"runbook {pending.target} is unfinished", hint="finish it first: hybridctl runbook resume")
+        chain = [_read(store, rid) for rid in active_failovers(store)]
+        if not chain:
+            raise RefusedError(f"no failover is in effect in {store.location}: there is nothing to roll back")
+        the_inventory = _load_inventory(inventory, current)
+        original = chain[0]
+        recorded = failover_base(store)
+        if recorded is not None and _plan_content(original.before) != recorded:
+            raise RefusedError(f"runbook {original.id}'s before_plan is not the plan that ran before the failover, "
+                               f"as the state recorded it ({recorded[:19]}…): the runbook file was edited",
+                               hint="restore the runbook from a backup; or make a new plan (hybridctl plan "
+                                    "INVENTORY --previous …) and apply it with --end-failover")
+        if original.kind is RunbookKind.FAILOVER and incident_id(original.before, original.events) != original.incident:
+            raise RefusedError(f"runbook {original.id}'s before_plan is not the plan its incident was computed from: "
+                               "the runbook file was edited",
+                               hint="restore the runbook from a backup, or make and apply a new plan (--end-failover)")
+        if original.before.inventory_digest != inventory_digest(the_inventory):
+            raise RefusedError("the inventory changed since the failover: the pre-failover plan no longer fits it",
+                               hint="make a new plan instead: hybridctl plan INVENTORY --previous, then apply it")
+        refs = _refs(options, {w.name for w in the_inventory.workloads})
+        applied = _applied(current, store)
+        run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
+        runbook = plan_rollback(the_inventory, original, applied,
+                                steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key,
+                                                        applied=applied, run_memo=run_memo),
+                                returning_sites=returning_sites(chain), base_serial=current.serial, run_memo=run_memo)
+        _emit(runbook, output_format, run_memo)
+        if dry_run:
+            return 0
+        return _execute(store, runbook, options, stdout() if output_format != "json" else stderr(), run_memo)
+
+
+def run_show(state: str | None, output_format: str) -> int:
+    from hybridctl.executor import pending_for
+    from hybridctl.operations.run import open_store
+
+    store = open_store(state)
+    current = store.read()
+    pending = pending_for(current, OPERATION)
+    if pending is not None:
+        _emit(_read(store, pending.target), output_format)
+        stderr().print(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
+        return 0
+    chain = active_failovers(store)
+    if not chain:
+        stdout().print(f"no failover is in effect in {store.location}")
+        return 0
+    _emit(_read(store, chain[-1]), output_format)
+    return 0

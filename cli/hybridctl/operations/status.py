@@ -1,0 +1,220 @@
+"""status: the applied plan, each site and pool, the last run, and drift.
+
+Drift of cloud stacks comes from a Pulumi refresh in preview-only mode (nothing is written);
+drift of nodes from node.yml in Ansible check mode with --diff: a host with a task that
+would change has drifted. Both run under the state lock, so they never race an apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+
+from hybridctl.core.deploy.steps import Step, StepKind, make_step
+from hybridctl.drivers.ansible import SshOptions
+from hybridctl.drivers.state import Deployed, State, StateStore
+from hybridctl.errors import CHANGES, ExitCode, PrerequisiteError, RefusedError
+from hybridctl.render.console import stderr, stdout
+
+_CLOUD = (StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES)
+
+
+@dataclass(frozen=True)
+class DriftItem:
+    step: str
+    site: str | None
+    drifted: bool | None  # None: could not be checked
+    summary: str
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> what drifted or went wrong
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    items: tuple[DriftItem, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def found(self) -> bool:
+        return any(i.drifted for i in self.items)
+
+    @property
+    def errors(self) -> bool:
+        return any(i.drifted is None for i in self.items)
+
+
+def _step_of(deployed: Deployed) -> Step:
+    return make_step(deployed.step_id, deployed.kind, deployed.step_id, deployed.record, site=deployed.site)
+
+
+def _cloud_drift(store: StateStore, cloud: list[Deployed], notes: list[str]) -> list[DriftItem]:
+    from hybridctl.runners import cloud_driver, stack_spec
+
+    if not cloud:
+        return []
+    try:
+        driver = cloud_driver(store.root)
+    except PrerequisiteError as exc:
+        notes.append(f"cloud drift not checked: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        return []
+    items = []
+    for deployed in cloud:
+        spec = stack_spec(_step_of(deployed))
+        try:
+            result = driver.refresh(spec, preview_only=True)
+        except Exception as exc:  # one stack that cannot be read must not hide the others
+            items.append(DriftItem(deployed.step_id, deployed.site, None, f"refresh failed: {exc}"))
+            continue
+        changed = {op: n for op, n in result.summary.items() if op != "same" and n}
+        summary = ", ".join(f"{n} {op}" for op, n in sorted(changed.items())) or "in sync"
+        items.append(DriftItem(deployed.step_id, deployed.site, result.has_changes,
+                               f"{spec.project}/{spec.stack_name}: {summary}",
+                               {c.name: c.op for c in result.changes}))
+    return items
+
+
+def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions, notes: list[str]) -> list[DriftItem]:
+    from hybridctl.paths import playbooks_dir
+    from hybridctl.runners import run_ansible_step
+
+    items = []
+    for deployed in nodes:
+        result = run_ansible_step(_step_of(deployed), None, playbooks=playbooks_dir(), ssh=ssh,
+                                  work_dir=store.ansible_dir, check=True, diff=True)
+        hosts: dict[str, str] = {}
+        unknown = False
+        for host in result.hosts:
+            if host.state.value in ("failed", "timed_out", "canceled", "unreachable"):
+                unknown = True
+                hosts[host.host] = f"{host.state.value}: {(host.message or '').splitlines()[0][:200] if host.message else ''}"
+            elif host.changed:
+                hosts[host.host] = f"{host.changed} task(s) would change"
+        drifted = any("would change" in v for v in hosts.values())
+        no_kubelet = [h.host for h in result.hosts if "kubelet" in h.data and h.data["kubelet"] is None]
+        if no_kubelet:
+            notes.append(f"{deployed.site}: no kubelet on {', '.join(no_kubelet)}: not Kubernetes nodes "
+                         "(their labels are only in /etc/hybridctl/node.yaml)")
+        if not result.hosts and result.error:
+            unknown = True
+            hosts["-"] = result.error.splitlines()[-1][:200]
+        summary = (f"{sum('would change' in v for v in hosts.values())} of {len(result.hosts)} host(s) drifted"
+                   if drifted else f"{len(result.hosts)} host(s) in sync")
+        items.append(DriftItem(deployed.step_id, deployed.site, True if drifted else (None if unknown else False),
+                               summary + (" (some hosts could not be checked)" if unknown else ""), hosts))
+    return items
+
+
+def check_drift(store: StateStore, state: State, ssh: SshOptions) -> DriftReport:
+    notes: list[str] = []
+    cloud = [d for d in state.deployed.values() if d.kind in _CLOUD]
+    nodes = [d for d in state.deployed.values() if d.kind == StepKind.NODE_BASELINE]
+    items = _cloud_drift(store, sorted(cloud, key=lambda d: d.step_id), notes)
+    items += _node_drift(store, sorted(nodes, key=lambda d: d.step_id), ssh, notes)
+    return DriftReport(tuple(items), tuple(notes))
+
+
+def _site_kind(deployed: list[Deployed]) -> str:
+    for d in deployed:
+        if d.kind in _CLOUD:
+            return "cloud"
+        inventory = d.record.get("inventory", {})
+        for hostvars in (inventory.get("hostvars", {}) if isinstance(inventory, dict) else {}).values():
+            return str(hostvars.get("hybridctl_site_kind", "-"))
+    return "-"
+
+
+def status_document(store: StateStore, state: State, drift: DriftReport | None) -> dict[str, object]:
+    plan = state.applied_plan or {}
+    by_site: dict[str, list[Deployed]] = defaultdict(list)
+    for d in state.deployed.values():
+        by_site[d.site or f"cluster {d.record.get('cluster') or '-'}"].append(d)
+    pools: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for pool in plan.get("pools", []):
+        pools[pool["site"]].append({"pool": pool["pool"], "gpu": pool["gpu"], "capacity_type": pool["capacity_type"],
+                                    "used_gpus": pool["used_gpus"], "capacity_gpus": pool["capacity_gpus"]})
+    drift_of = {i.step: i for i in drift.items} if drift else {}
+    sites = []
+    for site in sorted(set(pools) | set(by_site)):
+        steps = sorted(by_site.get(site, []), key=lambda d: d.step_id)
+        sites.append({"site": site, "kind": state.site_kinds.get(site) or _site_kind(steps), "pools": pools.get(site, []), "steps": [
+            {"step": d.step_id, "applied_at": d.applied_at, "key": d.key,
+             "drift": None if d.step_id not in drift_of else {"drifted": drift_of[d.step_id].drifted,
+                                                                "summary": drift_of[d.step_id].summary,
+                                                                "hosts": drift_of[d.step_id].hosts}}
+            for d in steps]})
+    holder, alive = store.lock.holder_status()
+    last = state.last_run.to_dict() if state.last_run else None
+    if last is not None and last["status"] == "running" and (holder is None or alive is False):
+        # Its process is gone (SIGKILL, power cut): the next run settles it as interrupted.
+        who = f"pid {holder.pid} on {holder.host}" if holder is not None else f"pid {last['pid']} on {last['host']}"
+        last = {**last, "status": "interrupted", "summary": f"{who} ended before the run did"}
+    return {
+        "format_version": 1, "state_dir": store.location, "serial": state.serial, "lineage": state.lineage,
+        "applied": None if not plan else {
+            "inventory": plan.get("inventory"), "plan_digest": state.applied_plan_digest,
+            "applied_at": state.applied_at, "inventory_path": state.inventory_path,
+            "total_usd_per_month": plan.get("total_usd_per_month"), "placements": len(plan.get("placements", []))},
+        "sites": sites,
+        "last_run": last,
+        "pending": None if not state.pending else {
+            **state.pending.to_dict(), "resume": resume_command(state.pending.operation, store.option,
+                                                                holder.command if holder and not alive else None)},
+        # A dead holder's record is not a lock; the token stays out: it would let a reader pose as the holder.
+        "lock": {**holder.public(), "alive": alive} if holder is not None and alive is not False else None,
+        "drift": None if drift is None else {"found": drift.found, "errors": drift.errors, "notes": list(drift.notes),
+                                             "items": [i.__dict__ for i in drift.items]},
+    }
+
+
+def resume_command(operation: str, state_option: str, command: str | None) -> str:
+    """The command that resumes an unfinished operation (a dead holder's own command line when known)."""
+    if operation == "runbook":
+        return f"hybridctl runbook resume --state {state_option}"
+    return f"hybridctl {command or operation} --state {state_option}"
+
+
+def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
+                  ssh_factory: Callable[[StateStore], SshOptions]) -> int:
+    if not store.exists():
+        raise RefusedError(f"nothing has been applied with the state in {store.location}",
+                           hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
+    state = store.read()
+    report = None
+    models: list[dict[str, object]] | None = None  # per host: active model version against the plan's
+    if drift and state.deployed:
+        from hybridctl.operations.model_versions import check_model_versions, model_versions_document
+        from hybridctl.operations.run import locked
+
+        ssh = ssh_factory(store)
+        with locked(store, "status --drift", lock_timeout_s, stderr()):
+            state = store.read()
+            report = check_drift(store, state, ssh)
+            models = model_versions_document(check_model_versions(store, state, ssh))
+    doc = status_document(store, state, report)
+    if models is not None:
+        doc["models"] = models
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
+    else:
+        from hybridctl.render.status import render_model_versions, render_status
+
+        render_status(stdout(), doc)
+        render_model_versions(stdout(), models or [])
+    models_differ = any(m["state"] not in ("as planned", "unknown") for m in models or [])
+    if ((report is not None and report.found) or models_differ) and detailed_exitcode:
+        return int(CHANGES)
+    if (report is not None and report.errors) or any(m["state"] == "unknown" for m in models or []):
+        return int(ExitCode.FAILED)
+    return 0
+
+
+def run_status(*, state: str | None, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
+               known_hosts: Path | None, ssh_key: Path | None) -> int:
+    from hybridctl.operations.run import open_store, ssh_options
+
+    return status_report(open_store(state), drift=drift, detailed_exitcode=detailed_exitcode, as_json=as_json,
+                         lock_timeout_s=lock_timeout_s, ssh_factory=lambda store: ssh_options(store, known_hosts, ssh_key))
