@@ -35,15 +35,15 @@ def test_only_the_last_few_lists_are_kept() -> None:
     lists = [[_Entry(f"w-{i}")] for i in range(20)]
     for entries in lists:
         nameindex.by_name(entries, memo)
-    assert len(memo.names) <= memo.names.kept
-    assert memo.names.newest() is lists[-1]
+    assert len(memo[nameindex.NAMES]) <= memo[nameindex.NAMES].kept
+    assert memo[nameindex.NAMES].newest() is lists[-1]
 
 
 def test_a_list_read_again_and_again_stays_while_others_come_and_go() -> None:
     memo = RunMemo()
     base = [_Entry("base")]
     index = nameindex.by_name(base, memo)
-    for i in range(3 * memo.names.kept):  # a drill: each scenario's lists, and the base inventory's again
+    for i in range(3 * memo[nameindex.NAMES].kept):  # a drill: each scenario's lists, and the base inventory's again
         nameindex.by_name([_Entry(f"scenario-{i}")], memo)
         assert nameindex.by_name(base, memo) is index
 

@@ -7,7 +7,7 @@ from functools import reduce
 from typing import Any
 
 import pytest
-from hybridctl.core.deploy.stackconfig import plan_digest
+from hybridctl.core.deploy.stackconfig import kept_plan_digest, plan_digest
 from hybridctl.core.deploy.steps import DeployedStep, apply_steps
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan, replanned_inventory
@@ -42,11 +42,11 @@ def test_the_applied_plans_digest_is_the_one_the_state_recorded() -> None:
     applied = dataclasses.replace(base)  # an object whose digest nothing worked out yet
     memo = RunMemo()  # the command's: its steps' digests are asked of it
     steps_builder(inventory, State(applied_plan_digest="sha256:recorded"), None, None, applied=applied, run_memo=memo)
-    assert memo.plan_digest(applied) == "sha256:recorded"
+    assert kept_plan_digest(memo, applied) == "sha256:recorded"
     unrecorded = dataclasses.replace(base)
     memo = RunMemo()
     steps_builder(inventory, State(), None, None, applied=unrecorded, run_memo=memo)
-    assert memo.plan_digest(unrecorded) == plan_digest(base) != "sha256:recorded"
+    assert kept_plan_digest(memo, unrecorded) == plan_digest(base) != "sha256:recorded"
 
 
 def _assets() -> dict[str, str]:

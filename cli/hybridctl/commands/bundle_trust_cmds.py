@@ -7,7 +7,7 @@ operation only, run under the state lock and journaled; model sync never replace
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -27,83 +27,23 @@ _LOCK_TIMEOUT = typer.Option(0.0, "--lock-timeout", help="Seconds to wait for th
 _FORMAT = typer.Option("table", "--format", "-f", help="table or json.")
 
 
-@dataclass(frozen=True)
-class TrustRow:
-    host: str
-    site: str
-    result: str  # changed, unchanged, failed, unreachable
-    keys: list[str]  # the key IDs the host trusts after the run
-    error: str | None
-
-
 def _run(action: str, extravars: dict[str, str], key: str | None, inventory: Path, site: list[str],
          state: Path | None, known_hosts: Path | None, ssh_key: Path | None, lock_timeout: float,
          output_format: str) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from hybridctl.drivers.ansible import HostState, run_playbook
-    from hybridctl.drivers.journal import JournalEvent
-    from hybridctl.drivers.state import new_run_id
     from hybridctl.errors import ExitCode, UsageError
-    from hybridctl.operations.common import site_hosts
-    from hybridctl.operations.run import locked, open_store, ssh_options
-    from hybridctl.paths import playbooks_dir
-    from hybridctl.render.console import stderr, stdout
-    from hybridctl.runners import write_inventory_file
+    from hybridctl.operations.bundle_trust import run_trust
+    from hybridctl.render.bundle_trust import render_trust
+    from hybridctl.render.console import stdout
 
     if output_format not in ("table", "json"):
         raise UsageError(f"--format {output_format!r}: expected table or json")
-    hosts = site_hosts(inventory, site)
-    store = open_store(state)
-    ssh = ssh_options(store, known_hosts, ssh_key)
-    what = f"bundle trust {action}" + (f" {key}" if key else "")
-    with locked(store, what, lock_timeout, stderr()):
-        run_id = new_run_id()
-        changes = action != "list"
-        if changes:
-            store.journal.append(run_id, JournalEvent.RUN_STARTED, summary=f"{what} on {len(hosts.hosts)} host(s)",
-                                 detail={"operation": "bundle-trust", "action": action, "key_id": key})
-        path = write_inventory_file(hosts, store.ansible_dir, "trust")
-        try:
-            with stderr().status(f"{what} on {len(hosts.hosts)} host(s)..."):
-                result = run_playbook(playbooks_dir() / "trust.yml", path, ssh=ssh, work_dir=store.ansible_dir,
-                                      extravars={"hybridctl_trust_action": action, **extravars})
-        finally:
-            path.unlink(missing_ok=True)
-        outcome = {h.host: h for h in result.hosts}
-        rows: list[TrustRow] = []
-        for name in hosts.hosts:
-            host = outcome.get(name)
-            ok = host is not None and host.state in (HostState.OK, HostState.CHANGED)
-            keys = host.data.get("keys") if host is not None else None
-            error = None if ok else (((host.message or "").splitlines() or ["no result"])[0][:300] if host
-                                     else "no result (unreachable?)")
-            rows.append(TrustRow(name, str(hosts.hostvars[name].get("hybridctl_site", "")),
-                                 ("changed" if host is not None and host.state is HostState.CHANGED else "unchanged")
-                                 if ok else (host.state.value if host is not None else "unreachable"),
-                                 [str(k) for k in keys] if isinstance(keys, list) else [], error))
-        failed = [r.host for r in rows if r.error is not None]
-        if changes:
-            store.journal.append(run_id, JournalEvent.RUN_FINISHED,
-                                 summary=f"{what}: {len(rows) - len(failed)} of {len(rows)} host(s) done",
-                                 detail={"operation": "bundle-trust", "action": action, "key_id": key,
-                                         "hosts": {r.host: r.result for r in rows}})
+    run = run_trust(action, extravars, key, inventory, site, state, known_hosts, ssh_key, lock_timeout)
     if output_format == "json":
-        typer.echo(json.dumps({"format_version": 1, "action": action, "key_id": key, "run_id": run_id if changes
-                               else None, "hosts": [asdict(r) for r in rows]}, indent=2))
+        typer.echo(json.dumps({"format_version": 1, "action": action, "key_id": key, "run_id": run.run_id,
+                               "hosts": [asdict(r) for r in run.rows]}, indent=2))
     else:
-        table = Table(title=what, title_justify="left")
-        for column in ("host", "site", "result", "trusted key IDs"):
-            table.add_column(column)
-        for r in rows:
-            colour = "red" if r.error else ("yellow" if r.result == "changed" else "green")
-            table.add_row(r.host, r.site, f"[{colour}]{r.result}[/]" + (f": {escape(r.error)}" if r.error else ""),
-                          "\n".join(r.keys) or "-")
-        stdout().print(table)
-        if changes:
-            stdout().print(f"journaled as run {run_id} in {store.root}")
-    if failed:
+        render_trust(stdout(), run)
+    if run.failed:
         raise typer.Exit(ExitCode.FAILED)
 
 

@@ -2,7 +2,7 @@
 
 A drill reads one fleet's workloads by name in every scenario: in the impacts of each failover
 and its rollback, and in the checker. Building the dict is a Python step per workload of the
-fleet (10,000 pydantic attribute reads), so the run's memo (core/memo.py: RunMemo.names) keeps
+fleet (10,000 pydantic attribute reads), so the run's memo (core/memo.py: the NAMES slot) keeps
 the last few lists' indexes. Lists are told apart by identity and kept alive there, so an id is
 never reused for another; inventories are never changed in place, so an index stays true.
 Callers must not change what they get.
@@ -11,10 +11,10 @@ Callers must not change what they get.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from hybridctl.core.memo import RunMemo
+from hybridctl.core.identitymemo import IdentityMemo
+from hybridctl.core.memo import RunMemo, Slot
 
 
 class _Named(Protocol):
@@ -25,13 +25,20 @@ class _Named(Protocol):
 N = TypeVar("N", bound=_Named)
 
 
+# A drill reads one fleet's workloads by name in every scenario (the impacts of its failover and rollback, the
+# checker); each dict is a Python step per workload. 6: the base inventory's lists, and the few lists of the
+# scenario at hand.
+NAMES: Slot[IdentityMemo[Sequence[Any], tuple[dict[str, int], dict[str, Any]]]] = Slot(
+    "an inventory list's entries by name", lambda: IdentityMemo(6))
+
+
 def _index(entries: Sequence[Any]) -> tuple[dict[str, int], dict[str, Any]]:
     names = [entry.name for entry in entries]
     return dict(zip(names, range(len(names)), strict=True)), dict(zip(names, entries, strict=True))
 
 
 def _indexes(entries: Sequence[N], run_memo: RunMemo | None) -> tuple[dict[str, int], dict[str, N]]:
-    return _index(entries) if run_memo is None else run_memo.names.get(entries, _index)
+    return _index(entries) if run_memo is None else run_memo[NAMES].get(entries, _index)
 
 
 def by_name(entries: Sequence[N], run_memo: RunMemo | None = None) -> dict[str, N]:

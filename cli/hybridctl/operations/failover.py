@@ -192,11 +192,11 @@ def _confirm_runner(auto_approve: bool, out: Console) -> StepRunner:
 
 def _on_success(store: StateStore, runbook: Runbook,
                 run_memo: RunMemo | None = None) -> Callable[[State, RunReport], State]:
-    from hybridctl.core.deploy.stackconfig import plan_digest
+    from hybridctl.core.deploy.stackconfig import kept_plan_digest, plan_digest
     from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.drivers.state import now_iso
 
-    digest_of = plan_digest if run_memo is None else run_memo.plan_digest  # the run's: worked out for the steps
+    digest_of = plan_digest if run_memo is None else partial(kept_plan_digest, run_memo)  # the run's: worked out for the steps
 
     def record(state: State, report: RunReport) -> State:
         del report
@@ -231,6 +231,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
                            hint="finish it first with `hybridctl runbook resume`")
     if run_memo is None:  # read back from its file (resume); one built by this run starts from the state's plan
         _check_before(store, current, runbook)
+    active_failovers(store)  # read now: a damaged list is refused before any step, not once they all ran
     if current.pending is not None and pending is None:
         stderr().print(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
     graph = runbook.graph

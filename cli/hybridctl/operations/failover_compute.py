@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
     plan file), what is deployed is what applying `applied` would deploy, so the runbook is the one
     the applied state would give.
     """
+    from hybridctl.core.deploy.stackconfig import kept_plan_digest, remember_digest
     from hybridctl.core.deploy.stackreuse import StackConfigMemo
     from hybridctl.core.deploy.steps import DeployedStep
     from hybridctl.core.failover.failover import derived_steps
@@ -44,12 +46,12 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
         deployed = deployed_steps(state)
         if state.applied_plan_digest:
             # what apply recorded for this very plan: serialising a fleet's plan again would give the same
-            run_memo.remember_digest(applied, state.applied_plan_digest)
+            remember_digest(run_memo, applied, state.applied_plan_digest)
     else:
-        made = derived_steps(inventory, run_memo.plan_digest, memo, bundles=refs, bundle_public_key=key,
+        made = derived_steps(inventory, partial(kept_plan_digest, run_memo), memo, bundles=refs, bundle_public_key=key,
                              asset_digests=digests)(applied).graph
         deployed = {s.id: DeployedStep(s.id, s.kind, s.site, dict(s.params)) for s in made if s.deploys}
-    return derived_steps(inventory, run_memo.plan_digest, memo, bundles=refs, bundle_public_key=key,
+    return derived_steps(inventory, partial(kept_plan_digest, run_memo), memo, bundles=refs, bundle_public_key=key,
                          deployed=deployed, asset_digests=digests)
 
 

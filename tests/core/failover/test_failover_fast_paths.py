@@ -59,7 +59,7 @@ def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, 
     for result in results:
         back = Replan(quiet, result.after, result.before, {}, 0)  # a rollback's view
         fast += [impacts(inventory, result, run_memo=memo), impacts(inventory, back, returning=True, run_memo=memo)]
-    assert len(memo.tallies)  # the tallies were kept and read
+    assert len(memo[impact.TALLIES])  # the tallies were kept and read
     with monkeypatch.context() as patched:
         patched.setattr(impact, "changed_workloads", _every_workload(inventory))
         # no memo: each plan tallied afresh, not read from one
@@ -110,7 +110,7 @@ def test_the_delta_a_replan_remembers_is_the_one_found_by_identity() -> None:
     for scenario in standard_scenarios(inventory):
         result = replan(inventory, base, scenario.events, demand_cache=cache, run_memo=memo)
         remembered += any(known.before is base.placements and known.after is result.after.placements
-                          for known in memo.deltas)  # told by the replan: no pass has looked yet
+                          for known in memo[delta.DELTAS])  # told by the replan: no pass has looked yet
         found = delta.placement_delta(result.before, result.after, memo)
         by_identity = delta.PlacementDelta.of(result.before.placements, result.after.placements)
         assert [id(p) for p in found.removed] == [id(p) for p in by_identity.removed], scenario.name

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Literal
 
 from cryptography.exceptions import InvalidSignature
@@ -390,3 +391,27 @@ def parse_metric(text: str) -> tuple[str, float]:
     if match is None or value is None or not math.isfinite(value):
         raise UsageError(f"metric {text!r} is not METRIC=NUMBER", hint="e.g. --metric accuracy=0.931")
     return match.group(1), value
+
+
+# --- the keys the hosts trust (bundle trust add|remove|list) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class TrustRow:
+    host: str
+    site: str
+    result: str  # changed, unchanged, failed, unreachable
+    keys: list[str]  # the key IDs the host trusts after the run
+    error: str | None
+
+
+@dataclass(frozen=True)
+class TrustRun:
+    what: str  # e.g. "bundle trust add <key id>"
+    rows: list[TrustRow]
+    run_id: str | None  # journaled as this run (None: a list, which changes nothing)
+    state_root: Path  # where it is journaled
+
+    @property
+    def failed(self) -> list[str]:
+        return [r.host for r in self.rows if r.error is not None]

@@ -54,8 +54,10 @@ from hybridctl.core.deploy.stackvalues import (
     StackConfigs,
     WorkloadQueue,
 )
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.catalog import Catalog, catalog
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, Workload
+from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json_utf8
 from hybridctl.core.plan.tiers import TIER_ORDER, Tier, allowed_capacity_types
@@ -150,9 +152,25 @@ def plan_digest(plan: Plan) -> str:
 
     Serialising a fleet's plan costs a few tenths of a second: a run that asks for one plan's digest
     again (a failover's runbook tags the applied plan's stacks and the failover plan's, its rollback the
-    same two) asks its RunMemo (core/memo.py: RunMemo.plan_digest), which keeps the last few.
+    same two) asks kept_plan_digest with its RunMemo, which keeps the last few.
     """
     return "sha256:" + hashlib.sha256(plan_to_json_utf8(plan, plan_file=True)).hexdigest()
+
+
+# A runbook tags the applied plan's stacks and the failover plan's, its rollback the same two, and the state records
+# the failover plan's. 4: the last few plans.
+DIGESTS: Slot[IdentityMemo[Plan, str]] = Slot("a plan file's digest", lambda: IdentityMemo(4))
+
+
+def kept_plan_digest(run_memo: RunMemo, plan: Plan) -> str:
+    """plan_digest(plan), kept in the run's memo. Bound to a run's memo (partial), it is what the step builders
+    take to tag a plan's stacks with (failover.derived_steps)."""
+    return run_memo[DIGESTS].get(plan, plan_digest)
+
+
+def remember_digest(run_memo: RunMemo, plan: Plan, digest: str) -> None:
+    """`plan`'s digest is known (a state records its applied plan's): kept_plan_digest need not work it out."""
+    run_memo[DIGESTS].put(plan, digest)
 
 
 def queue_name(cohort: str, tier: str, gpu_types: tuple[str, ...], spot: bool, dispatched: bool) -> str:

@@ -14,17 +14,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import compress
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
 from hybridctl.core.failover.replan import Replan
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.models import Inventory, Site, Workload, WorkloadType
+from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.pricing.totals import cost_change, usd_by_workload
-
-if TYPE_CHECKING:
-    from hybridctl.core.memo import RunMemo
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
 _STATELESS = frozenset({WorkloadType.REALTIME_INFERENCE, WorkloadType.BATCH_INFERENCE, WorkloadType.EMBEDDING})
@@ -117,7 +115,7 @@ def changed_workloads(before: Plan, after: Plan, run_memo: RunMemo | None = None
 
 def _pool_sites(sites: Sequence[Site], run_memo: RunMemo | None) -> dict[str, Site]:
     """Pool -> its site, kept in `run_memo` for the last lists of sites (a drill's inventory's)."""
-    return _sites_of_pools(sites) if run_memo is None else run_memo.pool_sites.get(sites, _sites_of_pools)
+    return _sites_of_pools(sites) if run_memo is None else run_memo[POOL_SITES].get(sites, _sites_of_pools)
 
 
 def _sites_of_pools(sites: Sequence[Site]) -> dict[str, Site]:
@@ -127,19 +125,26 @@ def _sites_of_pools(sites: Sequence[Site]) -> dict[str, Site]:
 Tally = tuple[dict[str, dict[str, int]], dict[str, float], dict[str, dict[str, str]]]
 
 
+# every impacts() of a drill reads the base inventory's sites. 2: the last lists of sites.
+POOL_SITES: Slot[IdentityMemo[Sequence[Site], dict[str, Site]]] = Slot("pool -> its site", lambda: IdentityMemo(2))
+# 4: a drill's base plan, and a scenario's failover plan (read again by its rollback).
+TALLIES: Slot[IdentityMemo[Plan, tuple[frozenset[str] | None, Tally]]] = Slot(
+    "a plan's replicas, GPU types and cost by workload", lambda: IdentityMemo(4))
+
+
 def _by_workload(result: Plan, only: Collection[str], run_memo: RunMemo | None) -> Tally:
     """Of the workloads `only` (at least), their replicas and GPU type per pool, and their cost.
 
     A failover's impacts and its rollback's read the same two plans, and a drill reads its base plan
-    in every scenario: the last few plans' tallies are kept in `run_memo` (RunMemo.tallies), each with
+    in every scenario: the last few plans' tallies are kept in `run_memo` (the TALLIES slot), each with
     the workloads tallied (None: every one). A plan read for other workloads again is tallied whole.
     """
     if run_memo is None:
         return _tally(result, only)
-    known, tally = run_memo.tallies.get(result, lambda plan: (frozenset(only), _tally(plan, only)))
+    known, tally = run_memo[TALLIES].get(result, lambda plan: (frozenset(only), _tally(plan, only)))
     if known is not None and not known.issuperset(only):
         known, tally = None, _tally(result, None)
-        run_memo.tallies.put(result, (known, tally))
+        run_memo[TALLIES].put(result, (known, tally))
     return tally
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING
 
 from hybridctl.core.deploy.steps import Step, canonical_json
 from hybridctl.core.failover.drill import DrillReport, ScenarioResult
@@ -23,12 +22,11 @@ from hybridctl.core.failover.runbook import (
     RunbookStep,
     System,
 )
+from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.jsontext import dumps_indented
+from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.plan.serialize import json_object, plan_from_dict, plan_to_dict
 from hybridctl.errors import HybridctlError
-
-if TYPE_CHECKING:
-    from hybridctl.core.memo import RunMemo
 
 DRILL_FORMAT_VERSION = 1
 JsonDict = dict[str, object]
@@ -103,13 +101,18 @@ def runbook_to_dict(runbook: Runbook) -> JsonDict:
     }
 
 
+# 0.7 s of encoding for a fleet's two plans; the failover command may print the text, write it to --out and keep it
+# with the state. 2: the last runbooks.
+RUNBOOK_TEXTS: Slot[IdentityMemo[Runbook, str]] = Slot("a runbook's JSON text", lambda: IdentityMemo(2))
+
+
 def runbook_to_json(runbook: Runbook, run_memo: RunMemo | None = None) -> str:
     """json.dumps(indent=2, sort_keys=True, ensure_ascii=False)'s text. A fleet's runbook holds both of its plans
     (json's pure-Python indented encoder took 0.7 s over them), and one run may print it, write it to --out and
     keep it with the state: the run's memo keeps the last runbooks' texts (runbooks are not changed in place)."""
     if run_memo is None:
         return _runbook_text(runbook)
-    return run_memo.runbook_texts.get(runbook, _runbook_text)
+    return run_memo[RUNBOOK_TEXTS].get(runbook, _runbook_text)
 
 
 def _runbook_text(runbook: Runbook) -> str:

@@ -5,7 +5,7 @@ so "what changed" is the placements that are not the same objects in both plans.
 scenario asks that of the same two plans many times over: the impacts of the failover and of its
 rollback, the checker's delta, the inventory the plan is checked against, the steps. Each asking
 would cost a pass over the fleet's placements; placement_delta() makes it one pass per pair of plans
-of a run that passes its RunMemo (core/memo.py: RunMemo.deltas).
+of a run that passes its RunMemo (core/memo.py: the DELTAS slot).
 
 The answer depends on the two placement tuples alone, which the memo holds while it keeps them
 (so no identity passes to another tuple meanwhile); a plan rebuilt with dataclasses.replace keeps
@@ -18,13 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
+from hybridctl.core.identitymemo import IdentityMemo
+from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.replaced import not_in
-
-if TYPE_CHECKING:
-    from hybridctl.core.memo import RunMemo
 
 _WORKLOAD = attrgetter("workload")
 _SITE = attrgetter("site")
@@ -65,9 +63,18 @@ class PlacementDelta:
         return frozenset(map(_POOL, self.removed)) | frozenset(map(_POOL, self.added))
 
 
+# A scenario asks for the same pair many times (impacts, checker, the checked inventory, the steps); the replan
+# tells it what it re-placed (remember). The last _KEPT pairs, asked either way round.
+DELTAS: Slot[list[PlacementDelta]] = Slot("the placements that differ between two plans", list)
+# A drill's base plan's placements are read by pool and by workload in every scenario (the checker's delta, the
+# pinned work's pool usage). 2: the last two seen.
+GROUPED: Slot[IdentityMemo[Sequence[Placement], tuple[dict[str, list[Placement]], dict[str, list[Placement]]]]] = \
+    Slot("a plan's placements by pool and by workload", lambda: IdentityMemo(2))
+
+
 def remember(delta: PlacementDelta, run_memo: RunMemo) -> None:
     """Keep a delta its maker knows without the passes (a replan knows what it re-placed)."""
-    kept = run_memo.deltas
+    kept = run_memo[DELTAS]
     kept.insert(0, delta)
     del kept[_KEPT:]
 
@@ -78,7 +85,7 @@ def placement_delta(before: Plan, after: Plan, run_memo: RunMemo | None = None) 
     was, now = before.placements, after.placements
     if run_memo is None:
         return PlacementDelta.of(was, now)
-    for known in run_memo.deltas:
+    for known in run_memo[DELTAS]:
         if known.before is was and known.after is now:
             return known
         if known.before is now and known.after is was:
@@ -92,7 +99,7 @@ def by_pool_and_workload(placements: Sequence[Placement], run_memo: RunMemo | No
         dict[str, list[Placement]], dict[str, list[Placement]]]:
     """The placements by pool and by workload, each in their order: a drill's base plan's are read so in
     every scenario (the checker's delta, the pinned work's pool usage), and kept in `run_memo` (the last two)."""
-    return _group(placements) if run_memo is None else run_memo.grouped.get(placements, _group)
+    return _group(placements) if run_memo is None else run_memo[GROUPED].get(placements, _group)
 
 
 def _group(placements: Sequence[Placement]) -> tuple[dict[str, list[Placement]], dict[str, list[Placement]]]:

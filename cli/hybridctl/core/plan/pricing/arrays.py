@@ -7,18 +7,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS
 from hybridctl.core.plan.milp import FloatArray, IntArray
+from hybridctl.core.plan.pricing.priced import PricedPool
 from hybridctl.core.plan.pricing.rates import TIE_BREAK, committed_pool_usd_per_month
 
-if TYPE_CHECKING:
-    from hybridctl.core.plan.eligibility import PoolInfo
-    from hybridctl.core.plan.units import PoolTable
+
+class PoolArrays(Protocol):
+    """The pools as the solver's arrays (units.PoolTable)."""
+
+    @property
+    def price(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def per_node(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def committed(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def committed_usd(self) -> npt.NDArray[np.float64]: ...
+
+
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,7 @@ class ColumnCosts:
     amortized: FloatArray
 
 
-def pool_prices(pools: Sequence[PoolInfo]) -> tuple[FloatArray, FloatArray]:
+def pool_prices(pools: Sequence[PricedPool]) -> tuple[FloatArray, FloatArray]:
     """Per pool: its price per GPU-hour, and a committed pool's cash per month (else 0)."""
     return (np.array([p.usd_per_gpu_hour for p in pools], dtype=np.float64),
             np.array([committed_pool_usd_per_month(p) for p in pools], dtype=np.float64))
@@ -40,7 +52,7 @@ def always_on(hours: FloatArray) -> npt.NDArray[np.bool_]:
     return np.asarray(hours == DEFAULT_REALTIME_HOURS, dtype=np.bool_)
 
 
-def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: PoolTable, cash: bool) -> ColumnCosts:
+def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: PoolArrays, cash: bool) -> ColumnCosts:
     """What one replica costs in each column, under the cost model: rates.objective_usd_per_month and
     rates.replica_usd_per_month of one replica."""
     amortized = gpus * hours * table.price[pools]
@@ -52,7 +64,7 @@ def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: Po
     return ColumnCosts(np.where(pays_own, own_machines, 0.0) + TIE_BREAK * amortized, amortized)
 
 
-def machine_usd_per_month(table: PoolTable, pools: IntArray, cash: bool) -> FloatArray:
+def machine_usd_per_month(table: PoolArrays, pools: IntArray, cash: bool) -> FloatArray:
     """One always-on machine of each of these pay-per-use pools for the month (free under the amortized
     model)."""
     if not cash:
@@ -60,6 +72,6 @@ def machine_usd_per_month(table: PoolTable, pools: IntArray, cash: bool) -> Floa
     return table.per_node[pools] * float(DEFAULT_REALTIME_HOURS) * table.price[pools]
 
 
-def committed_constant(table: PoolTable, pools: IntArray, cash: bool) -> float:
+def committed_constant(table: PoolArrays, pools: IntArray, cash: bool) -> float:
     """What these committed pools cost whatever is placed: the model's constant under cash (else 0)."""
     return float(table.committed_usd[pools].sum()) if cash else 0.0

@@ -16,13 +16,10 @@ so that every figure is the same float wherever it is worked out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.catalog import InstanceType
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, Dataset, Pool, Site
-
-if TYPE_CHECKING:
-    from hybridctl.core.plan.eligibility import Demand, PoolInfo
+from hybridctl.core.plan.pricing.priced import PricedDemand, PricedPool
 
 # Under the cash cost model, among plans of (nearly) equal cash the lowest amortized compute wins. The
 # weight is small beside any real cash difference and large enough for the solver to see (not below its
@@ -54,7 +51,7 @@ def whole_machines(gpus: int, per_node: int) -> int:
     return -(-gpus // per_node)
 
 
-def committed_pool_usd_per_month(pool: PoolInfo) -> float:
+def committed_pool_usd_per_month(pool: PricedPool) -> float:
     """What a committed pool costs whether used or not, from its declared capacity (0 for pay-per-use)."""
     if not pool.committed:
         return 0.0
@@ -62,12 +59,12 @@ def committed_pool_usd_per_month(pool: PoolInfo) -> float:
     return declared * DEFAULT_REALTIME_HOURS * pool.usd_per_gpu_hour
 
 
-def committed_total_usd_per_month(pools: Iterable[PoolInfo]) -> float:
+def committed_total_usd_per_month(pools: Iterable[PricedPool]) -> float:
     """The committed pools' cost: a constant of every plan under the cash cost model."""
     return sum(committed_pool_usd_per_month(p) for p in pools)
 
 
-def machines_usd_per_month(pool: PoolInfo, machines: int, hours: float) -> float:
+def machines_usd_per_month(pool: PricedPool, machines: int, hours: float) -> float:
     """Whole machines of a pool, each running `hours` a month."""
     return machines * pool.gpus_per_node * hours * pool.usd_per_gpu_hour
 
@@ -77,12 +74,12 @@ def gpu_hours_usd_per_month(gpus: int, hours: float, usd_per_gpu_hour: float) ->
     return gpus * hours * usd_per_gpu_hour
 
 
-def replica_usd_per_month(demand: Demand, pool: PoolInfo) -> float:
+def replica_usd_per_month(demand: PricedDemand, pool: PricedPool) -> float:
     """Amortized compute of one replica: the showback share and what cost ceilings compare."""
     return gpu_hours_usd_per_month(demand.gpu_count, demand.hours, pool.usd_per_gpu_hour)
 
 
-def replica_cash_usd_per_month(demand: Demand, pool: PoolInfo) -> float:
+def replica_cash_usd_per_month(demand: PricedDemand, pool: PricedPool) -> float:
     """Cash one replica adds by itself: nothing in a committed pool or on shared always-on machines,
     its own whole machines otherwise."""
     if pool.committed or is_always_on(demand.hours):
@@ -90,12 +87,12 @@ def replica_cash_usd_per_month(demand: Demand, pool: PoolInfo) -> float:
     return machines_usd_per_month(pool, whole_machines(demand.gpu_count, pool.gpus_per_node), demand.hours)
 
 
-def placement_usd_per_month(demand: Demand, pool: PoolInfo, replicas: int) -> float:
+def placement_usd_per_month(demand: PricedDemand, pool: PricedPool, replicas: int) -> float:
     """A placement's cost as the plan records it: the replicas' amortized compute, to the cent."""
     return round(replicas * replica_usd_per_month(demand, pool), 2)
 
 
-def objective_usd_per_month(demand: Demand, pool: PoolInfo, replicas: int, cash: bool) -> float:
+def objective_usd_per_month(demand: PricedDemand, pool: PricedPool, replicas: int, cash: bool) -> float:
     """What `replicas` replicas add to the planner's objective by themselves: under cash their own
     machines plus the amortized tie-break (shared always-on machines are priced per pool), else their
     amortized compute."""
@@ -103,7 +100,7 @@ def objective_usd_per_month(demand: Demand, pool: PoolInfo, replicas: int, cash:
     return replicas * replica_cash_usd_per_month(demand, pool) + TIE_BREAK * amortized if cash else amortized
 
 
-def usd_per_gpu_hour_for(demand: Demand, usd_per_month: float) -> float:
+def usd_per_gpu_hour_for(demand: PricedDemand, usd_per_month: float) -> float:
     """The change in GPU-hour price that changes one replica's month by `usd_per_month`."""
     return usd_per_month / max(demand.gpu_count * demand.hours, 1e-9)
 
@@ -136,7 +133,7 @@ def movement_usd_per_month(dataset: Dataset, site: str, passes: float,
     return round(read_usd_per_month(dataset, site, passes, egress_usd_per_gb), 2)
 
 
-def egress_usd_by_site(demand: Demand, pools: Sequence[PoolInfo], eligible: tuple[int, ...],
+def egress_usd_by_site(demand: PricedDemand, pools: Sequence[PricedPool], eligible: tuple[int, ...],
                        egress_usd_per_gb: Mapping[str, float]) -> dict[str, float]:
     """Monthly data-movement cost if the demand has a replica at each eligible site (zero ones dropped)."""
     passes = demand.workload.data_passes_per_month

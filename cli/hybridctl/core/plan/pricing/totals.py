@@ -14,48 +14,46 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from hybridctl.core.plan.model import DataMovement, Placement, Plan
+from hybridctl.core.plan.pricing.priced import PricedPart, PricedPlan
 
 _USD = attrgetter("usd_per_month")
 
 
-def compute_usd_per_month(placements: Iterable[Placement]) -> float:
+def compute_usd_per_month(placements: Iterable[PricedPart]) -> float:
     """The placements' amortized compute (their recorded costs, summed in order)."""
     usd: float = sum(map(_USD, placements))  # without a Python step per placement of a fleet
     return round(usd, 2)
 
 
-def data_usd_per_month(movements: Iterable[DataMovement]) -> float:
+def data_usd_per_month(movements: Iterable[PricedPart]) -> float:
     """The data movements' cost."""
     usd: float = sum(map(_USD, movements))
     return round(usd, 2)
 
 
-def committed_usd_per_month(plan: Plan) -> float:
+def committed_usd_per_month(plan: PricedPlan) -> float:
     """Committed pools, paid whether used or not."""
     return round(sum(p.usd_per_month for p in plan.pools if p.committed), 2)
 
 
-def pay_per_use_usd_per_month(plan: Plan) -> float:
+def pay_per_use_usd_per_month(plan: PricedPlan) -> float:
     """Pay-per-use pools' whole machines."""
     return round(sum(p.usd_per_month for p in plan.pools if not p.committed), 2)
 
 
-def idle_committed_usd_per_month(plan: Plan) -> float:
+def idle_committed_usd_per_month(plan: PricedPlan) -> float:
     """Committed cost less the amortized compute of the replicas placed in committed pools."""
     used = sum(p.amortized_usd_per_month for p in plan.pools if p.committed)
     return round(committed_usd_per_month(plan) - used, 2)
 
 
-def cash_usd_per_month(plan: Plan) -> float:
+def cash_usd_per_month(plan: PricedPlan) -> float:
     """The month's cash: committed + pay-per-use + data, whatever the cost model."""
     return round(committed_usd_per_month(plan) + pay_per_use_usd_per_month(plan) + plan.data_usd_per_month, 2)
 
 
-def total_usd_per_month(plan: Plan) -> float:
+def total_usd_per_month(plan: PricedPlan) -> float:
     """The month's total under the plan's cost model (cash: committed + pay-per-use + data)."""
     if plan.cost_model == "cash":
         return cash_usd_per_month(plan)
@@ -67,12 +65,12 @@ def cost_change(before_usd_per_month: float, after_usd_per_month: float) -> floa
     return round(after_usd_per_month - before_usd_per_month, 2)
 
 
-def plan_cost_change(before: Plan, after: Plan) -> float:
+def plan_cost_change(before: PricedPlan, after: PricedPlan) -> float:
     """The change in the month's total from one plan to another."""
     return cost_change(total_usd_per_month(before), total_usd_per_month(after))
 
 
-def usd_by_workload(placements: Iterable[Placement], movements: Iterable[DataMovement]) -> dict[str, float]:
+def usd_by_workload(placements: Iterable[PricedPart], movements: Iterable[PricedPart]) -> dict[str, float]:
     """Each workload's cost: its placements' compute, then its data movements, summed in order."""
     usd: dict[str, float] = defaultdict(float)
     for p in placements:
