@@ -5,9 +5,10 @@ call pricing; pricing names only what it reads of them, so it imports none of th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from hybridctl.core.inventory.models import Dataset, Pool, Site, Workload
+if TYPE_CHECKING:  # annotations only: `plan` and `cost` import showback at start-up, and the models are heavy
+    from hybridctl.core.inventory.models import Dataset, Pool, Site, Workload
 
 
 class PricedPool(Protocol):
