@@ -100,3 +100,14 @@ def test_plan_json_and_plan_file(tmp_path: Path) -> None:
     changes = hybridctl("plan", str(EXAMPLE_PATHS[0]), "--previous", str(out), "--detailed-exitcode")
     assert changes.returncode == 0, changes.stdout
     assert hybridctl("plan", str(EXAMPLE_PATHS[0]), "--detailed-exitcode").returncode == 2
+
+
+def test_help_imports_no_model_of_the_core() -> None:
+    """`plan` and `cost` are registered at start-up: what they import then must stay light (the inventory
+    models, pulled in through pricing's annotations once, doubled `hybridctl --help`'s time)."""
+    probe = ("import sys\nfrom hybridctl.commands.app import run\n"
+             "try:\n    run(['--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('hybridctl.core.inventory.models', 'numpy', 'hybridctl.core.plan.planner')"
+             " if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
