@@ -193,3 +193,15 @@ def test_fuzz_any_value_in_any_state_field(applied: tuple[Path, Path], tmp_path:
         result = run(*argv, "--state", state)
         assert_clean(result, frozenset({0, 1, 2}))
         assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("content", ["[1, 2]\n", '{"failovers": 5}\n', "\x01garbage{\n"])
+def test_a_damaged_list_of_failovers_is_refused_before_a_failover_runs_a_step(
+        applied: tuple[Path, Path], tmp_path: Path, content: str) -> None:
+    _, source = applied
+    state = shutil.copytree(source, tmp_path / "state")
+    document(ACTIVE, content)(state)
+    before = snapshot(state)
+    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+    assert_refused(result, str(state / ACTIVE), codes=frozenset({1}))
+    assert snapshot(state) == before  # no step journaled, no stack brought up

@@ -285,8 +285,9 @@ def _fast(text: str) -> Any:
     """The document as orjson reads it (a fleet's plan file: a third of json's time), when that is what the
     strict reading gives too: orjson refuses NaN, numbers beyond a float, lone surrogates and deep nesting
     as the strict reading does (which then says where), but keeps the last of a key given twice — so the
-    keys are counted, and a document whose text holds more keys than it read is read strictly. None: read
-    it strictly."""
+    keys are counted, and a document whose text holds more keys than it read is read strictly. An int
+    beyond 64 bits reads as the float nearest it (as the state's reader has it; no field of a plan file or
+    runbook takes one, and the content digest reads ints as floats). None: read it strictly."""
     if '\\":' in text or _SPACED_KEY.search(text):  # then `":` would not count the keys: read it strictly
         return None
     try:
