@@ -261,7 +261,7 @@ class DatabaseBackend:
                                     self.session.key_params, doing="reading the state")
         if not rows:
             return None, 0
-        from hybridctl.drivers.state import stored_document
+        from hybridctl.drivers.statemodel import stored_document
 
         return stored_document(_json(rows[0][0]), self.location), _int(rows[0][1])
 

@@ -55,13 +55,16 @@ from hybridctl.drivers.statemodel import (
     DOCUMENT_DIRS,
     DOCUMENT_NAME,
     STATE_FORMAT_VERSION,
+    UNREADABLE_STATE_HINT,
     Deployed,
     PendingRun,
     RunRecord,
     State,
+    StateFileError,
     check_document_name,
+    stored_document,
 )
-from hybridctl.errors import HybridctlError, Location
+from hybridctl.errors import Location
 
 __all__ = ["HOLDER_ENV", "Deployed", "DirectoryBackend", "Journal", "JournalEvent", "JournalRecord", "LockHolder",
            "LockLostError", "PendingRun", "RunRecord", "State", "StateBackend", "StateFileError", "StateLock",
@@ -76,22 +79,6 @@ DEFAULT_STATE_DIR = Path(".hybridctl") / "state"
 JsonDict = dict[str, Any]
 
 
-class StateFileError(HybridctlError):
-    """state.json is unreadable: never silently replaced, since it records what exists."""
-
-
-UNREADABLE_STATE_HINT = "restore it from a backup; hybridctl never overwrites an unreadable state"
-
-
-def stored_document(raw: Any, where: str) -> JsonDict:
-    """A stored state document, which is a JSON object. Anything else (`null`, a list, a number) is
-    refused, never read as "no state yet": the next write would replace the history, what was deployed
-    and the lineage with an empty state."""
-    if not isinstance(raw, dict):
-        shown = "null" if raw is None else f"a JSON {type(raw).__name__}"
-        raise StateFileError(f"not a hybridctl state: it holds {shown}, not an object",
-                             location=Location(where), hint=UNREADABLE_STATE_HINT)
-    return raw
 
 
 # --- the store -----------------------------------------------------------------------------------

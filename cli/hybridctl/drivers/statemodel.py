@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hybridctl.errors import HybridctlError, Location
+
 STATE_FORMAT_VERSION = 1
 HISTORY_KEPT = 200
 
@@ -226,3 +228,21 @@ def check_document_name(name: str) -> str:
     if not DOCUMENT_NAME.fullmatch(name) or name.split("/")[0] not in DOCUMENT_DIRS:
         raise ValueError(f"not a state document name: {name!r}")
     return name
+
+
+class StateFileError(HybridctlError):
+    """state.json is unreadable: never silently replaced, since it records what exists."""
+
+
+UNREADABLE_STATE_HINT = "restore it from a backup; hybridctl never overwrites an unreadable state"
+
+
+def stored_document(raw: Any, where: str) -> JsonDict:
+    """A stored state document, which is a JSON object. Anything else (`null`, a list, a number) is
+    refused, never read as "no state yet": the next write would replace the history, what was deployed
+    and the lineage with an empty state."""
+    if not isinstance(raw, dict):
+        shown = "null" if raw is None else f"a JSON {type(raw).__name__}"
+        raise StateFileError(f"not a hybridctl state: it holds {shown}, not an object",
+                             location=Location(where), hint=UNREADABLE_STATE_HINT)
+    return raw
