@@ -132,8 +132,13 @@ class Journal(JournalBase):
             if not line.strip():
                 continue
             try:
-                records.append(JournalRecord.from_dict(json.loads(line)))
-            except (ValueError, TypeError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _corrupt(self.path, number, f"not a journal record: binary data (byte {exc.start + 1} of the "
+                               "line is not UTF-8)") from None
+            try:
+                records.append(JournalRecord.from_dict(json.loads(text)))
+            except (ValueError, TypeError, RecursionError) as exc:
                 raise _corrupt(self.path, number, f"not a journal record ({exc})") from None
         if tail and not _looks_torn(tail):
             raise _corrupt(self.path, len(lines) + 1, "not a journal record, nor the start of one torn by a power cut")

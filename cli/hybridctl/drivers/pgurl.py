@@ -46,6 +46,9 @@ class StateUrl:
         except ValueError as exc:  # its words may quote a part of the password: ours say what is wrong
             raise UsageError(f"--state {masked(url)}: not a valid postgresql:// URL ({_why(str(exc))})",
                              hint=f"{ENCODE_HINT}; {URL_HINT}") from None
+        if "@" in parts.path:  # `postgresql:///user:pw@host/db`: a user (and password) where the database goes
+            raise UsageError(f"--state {masked(url)}: an '@' after the host, in the database name",
+                             hint=f"a user and password go before the host: postgresql://user@host/db; {ENCODE_HINT}")
         environments = [v for k, v in query if k == ENVIRONMENT_PARAM]
         environment = environments[-1] if environments else DEFAULT_ENVIRONMENT
         if not _ENVIRONMENT.fullmatch(environment):
