@@ -137,7 +137,7 @@ def test_a_file_that_grows_past_its_stat_is_cut_at_the_limit(tmp_path: Path, mon
     assert caught.value.message == f"{path}: larger than the 5-byte limit for a test file"
 
 
-@settings(max_examples=60, deadline=2000)
+@settings(max_examples=60, deadline=None)
 @given(size=st.integers(min_value=0, max_value=4096), limit=st.integers(min_value=0, max_value=4096))
 def test_fuzz_sizes_around_the_limit(tmp_path_factory: pytest.TempPathFactory, size: int, limit: int) -> None:
     path = tmp_path_factory.mktemp("sizes") / "f"
