@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -16,9 +18,9 @@ from pathlib import Path
 import psycopg
 import pytest
 from hybridctl.drivers.journal import JournalEvent
-from hybridctl.drivers.lockholder import HOLDER_ENV
+from hybridctl.drivers.lockholder import HOLDER_ENV, LockHolder
 from hybridctl.drivers.pgschema import SCHEMA_VERSION, StateDatabaseError
-from hybridctl.drivers.pgstate import StaleStateError
+from hybridctl.drivers.pgstate import AdvisoryLock, StaleStateError
 from hybridctl.drivers.pgurl import StateUrl
 from hybridctl.drivers.state import LockLostError, State, StateStore, open_state
 from hybridctl.drivers.statemigrate import migrate, state_digest
@@ -209,6 +211,66 @@ class TestLock:
         process.wait()
         holder, alive = open_state(url).lock.holder_status()
         assert holder is not None and holder.pid == process.pid and alive is False
+
+    def test_a_holder_row_from_another_host_is_taken_over_without_stopping_anything_here(self, url: str) -> None:
+        """Issue 34, item 12(b). The row names pid <ours> on host other.example: that pid runs here, but it
+        is not that holder, and nothing here can tell whether that holder lives. The lock is free (its
+        session ended), so the lock is taken (not refused as 'still running'), the row is returned as is,
+        and the local process carrying the same token is left alone: 0 stopped, still running."""
+        token = uuid.uuid4().hex
+        bystander = _token_carrier(token)
+        try:
+            remote = _with_holder_row(url, host="other.example", pid=os.getpid(), token=token, process_start="")
+            store = open_state(url)
+            recovered = store.lock.acquire(command="apply resume")
+            assert recovered is not None and (recovered.host, recovered.pid) == ("other.example", remote.pid)
+            assert recovered.leftovers_stopped == 0
+            assert bystander.poll() is None, "a process on this host is not the remote holder's to stop"
+            store.lock.release()
+        finally:
+            bystander.kill()
+            bystander.wait()
+
+    def test_a_holder_row_of_this_host_with_a_reused_pid_is_recovered_and_its_leftovers_stopped(self, url: str) -> None:
+        """Issue 34, item 12(b). The row names this host and pid <ours> (which runs), but a start tick
+        ('<boot>:1') no process of this boot has now: the holder is dead, its pid reused. So the lock is
+        taken and the 1 process carrying its token is stopped."""
+        token = uuid.uuid4().hex
+        leftover = _token_carrier(token)
+        try:
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+            _with_holder_row(url, host=socket.gethostname(), pid=os.getpid(), token=token,
+                             process_start=f"{boot}:1")
+            store = open_state(url)
+            recovered = store.lock.acquire(command="apply resume")
+            assert recovered is not None and recovered.pid == os.getpid() and recovered.leftovers_stopped == 1
+            assert leftover.wait(timeout=30) == -signal.SIGKILL
+            store.lock.release()
+        finally:
+            leftover.kill()
+            leftover.wait()
+
+
+def _token_carrier(token: str) -> subprocess.Popen[bytes]:
+    """A process started under a lock token (like an ansible-playbook), running once this returns."""
+    carrier = subprocess.Popen([sys.executable, "-c", "print('up', flush=True); import time; time.sleep(600)"],
+                               env={**os.environ, HOLDER_ENV: token}, stdout=subprocess.PIPE)
+    assert carrier.stdout is not None and carrier.stdout.readline().strip() == b"up"
+    return carrier
+
+
+def _with_holder_row(url: str, **fields: object) -> LockHolder:
+    """Leave the environment with a holder row naming `fields`, its session ended (the lock free)."""
+    first = open_state(url)
+    first.lock.acquire(command="apply doomed")
+    holder = replace(LockHolder.for_this_process("apply doomed"), **fields)  # type: ignore[arg-type]
+    lock = first.lock
+    assert isinstance(lock, AdvisoryLock)
+    lock.session.execute("UPDATE hybridctl_lock_holder SET holder = %(holder)s::jsonb WHERE environment = %(env)s",
+                         {**lock.session.key_params, "holder": json.dumps(holder.to_dict())}, doing="test")
+    lock.session.close()  # as if the process died: the server drops its advisory lock
+    os.environ.pop(HOLDER_ENV, None)
+    return holder
 
 
 class TestConnectionProblems:

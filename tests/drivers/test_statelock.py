@@ -133,6 +133,20 @@ class TestDeletedLockFile:
         store.lock.release()
         assert (tmp_path / "lock.holder.json").exists()  # not ours: left alone
 
+    def test_a_removed_holder_record_stops_the_writer(self, tmp_path: Path) -> None:
+        """Issue 34, item 12(a): the lock file is still ours but its record is gone (one journal record
+        written before, none after): a second run could not see this one, so this one stops writing."""
+        store = StateStore(tmp_path)
+        store.lock.acquire(command="apply")
+        store.journal.append("r1", JournalEvent.RUN_STARTED)
+        (tmp_path / "lock.holder.json").unlink()
+        with pytest.raises(LockLostError, match=r"no longer names this run \(it was removed\)"):
+            store.journal.append("r1", JournalEvent.STEP_STARTED, step="a", key="a@1")
+        with pytest.raises(LockLostError):
+            store.write(State(serial=1))
+        assert [r.seq for r in store.journal.records()] == [1]
+        store.lock.release()
+
 
 class TestRecovery:
     def test_a_dead_holders_ssh_control_dirs_and_masters_are_cleaned_up(self, tmp_path: Path) -> None:
