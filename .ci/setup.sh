@@ -10,6 +10,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check -c .ci/constraints.txt -e '.[test]'
+# checkov, on what synth writes (tests/stacks/test_synth_validators.py), in a virtualenv of its own:
+# its pinned dependencies would fight the project's.
+if [ ! -x .venv-checkov/bin/checkov ]; then
+  python3 -m venv .venv-checkov
+  .venv-checkov/bin/python -m pip install -q --disable-pip-version-check checkov==3.3.30
+fi
 # Headless Chromium for the HTML report's browser test (tests/render/test_report_browser.py).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then

@@ -1,10 +1,17 @@
 """GPU node groups of one cloud site: one EKS managed node group per planned pool.
 
-Each node group gets a launch template (root disk sized for its models and datasets, cost tags
-on instances, volumes and network interfaces, IMDSv2, capacity-reservation targeting, EFA and a
-cluster placement group for multi-node work) and the tags Cluster Autoscaler needs to discover
-it and to scale it from zero. Its desired size is set at creation only: after that it belongs
-to the autoscaler (as terraform-aws-eks does), so `pulumi up` never undoes a scale-out.
+Each node group gets a launch template (a modest root disk, the instance's local NVMe for
+containerd and kubelet, cost tags on instances, volumes and network interfaces, IMDSv2,
+capacity-reservation or Capacity Block targeting, EFA and a cluster placement group for
+multi-node work) and the tags Cluster Autoscaler needs to discover it and to scale it from zero.
+
+The launch template's data holds nothing that changes with unrelated plan changes (no plan
+digest): a node group follows its template's latest version, and a new version rolls every
+node of the group.
+
+Desired size: the plan's at creation; after that the live one (Cluster Autoscaler's), read from
+EKS at each deployment and only moved into the new [min, max], so a deployment never scales
+live nodes down to a stale number and never sends what EKS rejects (min <= desired <= max).
 
 The program reads only its stack configuration (namespace ``hybridctl`` plus ``aws:region``),
 so a user can run ``pulumi up`` here by hand with the configuration hybridctl wrote. It must not
@@ -13,8 +20,11 @@ import hybridctl: the stack's own virtualenv may not have it.
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -28,6 +38,9 @@ LABEL_SITE = "hybridctl.io/site"
 LABEL_POOL = "hybridctl.io/pool"
 LABEL_CAPACITY_TYPE = "hybridctl.io/capacity-type"
 LABEL_GPU = "hybridctl.io/gpu"
+# Cluster Autoscaler's AWS provider (its GPULabel): a node with it is a GPU node, so while its GPUs are
+# still coming up (driver, device plugin) the autoscaler does not take it for an idle node, nor scale again.
+LABEL_ACCELERATOR = "k8s.amazonaws.com/accelerator"
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 # EKS-optimized Amazon Linux 2023 with the NVIDIA driver and container toolkit preinstalled.
@@ -36,6 +49,29 @@ NVIDIA_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 # Reserved capacity (savings plans, reserved instances) is billed differently but launched as
 # ON_DEMAND; only spot pools run on interruptible capacity.
 EKS_CAPACITY_TYPE = {"on_demand": "ON_DEMAND", "reserved": "ON_DEMAND", "spot": "SPOT"}
+CAPACITY_BLOCK = "CAPACITY_BLOCK"  # a Capacity Block for ML: its own EKS capacity type and EC2 market type
+
+# nodeadm (AL2023): the instance-store NVMe drives as one RAID0 array, mounted under /mnt/k8s-disks,
+# with containerd's and kubelet's directories on it: images and pods' emptyDir volumes (model and data
+# caches) use the local drives, not the root volume. EKS merges this part with its own NodeConfig.
+NVME_USER_DATA = base64.b64encode("\n".join((
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/mixed; boundary="HYBRIDCTL"',
+    "",
+    "--HYBRIDCTL",
+    "Content-Type: application/node.eks.aws",
+    "",
+    "---",
+    "apiVersion: node.eks.aws/v1alpha1",
+    "kind: NodeConfig",
+    "spec:",
+    "  instance:",
+    "    localStorage:",
+    "      strategy: RAID0",
+    "",
+    "--HYBRIDCTL--",
+    "",
+)).encode()).decode()
 
 # The managed policies a worker node needs, and nothing more.
 NODE_POLICY_ARNS = {
@@ -59,16 +95,15 @@ NODE_ASSUME_ROLE_POLICY = json.dumps(
 )
 
 
-def cost_tags(cfg: GpuPoolsConfig, pool: NodePool | None = None) -> dict[str, str]:
-    """Cost-allocation tags: every bill line traces back to the inventory, plan and pool."""
-    tags = {
-        "hybridctl:inventory": cfg.inventory_name,
-        "hybridctl:plan-digest": cfg.plan_digest,
-        "hybridctl:site": cfg.site,
-    }
+def cost_tags(cfg: GpuPoolsConfig, pool: NodePool | None = None, *, plan_digest: bool = True) -> dict[str, str]:
+    """Cost-allocation tags: every bill line traces back to the inventory, pool and (but on what a launch
+    template holds, where a new digest would roll every node) the plan."""
+    tags = {"hybridctl:inventory": cfg.inventory_name, "hybridctl:site": cfg.site}
+    if plan_digest:
+        tags["hybridctl:plan-digest"] = cfg.plan_digest
     if pool is not None:
         tags["hybridctl:pool"] = pool.name
-    return tags
+    return dict(sorted(tags.items()))
 
 
 def node_labels(cfg: GpuPoolsConfig, pool: NodePool) -> dict[str, str]:
@@ -77,7 +112,13 @@ def node_labels(cfg: GpuPoolsConfig, pool: NodePool) -> dict[str, str]:
         LABEL_POOL: pool.name,
         LABEL_CAPACITY_TYPE: pool.capacity_type,
         LABEL_GPU: pool.gpu_type,
+        LABEL_ACCELERATOR: accelerator(pool.gpu_type),
     }
+
+
+def accelerator(gpu_type: str) -> str:
+    """The accelerator label's value: `nvidia-<gpu>` (H100 -> nvidia-h100), as Cluster Autoscaler's docs name them."""
+    return "nvidia-" + re.sub(r"[^a-z0-9]+", "-", gpu_type.lower()).strip("-")
 
 
 CA_PREFIX = "k8s.io/cluster-autoscaler"
@@ -102,28 +143,34 @@ def _cluster(cfg: GpuPoolsConfig) -> Any:
 
 
 def _subnet_ids(cfg: GpuPoolsConfig, pool: NodePool, cluster: Any) -> pulumi.Input[Sequence[str]]:
-    """The pool's subnets: the configured or the cluster's, narrowed to its zone; a cluster
-    placement group lives in one zone, so an EFA pool without a zone takes the first subnet."""
+    """The pool's subnets: the configured or the cluster's, narrowed to its zone (by name or zone ID): a
+    capacity reservation lives in one zone, and so does a cluster placement group. An EFA pool without
+    a zone takes the first subnet."""
     base: pulumi.Input[Sequence[str]] = (
         list(cfg.subnet_ids) if cfg.subnet_ids else cluster.vpc_config.apply(lambda vpc: sorted(vpc.subnet_ids))
     )
     if pool.availability_zone:
+        by = "availability-zone-id" if pool.zone_is_id else "availability-zone"
         return pulumi.Output.from_input(base).apply(lambda ids: aws.ec2.get_subnets_output(filters=[
             aws.ec2.GetSubnetsFilterArgs(name="subnet-id", values=list(ids)),
-            aws.ec2.GetSubnetsFilterArgs(name="availability-zone", values=[pool.availability_zone or ""]),
-        ]).ids)
+            aws.ec2.GetSubnetsFilterArgs(name=by, values=[pool.availability_zone or ""]),
+        ]).ids.apply(sorted))
     if pool.efa_interfaces:
         return pulumi.Output.from_input(base).apply(lambda ids: sorted(ids)[:1])
     return base
 
 
 def _launch_template(cfg: GpuPoolsConfig, pool: NodePool, cluster: Any) -> aws.ec2.LaunchTemplate:
-    tags = cost_tags(cfg, pool)
+    # Everything below is launch-template data: nothing in it may change with an unrelated plan change.
+    tags = cost_tags(cfg, pool, plan_digest=False)
     placement = None
     interfaces = None
     if pool.efa_interfaces:
-        group = aws.ec2.PlacementGroup(f"{pool.name}-pg", strategy="cluster", tags=tags)
-        placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+        # A reservation fixes where its machines are (an ODCR made in a cluster placement group, or a
+        # Capacity Block, colocated by AWS): instances in another placement group would not match it.
+        if not pool.reservation_id:
+            group = aws.ec2.PlacementGroup(f"{pool.name}-pg", strategy="cluster", tags=cost_tags(cfg, pool))
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
         security_group = cluster.vpc_config.apply(lambda vpc: vpc.cluster_security_group_id)
         # One EFA interface per network card; the first also carries the node's IP traffic.
         interfaces = [
@@ -135,30 +182,62 @@ def _launch_template(cfg: GpuPoolsConfig, pool: NodePool, cluster: Any) -> aws.e
             for card in range(pool.efa_interfaces)
         ]
     reservation = None
+    market = None
     if pool.reservation_id:
         reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                 capacity_reservation_id=pool.reservation_id))
+        if pool.capacity_block:
+            # EKS's Capacity Block node groups: the `capacity-block` market type beside the reservation's id.
+            market = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
     return aws.ec2.LaunchTemplate(
         f"{pool.name}-lt",
         description=f"GPU nodes of pool {pool.name} (hybridctl)",
         update_default_version=True,
+        user_data=NVME_USER_DATA if pool.local_nvme else None,
         block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
             device_name=ROOT_DEVICE,
             ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
                 volume_size=pool.disk_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"),
         )],
-        # IMDSv2 only; hop limit 2 so pods on the node can still reach it.
+        # IMDSv2 only, hop limit 1: pods (one hop away) cannot read the node role's credentials. Nothing here
+        # needs 2: the VPC CNI, kube-proxy and the device plugins run on the host network, and workloads get
+        # their own AWS credentials from EKS Pod Identity or IRSA, not the node's; controllers that read the
+        # node role through IMDS (a Cluster Autoscaler without IRSA) do not run on these tainted GPU nodes.
         metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2),
+            http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
         # EKS tags do not propagate to what the node group launches: tag it here.
         tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
                             for kind in ("instance", "volume", "network-interface")],
         capacity_reservation_specification=reservation,
+        instance_market_options=market,
         network_interfaces=interfaces,
         placement=placement,
         tags=tags,
     )
+
+
+def live_desired_sizes(cfg: GpuPoolsConfig) -> pulumi.Output[dict[str, int]]:
+    """Pool -> its node group's live desired size (the autoscaler's), read from EKS; empty before the first
+    deployment. A node group is found by its site and pool labels: its name is Pulumi's, with a suffix."""
+    def read(names: Sequence[str]) -> Any:
+        groups = [aws.eks.get_node_group_output(cluster_name=cfg.cluster_name, node_group_name=n) for n in sorted(names)]
+        return pulumi.Output.all(*groups).apply(lambda found: {
+            g.labels[LABEL_POOL]: int(g.scaling_configs[0].desired_size) for g in found
+            if (g.labels or {}).get(LABEL_SITE) == cfg.site and LABEL_POOL in g.labels and g.scaling_configs})
+    listed = aws.eks.get_node_groups_output(cluster_name=cfg.cluster_name)
+    result: pulumi.Output[dict[str, int]] = listed.apply(lambda r: read(r.names or []))
+    return result
+
+
+def desired_size(pool: NodePool, live: Mapping[str, int]) -> int:
+    """EKS accepts only min <= desired <= max. A new group: the plan's desired. A live one: its own desired
+    moved into the new [min, max] (a failover raising min above it raises it; nothing else moves it), never
+    the plan's number, which is stale once the autoscaler has scaled."""
+    current = live.get(pool.name)
+    if current is None:
+        return pool.desired_size
+    return min(max(current, pool.min_size), pool.max_size)
 
 
 def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
@@ -175,6 +254,7 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
     ]
     cluster = _cluster(cfg) if not cfg.subnet_ids or any(p.efa_interfaces for p in cfg.node_pools) else None
 
+    live = live_desired_sizes(cfg)
     node_groups: dict[str, Any] = {}
     for pool in cfg.node_pools:
         template = _launch_template(cfg, pool, cluster)
@@ -184,23 +264,20 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
             node_role_arn=role.arn,
             subnet_ids=_subnet_ids(cfg, pool, cluster),
             instance_types=list(pool.instance_types),
-            capacity_type=EKS_CAPACITY_TYPE[pool.capacity_type],
+            capacity_type=CAPACITY_BLOCK if pool.capacity_block else EKS_CAPACITY_TYPE[pool.capacity_type],
             ami_type=NVIDIA_AMI_TYPE,
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size
+                min_size=pool.min_size, desired_size=live.apply(functools.partial(desired_size, pool)),
+                max_size=pool.max_size,
             ),
             labels=node_labels(cfg, pool),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags={**cost_tags(cfg, pool), **autoscaler_discovery_tags(cfg)},
-            opts=pulumi.ResourceOptions(
-                # Nodes cannot join, nor drain on delete, without the role's policies in place.
-                depends_on=attachments,
-                # After creation the desired size is Cluster Autoscaler's: never reset it.
-                ignore_changes=["scalingConfig.desiredSize"],
-            ),
+            # Nodes cannot join, nor drain on delete, without the role's policies in place.
+            opts=pulumi.ResourceOptions(depends_on=attachments),
         )
         # Node-group tags stay on the EKS object; the autoscaler reads its ASG's tags.
         asg_name = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
@@ -213,9 +290,9 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
         node_groups[pool.name] = {
             "name": group.node_group_name,
             "instanceTypes": list(pool.instance_types),
-            "capacityType": EKS_CAPACITY_TYPE[pool.capacity_type],
+            "capacityType": CAPACITY_BLOCK if pool.capacity_block else EKS_CAPACITY_TYPE[pool.capacity_type],
             "minSize": pool.min_size,
-            "desiredSize": pool.desired_size,
+            "desiredSize": group.scaling_config.desired_size,
             "maxSize": pool.max_size,
             "launchTemplate": template.id,
         }

@@ -16,7 +16,8 @@ import pulumi
 CONFIG_NAMESPACE = "hybridctl"
 CAPACITY_TYPES = ("on_demand", "reserved", "spot")
 _RESERVATION = re.compile(r"^cr-[0-9a-f]{8,17}$")
-_ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+_ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")  # a zone name: us-east-1a
+_ZONE_ID = re.compile(r"^[a-z]{2,4}\d-az\d+$")  # a zone ID: use1-az1, the same physical zone in every account
 # gp3 root volume bounds (GiB); the AL2023 NVIDIA AMI needs more than its 20 GiB default.
 DISK_MIN_GIB, DISK_MAX_GIB = 20, 16_384
 
@@ -38,7 +39,13 @@ class NodePool:
     disk_gib: int = 200
     efa_interfaces: int = 0  # > 0: EFA network interfaces (one per network card) and a cluster placement group
     reservation_id: str | None = None  # an EC2 capacity reservation the nodes launch into
-    availability_zone: str | None = None  # only the cluster's subnets in this zone
+    availability_zone: str | None = None  # only the cluster's subnets in this zone (a name or a zone ID)
+    capacity_block: bool = False  # the reservation is a Capacity Block for ML
+    local_nvme: bool = False  # instance-store NVMe: one RAID0 array for containerd and kubelet
+
+    @property
+    def zone_is_id(self) -> bool:
+        return bool(self.availability_zone and _ZONE_ID.match(self.availability_zone))
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ def _field(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
 
 
 _REQUIRED = {"name", "instanceTypes", "capacityType", "gpuType", "gpusPerNode", "minSize", "desiredSize", "maxSize"}
-_OPTIONAL = {"diskGiB", "efaInterfaces", "reservationId", "availabilityZone"}
+_OPTIONAL = {"diskGiB", "efaInterfaces", "reservationId", "availabilityZone", "capacityBlock", "localNvme"}
 
 
 def parse_node_pool(raw: object, where: str) -> NodePool:
@@ -90,6 +97,8 @@ def parse_node_pool(raw: object, where: str) -> NodePool:
         efa_interfaces=_field(raw, "efaInterfaces", int, where) if "efaInterfaces" in raw else 0,
         reservation_id=reservation,
         availability_zone=zone,
+        capacity_block=_field(raw, "capacityBlock", bool, where) if "capacityBlock" in raw else False,
+        local_nvme=_field(raw, "localNvme", bool, where) if "localNvme" in raw else False,
     )
     if pool.capacity_type not in CAPACITY_TYPES:
         raise ConfigError(f"{where}.capacityType: expected one of {list(CAPACITY_TYPES)}, got {pool.capacity_type!r}")
@@ -111,8 +120,14 @@ def parse_node_pool(raw: object, where: str) -> NodePool:
         raise ConfigError(f"{where}.reservationId: expected an EC2 capacity reservation id (cr-…), got {reservation!r}")
     if reservation is not None and pool.capacity_type != "reserved":
         raise ConfigError(f"{where}.reservationId: only reserved pools launch into a capacity reservation")
-    if zone is not None and (not isinstance(zone, str) or not _ZONE.match(zone)):
-        raise ConfigError(f"{where}.availabilityZone: expected an availability zone such as us-east-1a, got {zone!r}")
+    if zone is not None and (not isinstance(zone, str) or not (_ZONE.match(zone) or _ZONE_ID.match(zone))):
+        raise ConfigError(f"{where}.availabilityZone: expected an availability zone name such as us-east-1a "
+                          f"or a zone ID such as use1-az1, got {zone!r}")
+    # A capacity reservation lives in one zone: instances launched elsewhere cannot use it.
+    if reservation is not None and zone is None:
+        raise ConfigError(f"{where}.availabilityZone: a pool with reservationId needs the reservation's zone")
+    if pool.capacity_block and reservation is None:
+        raise ConfigError(f"{where}.capacityBlock: only a pool with reservationId launches into a Capacity Block")
     return pool
 
 

@@ -73,6 +73,11 @@ def check_context(cfg: QueuesConfig, endpoint: str, kubeconfig: Mapping[str, Any
 
 def cluster_provider(cfg: QueuesConfig, env: Mapping[str, str] | None = None) -> k8s.Provider:
     """The stack's Kubernetes provider; every resource of the stack is declared with it."""
+    if cfg.on_premises:
+        # No EKS cluster to check the context against: the context named as the inventory names the cluster
+        # (the operator's kubeconfig); the provider fails on `pulumi up` if it is not there.
+        return k8s.Provider(f"k8s-{cfg.cluster_name}", context=cfg.kube_context, cluster_identifier=cfg.cluster_name,
+                            delete_unreachable=False)
     cluster = aws.eks.get_cluster_output(name=cfg.cluster_name)
     # Identity is the cluster, not the credentials: a new token or context never replaces objects.
     identity = cluster.arn

@@ -29,13 +29,24 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 from cluster_target import cluster_provider
-from device_plugin import device_plugin
+from device_plugin import device_plugin, efa_device_plugin
 from pulumi_kubernetes.apiextensions import CustomResource
 from queues_config import TIERS, ClusterQueue, FlavorQuota, QueuesConfig
 
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 GPU_RESOURCE = "nvidia.com/gpu"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+# Cluster Autoscaler scales the node groups up for the whole workload, or not at all: a two-node gang
+# is never admitted onto one node and a promise (autoscaler flag --enable-provisioning-requests).
+PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+# Kueue (LocalQueueDefaulting, GA in v0.19) gives a job without the queue-name label its namespace's
+# LocalQueue of this name: every job in a managed namespace carries its queue.
+DEFAULT_LOCAL_QUEUE = "default"
+INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+# How long an admitted workload may take to have all its pods ready (a p5's image pull included)
+# before Kueue evicts it and requeues it: all-or-nothing for gangs (waitForPodsReady).
+PODS_READY_TIMEOUT = "20m"
 TIER_LABEL = "hybridctl.io/tier"
 WORKLOAD_LABEL = "hybridctl.io/workload"
 TEAM_LABEL = "hybridctl.io/team"
@@ -120,7 +131,8 @@ def _flavor_resources(cfg: QueuesConfig, quota: FlavorQuota, gpus: int, tier: st
     return {"name": flavor.name, "resources": resources}
 
 
-def cluster_queue_spec(cfg: QueuesConfig, queue: ClusterQueue, admission_check: str | None) -> dict[str, Any]:
+def cluster_queue_spec(cfg: QueuesConfig, queue: ClusterQueue, admission_check: str | None,
+                       provisioning_check: str | None = None) -> dict[str, Any]:
     tier = queue.tier
     # Opportunistic owns nothing: its planned GPUs sit in the cohort's shared pool.
     flavors = [_flavor_resources(cfg, q, 0 if tier == "opportunistic" else q.gpus, tier) for q in queue.flavors]
@@ -128,24 +140,30 @@ def cluster_queue_spec(cfg: QueuesConfig, queue: ClusterQueue, admission_check: 
         preemption = {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}}
     else:
         preemption = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
-    members = sorted(w.name for w in cfg.workloads if w.cluster_queue == queue.name)
+    members = sorted(w.name for w in cfg.workloads if queue.name in (w.cluster_queue, w.local_cluster_queue))
     spec: dict[str, Any] = {
-        "cohortName": cfg.cohort,
         # Only its own workloads' namespaces: a LocalQueue elsewhere cannot reach other GPU types.
         "namespaceSelector": {"matchExpressions": [{"key": WORKLOAD_LABEL, "operator": "In", "values": members}]},
         "preemption": preemption,
         "resourceGroups": [{"coveredResources": covered_resources(cfg), "flavors": flavors}] if flavors else [],
     }
-    if admission_check is not None:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": admission_check}]}
+    if not queue.dispatched:
+        # A dispatching queue stays out of the cohort: its quota is the workers' GPUs, which no local
+        # queue may borrow.
+        spec = {"cohortName": cfg.cohort, **spec}
+    checks = [c for c in (admission_check, provisioning_check) if c is not None]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
     return spec
 
 
 def cohort_spec(cfg: QueuesConfig) -> dict[str, Any]:
-    """The cohort's shared pool: the opportunistic tier's planned GPUs, per flavor."""
-    planned: dict[str, int] = {}
+    """The cohort's shared pool, per flavor: the opportunistic tier's planned GPUs, and the GPUs paid
+    whatever runs that no queue holds (idleGpus: e.g. the 6 GPUs of a p5 kept on for 2 GPUs of fixed
+    work), which burst and opportunistic queues reaching the flavor may borrow."""
+    planned: dict[str, int] = {f.name: f.idle_gpus for f in cfg.flavors if f.idle_gpus}
     for queue in cfg.cluster_queues:
-        if queue.tier == "opportunistic":
+        if queue.tier == "opportunistic" and not queue.dispatched:
             for q in queue.flavors:
                 planned[q.flavor] = planned.get(q.flavor, 0) + q.gpus
     pool = [_flavor_resources(cfg, FlavorQuota(f, g), g, "opportunistic") for f, g in planned.items() if g > 0]
@@ -179,6 +197,38 @@ def _multikueue(cfg: QueuesConfig, opts: pulumi.ResourceOptions) -> tuple[str, l
     return check_name, [*remotes, mk_config, check]
 
 
+def _provisioning(cfg: QueuesConfig, opts: pulumi.ResourceOptions) -> tuple[str, list[pulumi.Resource]]:
+    """The ProvisioningRequest admission check: a burst or opportunistic workload is admitted only once
+    Cluster Autoscaler has the nodes for all of its pods."""
+    name = f"{cfg.cohort}-provisioning"
+    config = _kueue("prc-provisioning", "ProvisioningRequestConfig", _metadata(cfg, name), {
+        "provisioningClassName": PROVISIONING_CLASS,
+        "managedResources": [GPU_RESOURCE],
+        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+    }, opts)
+    check = _kueue("admissioncheck-provisioning", "AdmissionCheck", _metadata(cfg, name), {
+        "controllerName": PROVISIONING_CONTROLLER,
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": name},
+    }, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[config])))
+    return name, [config, check]
+
+
+def kueue_configuration(cfg: QueuesConfig) -> dict[str, Any]:
+    """What Kueue's own Configuration (its manager ConfigMap, which the Kueue install owns) must hold for
+    these queues to behave as planned; exported, and documented in stacks/README.md."""
+    conf: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        # all-or-nothing: a gang whose pods are not all ready in time is evicted and requeued
+        "waitForPodsReady": {"timeout": PODS_READY_TIMEOUT, "blockAdmission": False,
+                             "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5}},
+    }
+    if cfg.multikueue_clusters:
+        # one worker at a time, in the MultiKueueConfig's order (feature gate
+        # MultiKueueIncrementalDispatcherRespectConfigOrder, beta and on in v0.19): on premises first
+        conf["multiKueue"] = {"dispatcherName": INCREMENTAL_DISPATCHER, "incrementalDispatcherConfig": {"stepSize": 1}}
+    return conf
+
+
 def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) -> dict[str, pulumi.Output[Any]]:
     """Declare the cluster's Kueue objects; returns (and exports) the stack outputs."""
     provider = provider or cluster_provider(cfg)
@@ -189,6 +239,8 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
 
     if cfg.install_device_plugin:
         device_plugin(provider)
+    if cfg.install_efa_device_plugin:
+        efa_device_plugin(provider)
     flavors = [
         _kueue(
             f"rf-{flavor.name}", "ResourceFlavor", _metadata(cfg, flavor.name, **{"hybridctl.io/gpu": flavor.gpu_type}),
@@ -207,6 +259,10 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
     multikueue: list[pulumi.Resource] = []
     if cfg.multikueue_clusters:
         check_name, multikueue = _multikueue(cfg, opts)
+    provisioning_name: str | None = None
+    provisioning: list[pulumi.Resource] = []
+    if cfg.provisioning_request:
+        provisioning_name, provisioning = _provisioning(cfg, opts)
 
     for tier in TIERS:
         CustomResourceWithFields(
@@ -217,10 +273,13 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
     queues: dict[str, pulumi.Resource] = {}
     for queue in cfg.cluster_queues:
         dispatched = queue.dispatched and check_name is not None
+        # capacity is checked where the work runs: the workers', not the manager's dispatching queue
+        provisioned = provisioning_name is not None and queue.tier != "fixed" and not queue.dispatched
         queues[queue.name] = _kueue(
             f"cq-{queue.name}", "ClusterQueue", _metadata(cfg, queue.name, **{TIER_LABEL: queue.tier}),
-            cluster_queue_spec(cfg, queue, check_name if dispatched else None),
-            after(*flavors, cohort, *(multikueue if dispatched else [])),
+            cluster_queue_spec(cfg, queue, check_name if dispatched else None,
+                               provisioning_name if provisioned else None),
+            after(*flavors, cohort, *(multikueue if dispatched else []), *(provisioning if provisioned else [])),
         )
 
     local_queues: dict[str, Any] = {}
@@ -231,13 +290,19 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
         # volumes with it; hybridctl stops managing the namespace and the operator deletes it.
         namespace = k8s.core.v1.Namespace(f"ns-{workload.name}", metadata=k8s.meta.v1.ObjectMetaArgs(**ns_meta),
                                           opts=after(retain_on_delete=True))
-        _kueue(
-            f"lq-{workload.name}", "LocalQueue",
-            _metadata(cfg, workload.name, namespace.metadata.name, **{TIER_LABEL: workload.tier}),
-            {"clusterQueue": workload.cluster_queue},
-            # spec.clusterQueue is immutable (`self == oldSelf` in the CRD): a new queue is a new object.
-            after(queues[workload.cluster_queue], replace_on_changes=["spec.clusterQueue"], delete_before_replace=True),
-        )
+        local_queues_of = [(f"lq-{workload.name}", workload.name, workload.cluster_queue),
+                           # a job without the queue-name label gets this one (Kueue's LocalQueue defaulting)
+                           (f"lq-{workload.name}-default", DEFAULT_LOCAL_QUEUE, workload.cluster_queue)]
+        if workload.local_cluster_queue:
+            local_queues_of.append((f"lq-{workload.name}-local", f"{workload.name}-local", workload.local_cluster_queue))
+        for resource_name, name, cluster_queue in local_queues_of:
+            _kueue(
+                resource_name, "LocalQueue",
+                _metadata(cfg, name, namespace.metadata.name, **{TIER_LABEL: workload.tier}),
+                {"clusterQueue": cluster_queue},
+                # spec.clusterQueue is immutable (`self == oldSelf` in the CRD): a new queue is a new object.
+                after(queues[cluster_queue], replace_on_changes=["spec.clusterQueue"], delete_before_replace=True),
+            )
         # What a job needs to be admitted: its namespace, queue-name label and priority-class label.
         local_queues[workload.name] = {
             "namespace": workload.name,
@@ -245,12 +310,14 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
             "clusterQueue": workload.cluster_queue,
             "priorityClass": priority_class_name(cfg, workload.tier),
             "tier": workload.tier,
+            **({"ownShareLocalQueue": f"{workload.name}-local"} if workload.local_cluster_queue else {}),
         }
 
     outputs: dict[str, pulumi.Output[Any]] = {
         "cohort": pulumi.Output.from_input(cfg.cohort),
         "clusterQueues": pulumi.Output.from_input({q.name: q.tier for q in cfg.cluster_queues}),
         "workloads": pulumi.Output.from_input(local_queues),
+        "kueueConfiguration": pulumi.Output.from_input(kueue_configuration(cfg)),
     }
     for key, value in outputs.items():
         pulumi.export(key, value)

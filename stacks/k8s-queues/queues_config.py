@@ -33,6 +33,7 @@ class Flavor:
     node_labels: tuple[tuple[str, str], ...]
     cpu_per_gpu: int | None = None  # cores; with memory, makes the queues cover cpu and memory too
     memory_gib_per_gpu: int | None = None
+    idle_gpus: int = 0  # paid whatever runs, no queue's quota: lent to the cohort's shared pool
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Workload:
     tier: str
     cluster_queue: str
     team: str | None = None  # labelled on the namespace (hybridctl.io/team) for showback
+    local_cluster_queue: str | None = None  # a MultiKueue manager's own share: LocalQueue `<name>-local`
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class QueuesConfig:
     region: str = ""  # the EKS cluster's region (aws:region)
     kube_context: str | None = None  # a kubeconfig context to use instead; checked against the cluster
     install_device_plugin: bool = True
+    on_premises: bool = False  # not EKS: reached through `kube_context` alone
+    provisioning_request: bool = False  # burst and opportunistic queues wait for capacity (cloud)
+    install_efa_device_plugin: bool = False
 
     def flavor(self, name: str) -> Flavor:
         return next(f for f in self.flavors if f.name == name)
@@ -119,7 +124,7 @@ def _unique(names: list[str], where: str) -> None:
 
 
 def parse_flavor(raw: object, where: str) -> Flavor:
-    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu"}))
+    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu", "idleGpus"}))
     labels = obj["nodeLabels"]
     if not isinstance(labels, Mapping) or not labels or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
@@ -135,6 +140,7 @@ def parse_flavor(raw: object, where: str) -> Flavor:
         node_labels=tuple(sorted(labels.items())),
         cpu_per_gpu=_int(obj, "cpuPerGpu", where, 1) if "cpuPerGpu" in obj else None,
         memory_gib_per_gpu=_int(obj, "memoryGiBPerGpu", where, 1) if "memoryGiBPerGpu" in obj else None,
+        idle_gpus=_int(obj, "idleGpus", where, 0) if "idleGpus" in obj else 0,
     )
 
 
@@ -175,7 +181,7 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     workloads = []
     for i, item in enumerate(_list(values["workloads"], "hybridctl:workloads")):
         at = f"hybridctl:workloads[{i}]"
-        obj = _obj(item, at, {"name", "tier", "clusterQueue"}, frozenset({"team"}))
+        obj = _obj(item, at, {"name", "tier", "clusterQueue"}, frozenset({"team", "localClusterQueue"}))
         if obj["tier"] not in TIERS:
             raise ConfigError(f"{at}.tier: expected one of {', '.join(TIERS)}, got {obj['tier']!r}")
         queue = next((q for q in cluster_queues if q.name == obj["clusterQueue"]), None)
@@ -183,7 +189,12 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
             raise ConfigError(f"{at}.clusterQueue: {obj['clusterQueue']!r} is not a {obj['tier']} queue of hybridctl:clusterQueues")
         # The workload's namespace carries its name: a DNS label.
         team = _name(obj["team"], f"{at}.team", _DNS_LABEL, 63) if "team" in obj else None
-        workloads.append(Workload(_name(obj["name"], f"{at}.name", _DNS_LABEL, 63), obj["tier"], queue.name, team))
+        local = obj.get("localClusterQueue")
+        if local is not None and not any(q.name == local and q.tier == obj["tier"] and not q.dispatched for q in cluster_queues):
+            raise ConfigError(f"{at}.localClusterQueue: {local!r} is not a local {obj['tier']} queue of hybridctl:clusterQueues")
+        # `<name>-local` must be a DNS subdomain too
+        name = _name(obj["name"], f"{at}.name", _DNS_LABEL, 63 - (len("-local") if local else 0))
+        workloads.append(Workload(name, obj["tier"], queue.name, team, local))
     _unique([w.name for w in workloads], "hybridctl:workloads")
     remotes = []
     for i, item in enumerate(_list(values.get("multiKueueClusters") or [], "hybridctl:multiKueueClusters")):
@@ -196,6 +207,9 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     # Priority class names are derived from the cohort (`<cohort>-opportunistic`), so it must
     # leave room for the longest suffix.
     cohort = _name(values["cohort"], "hybridctl:cohort", max_len=253 - len("-opportunistic"))
+    if values.get("onPremises") is True and not values.get("kubeContext"):
+        raise ConfigError("hybridctl:kubeContext: an on-prem cluster (hybridctl:onPremises) is reached through a "
+                          "kubeconfig context: set it")
     return QueuesConfig(
         cluster_name=str(values["clusterName"]),
         inventory_name=str(values["inventoryName"]),
@@ -208,6 +222,9 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
         region=str(values.get("region") or ""),
         kube_context=str(values["kubeContext"]) if values.get("kubeContext") else None,
         install_device_plugin=values.get("installDevicePlugin") is not False,
+        on_premises=values.get("onPremises") is True,
+        provisioning_request=values.get("provisioningRequest") is True,
+        install_efa_device_plugin=values.get("installEfaDevicePlugin") is True,
     )
 
 
@@ -222,8 +239,12 @@ def load_config() -> QueuesConfig:
         "clusterQueues": cfg.require_object("clusterQueues"),
         "workloads": cfg.require_object("workloads"),
         "multiKueueClusters": cfg.get_object("multiKueueClusters"),
-        "region": pulumi.Config("aws").require("region"),
+        # an on-prem cluster has no AWS region
+        "region": pulumi.Config("aws").get("region") if cfg.get_bool("onPremises") else pulumi.Config("aws").require("region"),
         "kubeContext": cfg.get("kubeContext"),
         "installDevicePlugin": cfg.get_bool("installDevicePlugin"),
+        "onPremises": cfg.get_bool("onPremises"),
+        "provisioningRequest": cfg.get_bool("provisioningRequest"),
+        "installEfaDevicePlugin": cfg.get_bool("installEfaDevicePlugin"),
     }
     return parse(values)

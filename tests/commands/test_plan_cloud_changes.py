@@ -22,9 +22,12 @@ def test_first_plan_creates_node_groups_and_queues(tmp_path: Path) -> None:
     groups = {c["name"]: c for c in cloud["changes"] if c["kind"] == "node-group"}
     assert groups["use1-p5-od"]["action"] == "create"
     assert groups["use1-p5-od"]["detail"] == "p5.48xlarge min 0, desired 3, max 16"
-    queues = {c["name"] for c in cloud["changes"] if c["kind"] == "cluster-queue"}
-    # One queue per tier and reach: a workload reaches only its GPU types, spot only if preemptible.
-    assert queues == {"cloud-burst-fixed-l40s", "cloud-burst-burst-h100", "cloud-burst-opportunistic-h100-spot"}
+    queues = {(c["stack"], c["name"]) for c in cloud["changes"] if c["kind"] == "cluster-queue"}
+    # One queue per tier and reach: a workload reaches only its GPU types, spot only if preemptible; the
+    # on-prem cluster gets queues too, and the manager a dispatching queue (-mk) for the burst work it spills.
+    assert queues == {("cloud-burst-ml-use1", q) for q in ("cloud-burst-fixed-l40s", "cloud-burst-burst-h100",
+                                                          "cloud-burst-burst-h100-mk", "cloud-burst-opportunistic-h100-spot")} | {
+        ("cloud-burst-ash-k8s", q) for q in ("cloud-burst-fixed-l40s", "cloud-burst-burst-h100", "cloud-burst-burst-h100-l40s")}
 
 
 def test_against_the_same_plan_nothing_changes(tmp_path: Path) -> None:

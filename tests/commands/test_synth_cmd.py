@@ -28,9 +28,12 @@ def test_synth_writes_every_stack_offline(tmp_path: Path) -> None:
     done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     index = json.loads((out / "index.json").read_text())
-    assert [s["stack"] for s in index["stacks"]] == ["cloud-burst-aws-us-east-1", "cloud-burst-ml-use1"]
-    (queues,) = [s for s in index["stacks"] if s["project"] == "k8s-queues"]
-    assert [p["targets"]["eksCluster"] for p in queues["providers"]] == ["ml-use1"]
+    assert [s["stack"] for s in index["stacks"]] == ["cloud-burst-aws-us-east-1", "cloud-burst-ash-k8s",
+                                                     "cloud-burst-ml-use1"]
+    # the cloud cluster through EKS; the on-prem one (revision 3) through the kubeconfig context named after it
+    targets = {s["stack"]: [p["targets"] for p in s["providers"]] for s in index["stacks"] if s["project"] == "k8s-queues"}
+    assert [t["eksCluster"] for t in targets["cloud-burst-ml-use1"]] == ["ml-use1"]
+    assert [t["context"] for t in targets["cloud-burst-ash-k8s"]] == ["ash-k8s"]
     documents = list(yaml.safe_load_all((out / "cloud-burst-ml-use1" / "kubernetes.yaml").read_text()))
     kinds = {d["kind"] for d in documents}
     assert {"ClusterQueue", "LocalQueue", "Namespace", "ResourceFlavor", "DaemonSet"} <= kinds

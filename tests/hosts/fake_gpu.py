@@ -25,6 +25,7 @@ class FakeGpus:
     driver_version: str = "550.54.15"
     cuda_version: str = "12.4"
     container_toolkit: bool = True  # install the nvidia-container-runtime stand-in too
+    mig_mode: str = "Disabled"  # mig.mode.current and mig.mode.pending, as an H100 answers them
 
 
 _SCRIPT = r'''#!/usr/bin/python3
@@ -60,6 +61,8 @@ FIELDS = {  # name: (unit, value(i))
     "pci.bus_id": ("", lambda i: "00000000:%02X:00.0" % (0x18 + i)),
     "utilization.gpu": ("%", lambda i: "0"),
     "temperature.gpu": ("", lambda i: "34"),
+    "mig.mode.current": ("", lambda i: cfg.get("mig_mode", "Disabled")),
+    "mig.mode.pending": ("", lambda i: cfg.get("mig_mode", "Disabled")),
 }
 
 args = sys.argv[1:]

@@ -34,5 +34,8 @@ def config_values(namespace: str, values: Mapping[str, Any]) -> dict[str, str]:
 
 def run_program(program: Callable[[], Mapping[str, Any]], config: Mapping[str, str], *,
                 project: str = "hybridctl-test", stack: str = "test",
-                cluster_subnets: tuple[str, ...] = CLUSTER_SUBNETS) -> ProgramRun:
-    return synth.run_program(program, config, project=project, stack=stack, cluster_subnets=cluster_subnets)
+                cluster_subnets: tuple[str, ...] = CLUSTER_SUBNETS,
+                node_groups: Mapping[str, Mapping[str, Any]] | None = None,
+                subnet_zones: Mapping[str, tuple[str, str]] | None = None) -> ProgramRun:
+    return synth.run_program(program, config, project=project, stack=stack, cluster_subnets=cluster_subnets,
+                             node_groups=node_groups, subnet_zones=subnet_zones)

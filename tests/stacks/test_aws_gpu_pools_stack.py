@@ -8,6 +8,7 @@ from typing import Any
 
 import pulumi_aws
 import pytest
+from eks_model import EksRejects, LiveNodeGroup, check_scaling, reservation_errors, rolls, sent_desired
 from pulumi_stack_harness import (
     CLUSTER_SUBNETS,
     GET_CLUSTER,
@@ -28,7 +29,8 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 POOLS: list[dict[str, Any]] = [
     {"name": "p5-on-demand", "instanceTypes": ["p5.48xlarge"], "capacityType": "on_demand", "gpuType": "H100",
-     "gpusPerNode": 8, "minSize": 2, "desiredSize": 3, "maxSize": 16, "diskGiB": 500, "efaInterfaces": 32},
+     "gpusPerNode": 8, "minSize": 2, "desiredSize": 3, "maxSize": 16, "diskGiB": 500, "efaInterfaces": 32,
+     "availabilityZone": "use1-az4", "localNvme": True},
     {"name": "p5-spot", "instanceTypes": ["p5.48xlarge", "p5e.48xlarge"], "capacityType": "spot", "gpuType": "H100",
      "gpusPerNode": 8, "minSize": 0, "desiredSize": 1, "maxSize": 8},
     {"name": "g6-reserved", "instanceTypes": ["g6.12xlarge"], "capacityType": "reserved", "gpuType": "L4",
@@ -65,9 +67,9 @@ def node_group(run_: ProgramRun, pool: str) -> dict[str, Any]:
 
 class TestResourceInventory:
     def test_registers_exactly_one_role_three_attachments_and_a_node_group_per_pool(self, site: ProgramRun) -> None:
-        # Each pool: a launch template, a node group and 6 node-template tags on its ASG; the EFA pool a placement group.
+        # Each pool: a launch template, a node group and 7 node-template tags on its ASG; the EFA pool a placement group.
         assert site.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 3, LAUNCH_TEMPLATE: 3, PLACEMENT_GROUP: 1,
-                                      ASG_TAG: 18}
+                                      ASG_TAG: 21}
         assert sorted(r.name for r in site.of_type(NODE_GROUP)) == sorted(p["name"] for p in POOLS)
 
     def test_a_single_pool_gives_a_single_node_group(self) -> None:
@@ -102,34 +104,140 @@ class TestNodeGroups:
             "hybridctl.io/pool": "p5-spot",
             "hybridctl.io/capacity-type": "spot",
             "hybridctl.io/gpu": "H100",
+            "k8s.amazonaws.com/accelerator": "nvidia-h100",
         }
+
+    def test_gpu_nodes_carry_cluster_autoscalers_accelerator_label_also_when_scaled_from_zero(self, site: ProgramRun) -> None:
+        # Cluster Autoscaler's AWS provider treats a node with this label as a GPU node whose GPUs may still be coming up.
+        assert {g.name: g.inputs["labels"]["k8s.amazonaws.com/accelerator"] for g in site.of_type(NODE_GROUP)} == {
+            "p5-on-demand": "nvidia-h100", "p5-spot": "nvidia-h100", "g6-reserved": "nvidia-l4"}
+        tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in site.of_type(ASG_TAG) if t.name.startswith("g6-")}
+        assert tags["k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator"] == "nvidia-l4"
 
     def test_every_node_group_carries_the_gpu_noschedule_taint(self, site: ProgramRun) -> None:
         for group in site.of_type(NODE_GROUP):
             assert group.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
 
     def test_subnets_come_from_the_existing_cluster(self, site: ProgramRun) -> None:
-        assert site.invokes[0].token == GET_CLUSTER and site.invokes[0].args == {"name": "ml-use1"}
+        assert [i.args for i in site.invokes if i.token == GET_CLUSTER] == [{"name": "ml-use1"}]
         assert node_group(site, "p5-spot")["subnetIds"] == sorted(CLUSTER_SUBNETS)
-        # A cluster placement group lives in one zone: the EFA pool keeps one subnet.
-        assert node_group(site, "p5-on-demand")["subnetIds"] == sorted(CLUSTER_SUBNETS)[:1]
 
-    def test_a_zone_pool_keeps_only_the_cluster_subnets_in_its_zone(self, site: ProgramRun) -> None:
-        (lookup,) = [i for i in site.invokes if i.token == "aws:ec2/getSubnets:getSubnets"]
-        assert {f["name"]: f["values"] for f in lookup.args["filters"]} == {
-            "subnet-id": sorted(CLUSTER_SUBNETS), "availability-zone": ["us-east-1b"]}
+    def test_an_efa_pool_without_a_zone_keeps_one_subnet(self) -> None:
+        # A cluster placement group lives in one zone.
+        pool = {k: v for k, v in POOLS[0].items() if k != "availabilityZone"}
+        assert node_group(run(nodePools=[pool]), "p5-on-demand")["subnetIds"] == sorted(CLUSTER_SUBNETS)[:1]
+
+    def test_a_zone_pool_keeps_only_the_cluster_subnets_in_its_zone_by_name_or_by_zone_id(self, site: ProgramRun) -> None:
+        lookups = [i for i in site.invokes if i.token == "aws:ec2/getSubnets:getSubnets"]
+        assert sorted(({f["name"]: f["values"] for f in i.args["filters"]} for i in lookups), key=str) == [
+            {"subnet-id": sorted(CLUSTER_SUBNETS), "availability-zone": ["us-east-1b"]},
+            {"subnet-id": sorted(CLUSTER_SUBNETS), "availability-zone-id": ["use1-az4"]}]
+
+
+# The cluster's subnets with their zones (name, ID), for the tests that model where instances land.
+ZONED_SUBNETS = {"subnet-0a1": ("us-east-1a", "use1-az6"), "subnet-0b2": ("us-east-1b", "use1-az1"),
+                 "subnet-0c3": ("us-east-1c", "use1-az4")}
+
+
+class TestReservationsAndZones:
+    """Where a reservation's instances may launch (eks_model.reservation_errors: one zone, Capacity Blocks)."""
+
+    @staticmethod
+    def zoned(*pools: dict[str, Any]) -> ProgramRun:
+        return run_program(lambda: gpu_pools.program(gpu_pools.load_config()), stack_config(nodePools=list(pools)),
+                           subnet_zones=ZONED_SUBNETS)
+
+    @pytest.mark.parametrize("zone", ["us-east-1b", "use1-az1"])
+    def test_a_reserved_pool_launches_only_in_its_reservations_zone(self, zone: str) -> None:
+        run_ = self.zoned({**POOLS[2], "availabilityZone": zone})
+        group, template = node_group(run_, "g6-reserved"), run_.one(LAUNCH_TEMPLATE, "g6-reserved-lt").inputs
+        assert group["subnetIds"] == ["subnet-0b2"]
+        assert reservation_errors(template, group, "us-east-1b", {s: z[0] for s, z in ZONED_SUBNETS.items()}, False) == []
+
+    def test_a_reservation_without_its_zone_is_refused(self) -> None:
+        pool = {k: v for k, v in POOLS[2].items() if k != "availabilityZone"}
+        with pytest.raises(gpu_pools.ConfigError, match=r"availabilityZone: a pool with reservationId needs"):
+            gpu_pools.parse_node_pool(pool, "hybridctl:nodePools[2]")
+
+    def test_a_capacity_block_is_targeted_as_one(self) -> None:
+        block = {**POOLS[0], "name": "p5-block", "capacityType": "reserved", "reservationId": "cr-0fedcba9876543210",
+                 "capacityBlock": True, "minSize": 2, "desiredSize": 2, "maxSize": 2}
+        run_ = self.zoned(block)
+        group, template = node_group(run_, "p5-block"), run_.one(LAUNCH_TEMPLATE, "p5-block-lt").inputs
+        assert template["instanceMarketOptions"] == {"marketType": "capacity-block"}
+        assert template["capacityReservationSpecification"] == {
+            "capacityReservationTarget": {"capacityReservationId": "cr-0fedcba9876543210"}}
+        assert reservation_errors(template, group, "us-east-1c", {s: z[0] for s, z in ZONED_SUBNETS.items()}, True) == []
+        # Where the reservation puts its machines is the reservation's: no placement group of the stack's.
+        assert run_.of_type(PLACEMENT_GROUP) == [] and "placement" not in template
+        # and both requests are what the EKS and EC2 API models accept (CAPACITY_BLOCK, capacity-block)
+        from test_synth_contracts import create_launch_template, create_nodegroup, validate
+        assert validate("eks", "CreateNodegroup", create_nodegroup(run_.one(NODE_GROUP, "p5-block"))) == []
+        assert validate("ec2", "CreateLaunchTemplate", create_launch_template(run_.one(LAUNCH_TEMPLATE, "p5-block-lt"))) == []
+
+    def test_an_ordinary_reservation_is_not_a_capacity_block(self, site: ProgramRun) -> None:
+        template = site.one(LAUNCH_TEMPLATE, "g6-reserved-lt").inputs
+        assert "instanceMarketOptions" not in template and node_group(site, "g6-reserved")["capacityType"] == "ON_DEMAND"
+
+    def test_an_efa_pool_and_its_placement_group_are_in_the_pools_zone(self) -> None:
+        run_ = self.zoned(POOLS[0])
+        assert node_group(run_, "p5-on-demand")["subnetIds"] == ["subnet-0c3"]  # use1-az4
+        assert run_.one(LAUNCH_TEMPLATE, "p5-on-demand-lt").inputs["placement"] == {
+            "groupName": "<unknown: name of PlacementGroup p5-on-demand-pg>"}
 
     def test_explicit_subnets_skip_the_cluster_lookup(self) -> None:
         pinned = run(subnetIds=["subnet-private-a", "subnet-private-b"], nodePools=POOLS[1:2])
-        assert pinned.invokes == []
+        # only the live node groups' sizes are read
+        assert [i.token for i in pinned.invokes] == ["aws:eks/getNodeGroups:getNodeGroups"]
         for group in pinned.of_type(NODE_GROUP):
             assert group.inputs["subnetIds"] == ["subnet-private-a", "subnet-private-b"]
 
 
+def live_group(pool: str, desired: int, site_: str = "aws-us-east-1") -> dict[str, Any]:
+    """EKS's DescribeNodegroup answer for a node group of the stack (found by its labels)."""
+    return {"labels": {"hybridctl.io/site": site_, "hybridctl.io/pool": pool},
+            "scalingConfigs": [{"minSize": 1, "desiredSize": desired, "maxSize": 16}]}
+
+
 class TestScaling:
-    def test_desired_size_is_the_autoscalers_after_creation(self, site: ProgramRun) -> None:
-        for group in site.of_type(NODE_GROUP):
-            assert group.options["ignoreChanges"] == ["scalingConfig.desiredSize"]
+    """What a deployment sends as the node group's scaling configuration, checked by EKS's rule (eks_model)."""
+
+    def test_a_failover_raising_min_above_the_live_desired_raises_desired_too(self) -> None:
+        # Created with min 1, desired 1; the failover's plan keeps 3 machines always on.
+        eks = LiveNodeGroup(1, 1, 16)
+        failover = {**POOLS[1], "name": "p5-od", "capacityType": "on_demand", "instanceTypes": ["p5.48xlarge"],
+                    "minSize": 3, "desiredSize": 3, "maxSize": 16}
+        run_ = run_program(lambda: gpu_pools.program(gpu_pools.load_config()), stack_config(nodePools=[failover]),
+                           node_groups={"p5-od-4c1e2a": live_group("p5-od", 1)})
+        group = run_.one(NODE_GROUP, "p5-od")
+        scaling = group.inputs["scalingConfig"]
+        eks.update_config(scaling["minSize"], sent_desired(group.inputs, group.options, in_state=1), scaling["maxSize"])
+        assert (eks.min_size, eks.desired) == (3, 3)
+
+    def test_a_deployment_never_scales_live_nodes_down_to_a_stale_desired(self) -> None:
+        # The autoscaler runs 6 machines; the plan said 3 and min rises from 1 to 2.
+        pool = {**POOLS[1], "minSize": 2, "desiredSize": 3, "maxSize": 8}
+        run_ = run_program(lambda: gpu_pools.program(gpu_pools.load_config()), stack_config(nodePools=[pool]),
+                           node_groups={"p5-spot-9f": live_group("p5-spot", 6), "other-team": live_group("x", 1, "elsewhere")})
+        group = run_.one(NODE_GROUP, "p5-spot")
+        assert sent_desired(group.inputs, group.options, in_state=3) == 6
+        check_scaling(2, 6, 8)
+
+    def test_a_lower_max_brings_desired_within_it(self) -> None:
+        pool = {**POOLS[1], "minSize": 0, "desiredSize": 1, "maxSize": 4}
+        run_ = run_program(lambda: gpu_pools.program(gpu_pools.load_config()), stack_config(nodePools=[pool]),
+                           node_groups={"p5-spot-9f": live_group("p5-spot", 6)})
+        group = run_.one(NODE_GROUP, "p5-spot").inputs["scalingConfig"]
+        check_scaling(group["minSize"], group["desiredSize"], group["maxSize"])
+        assert group["desiredSize"] == 4
+
+    def test_a_new_node_group_starts_at_the_plans_desired(self, site: ProgramRun) -> None:
+        assert [i.args for i in site.invokes if i.token == "aws:eks/getNodeGroups:getNodeGroups"] == [{"clusterName": "ml-use1"}]
+        assert node_group(site, "p5-on-demand")["scalingConfig"]["desiredSize"] == 3
+
+    def test_the_eks_rule_the_tests_apply(self) -> None:
+        with pytest.raises(EksRejects, match="Minimum capacity 3 can't be greater than desired size 1"):
+            LiveNodeGroup(1, 1, 16).update_config(3, 1, 16)
 
     def test_autoscaler_discovers_the_group_and_can_scale_it_from_zero(self, site: ProgramRun) -> None:
         tags = node_group(site, "p5-spot")["tags"]
@@ -145,6 +253,25 @@ class TestScaling:
 
 
 class TestLaunchTemplates:
+    def test_no_plan_digest_in_launch_template_data(self) -> None:
+        # A new digest would be a new template version, which rolls every node (eks_model.rolls).
+        one, other = run(planDigest="sha256:aaaa"), run(planDigest="sha256:bbbb")
+        for template in one.of_type(LAUNCH_TEMPLATE):
+            assert not rolls(template.inputs, other.one(LAUNCH_TEMPLATE, template.name).inputs), template.name
+            assert "hybridctl:plan-digest" not in json.dumps(template.inputs)
+
+    def test_imdsv2_with_a_hop_limit_of_one(self, site: ProgramRun) -> None:
+        for template in site.of_type(LAUNCH_TEMPLATE):
+            assert template.inputs["metadataOptions"] == {
+                "httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1}
+
+    def test_local_nvme_is_one_raid0_array_for_containerd_and_kubelet(self, site: ProgramRun) -> None:
+        import base64
+        data = base64.b64decode(site.one(LAUNCH_TEMPLATE, "p5-on-demand-lt").inputs["userData"]).decode()
+        assert "Content-Type: application/node.eks.aws" in data and "kind: NodeConfig" in data
+        assert "localStorage:\n      strategy: RAID0" in data
+        assert "userData" not in site.one(LAUNCH_TEMPLATE, "p5-spot-lt").inputs
+
     def test_root_disk_is_sized_encrypted_gp3(self, site: ProgramRun) -> None:
         lt = site.one(LAUNCH_TEMPLATE, "p5-on-demand-lt").inputs
         assert lt["blockDeviceMappings"] == [{"deviceName": "/dev/xvda", "ebs": {
@@ -207,8 +334,9 @@ class TestCostAllocationTags:
         for resource in taggable:
             tags = resource.inputs["tags"]
             assert tags["hybridctl:inventory"] == "acme-hybrid", resource.name
-            assert tags["hybridctl:plan-digest"] == "sha256:5f2c0e", resource.name
             assert tags["hybridctl:site"] == "aws-us-east-1", resource.name
+            # not on launch templates: a new digest there would roll every node
+            assert tags.get("hybridctl:plan-digest") == (None if resource.type == LAUNCH_TEMPLATE else "sha256:5f2c0e")
 
     def test_node_groups_are_tagged_with_their_pool(self, site: ProgramRun) -> None:
         for group in site.of_type(NODE_GROUP):
@@ -244,6 +372,8 @@ class TestConfigChecks:
             ({"diskGiB": 10}, "diskGiB"),
             ({"reservationId": "cr-0123456789abcdef0"}, "only reserved pools"),
             ({"availabilityZone": "us-east-1"}, "availabilityZone"),
+            ({"capacityBlock": True}, "capacityBlock"),
+            ({"localNvme": "yes"}, "localNvme"),
         ],
     )
     def test_a_bad_pool_is_rejected_with_its_key(self, change: dict[str, Any], message: str) -> None:

@@ -76,15 +76,17 @@ def test_each_planned_stack_runs_and_matches_its_configuration(example: str, sta
         for pool in config.node_pools:
             assert groups[pool.name]["scalingConfig"] == {
                 "minSize": pool.min_size, "desiredSize": pool.desired_size, "maxSize": pool.max_size}
-            assert groups[pool.name]["instanceTypes"] == [pool.instance_type]
+            assert groups[pool.name]["instanceTypes"] == list(pool.types)
             assert groups[pool.name]["tags"]["hybridctl:plan-digest"] == config.plan_digest
     else:
         run_ = run_queues(config)
         kueue = [r.inputs for r in run_.resources if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
         assert kueue
         assert {f"{o['kind']}/{o['metadata']['name']}": errors(o) for o in kueue if errors(o)} == {}
-        local_queues = {o["metadata"]["name"] for o in kueue if o["kind"] == "LocalQueue"}
-        assert local_queues == {w.name for w in config.workloads}
+        local_queues = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in kueue if o["kind"] == "LocalQueue"}
+        # its own, the namespace's default (jobs without the queue-name label), a manager's own share
+        assert local_queues == {(w.name, q) for w in config.workloads
+                                for q in (w.name, "default", *((f"{w.name}-local",) if w.local_cluster_queue else ()))}
 
 
 @pytest.mark.parametrize("example", sorted({example for example, _ in _stacks()}))
@@ -94,8 +96,16 @@ def test_every_flavor_selects_nodes_its_pools_node_group_labels(example: str) ->
     for site_config in configs.gpu_pools:
         for group in run_gpu_pools(site_config).of_type(NODE_GROUP):
             node_labels[group.name] = group.inputs["labels"]
+    # on-prem nodes: the labels node.yml gives kubelet (playbooks/roles/node_baseline/tasks/main.yml)
+    inventory = load_inventory(inventories_dir() / example).inventory
+    for site in inventory.sites:
+        if site.kind.value == "onprem" and site.cluster:
+            for p in site.pools:
+                node_labels[p.name] = {"hybridctl.io/site": site.name, "hybridctl.io/pool": p.name, "hybridctl.io/gpu": p.gpu}
     for cluster_config in configs.queues:
         for flavor in run_queues(cluster_config).of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"):
             selector = flavor.inputs["spec"]["nodeLabels"]
+            if "hybridctl.io/dispatched" in selector:
+                continue  # a MultiKueue manager's dispatching quota: it selects no node, by design
             pool = selector["hybridctl.io/pool"]
             assert selector.items() <= node_labels[pool].items(), f"flavor {pool} selects no node of its pool"

@@ -37,6 +37,7 @@ WORKLOADS = [
 ]
 DISPATCHING = [{**q, "dispatched": True} if q["tier"] == "burst" else q for q in QUEUES]
 PROVIDER, DAEMONSET = "pulumi:providers:kubernetes", "kubernetes:apps/v1:DaemonSet"
+NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"  # the device plugin's deny-all
 REMOTES = [
     {"name": "ml-euw1", "kubeconfigSecret": "ml-euw1-kubeconfig"},
     {"name": "ml-usw2", "kubeconfigSecret": "ml-usw2-kubeconfig"},
@@ -88,10 +89,11 @@ def gpu_quota(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 class TestResourceInventory:
     def test_registers_the_expected_objects(self, cluster: ProgramRun) -> None:
-        assert cluster.type_counts() == {PROVIDER: 1, DAEMONSET: 1, RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 4}
+        # a LocalQueue per workload, and its namespace's `default` one
+        assert cluster.type_counts() == {PROVIDER: 1, DAEMONSET: 1, NETPOL: 1, RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 8}
 
     def test_multikueue_adds_clusters_a_config_and_an_admission_check(self, multikueue: ProgramRun) -> None:
-        assert multikueue.type_counts() == {PROVIDER: 1, DAEMONSET: 1, RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 4,
+        assert multikueue.type_counts() == {PROVIDER: 1, DAEMONSET: 1, NETPOL: 1, RF: 2, COHORT: 1, WPC: 3, CQ: 3, NAMESPACE: 4, LQ: 8,
                                             MKC: 2, MKCONFIG: 1, CHECK: 1}
 
     def test_kueue_objects_use_the_storage_version(self, cluster: ProgramRun) -> None:
@@ -305,7 +307,7 @@ class TestDevicePlugin:
     def test_the_vendored_pinned_daemonset_runs_on_gpu_nodes_only(self, cluster: ProgramRun) -> None:
         (ds,) = cluster.of_type(DAEMONSET)
         template = ds.inputs["spec"]["template"]["spec"]
-        assert template["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+        assert template["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in template["tolerations"]
         terms = template["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         assert terms == [{"matchExpressions": [{"key": "hybridctl.io/gpu", "operator": "Exists"}]}]

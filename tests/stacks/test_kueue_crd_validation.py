@@ -14,6 +14,7 @@ from test_k8s_queues_stack import FLAVORS, REMOTES, run
 SCENARIOS: dict[str, dict[str, Any]] = {
     "single-cluster": {},
     "multikueue": {"multiKueueClusters": REMOTES},
+    "provisioning-request": {"provisioningRequest": "true"},
     "cpu-and-memory": {"flavors": [{**f, "cpuPerGpu": 24, "memoryGiBPerGpu": 256} for f in FLAVORS]},
     "no-opportunistic-pool": {"queues": {"fixed": [{"flavor": "use1-p5-on-demand", "gpus": 8}]}},
 }
@@ -37,7 +38,7 @@ class TestGeneratedObjects:
 
     def test_every_kind_in_use_is_covered_by_a_copied_crd(self) -> None:
         kinds = {o["kind"] for scenario in SCENARIOS.values() for o in kueue_objects(run(**scenario))}
-        assert kinds == set(crds())  # all eight CRDs copied are used, and nothing else is generated
+        assert kinds == set(crds())  # all nine CRDs copied are used, and nothing else is generated
 
     def test_objects_are_written_at_the_storage_version(self, generated: list[dict[str, Any]]) -> None:
         for obj in generated:

@@ -184,8 +184,11 @@ def test_each_queue_stack_targets_its_own_cluster_and_no_object_is_written_twice
     written: dict[tuple[str, str, str, str], str] = {}
     for q in configs.queues:
         (provider,) = runs[q.stack_name].of_type("pulumi:providers:kubernetes")
-        exec_args = json.loads(provider.inputs["kubeconfig"])["users"][0]["user"]["exec"]["args"]
-        assert exec_args[exec_args.index("--cluster-name") + 1] == q.cluster_name
+        if q.on_premises:  # no EKS: the kubeconfig context named after the cluster
+            assert provider.inputs["context"] == q.cluster_name and "kubeconfig" not in provider.inputs
+        else:
+            exec_args = json.loads(provider.inputs["kubeconfig"])["users"][0]["user"]["exec"]["args"]
+            assert exec_args[exec_args.index("--cluster-name") + 1] == q.cluster_name
         for r in runs[q.stack_name].resources:
             if r.type.startswith("kubernetes:"):
                 meta = r.inputs["metadata"]
@@ -202,16 +205,19 @@ def test_each_workload_reaches_only_its_gpu_types_and_spot_only_if_preemptible(n
     capacity = {g.name: g.inputs["labels"]["hybridctl.io/capacity-type"] for run in runs for g in run.of_type(NODE_GROUP)}
     checked = 0
     for run in runs:
-        objects = {(r.inputs["kind"], r.inputs["metadata"]["name"]): r.inputs for r in kueue_objects(run)}
-        for (kind, workload), lq in objects.items():
+        objects = {(r.inputs["kind"], r.inputs["metadata"].get("namespace", ""), r.inputs["metadata"]["name"]): r.inputs
+                   for r in kueue_objects(run)}
+        for (kind, workload, _), lq in objects.items():
             if kind != "LocalQueue":
-                continue
-            cq = objects[("ClusterQueue", lq["spec"]["clusterQueue"])]
+                continue  # every LocalQueue of a namespace: its own, `default`, `<workload>-local`
+            cq = objects[("ClusterQueue", "", lq["spec"]["clusterQueue"])]
             for group in cq["spec"]["resourceGroups"]:
                 for flavor in group["flavors"]:
-                    labels = objects[("ResourceFlavor", flavor["name"])]["spec"]["nodeLabels"]
+                    labels = objects[("ResourceFlavor", "", flavor["name"])]["spec"]["nodeLabels"]
+                    if "hybridctl.io/dispatched" in labels:
+                        continue  # a dispatching queue's quota: the job runs on a worker, under its queue there
                     assert labels["hybridctl.io/gpu"] in spec[workload].gpu.types, (workload, flavor["name"])
-                    if capacity[labels["hybridctl.io/pool"]] == "spot":
+                    if capacity.get(labels["hybridctl.io/pool"]) == "spot":
                         assert spec[workload].preemptible, (workload, flavor["name"])
                     checked += 1
     assert checked
@@ -237,7 +243,7 @@ def test_synth_writes_the_documented_layout(tmp_path: Path) -> None:
         for entry in stack["resources"]:
             assert (tmp_path / entry["file"]).is_file()
         for provider in stack["providers"]:
-            assert provider["targets"]["eksCluster"]
+            assert provider["targets"].get("eksCluster") or provider["targets"].get("context")
     again = tmp_path / "again"
     write_synth(again, runs, plan_digest="sha256:test", inventory="cloud-burst")
     first = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() and again not in p.parents)

@@ -27,6 +27,8 @@ PROGRAMS = {
 }
 GET_CLUSTER = "aws:eks/getCluster:getCluster"
 GET_SUBNETS = "aws:ec2/getSubnets:getSubnets"
+GET_NODE_GROUPS = "aws:eks/getNodeGroups:getNodeGroups"
+GET_NODE_GROUP = "aws:eks/getNodeGroup:getNodeGroup"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
@@ -100,8 +102,14 @@ def _mock_classes() -> tuple[type, type]:
     class RecordingMocks(pulumi.runtime.Mocks):
         """Records registrations and invokes; answers like a provider would, with placeholders."""
 
-        def __init__(self, cluster_subnets: tuple[str, ...] | None = None) -> None:
+        def __init__(self, cluster_subnets: tuple[str, ...] | None = None,
+                     node_groups: Mapping[str, Mapping[str, Any]] | None = None,
+                     subnet_zones: Mapping[str, tuple[str, str]] | None = None) -> None:
             self.registered: list[Registered] = []
+            self._subnet_zones = dict(subnet_zones or {})  # subnet -> (zone name, zone ID), when a test models them
+            # node groups the cluster already has (name -> EKS's answer): synth's default is none, a
+            # first deployment; tests give live ones to model later deployments
+            self._node_groups = dict(node_groups or {})
             self.invoked: list[Invoked] = []
             # (type, name) -> the options of a registration in flight: registrations may run on
             # several threads at once, so they are matched by identity, not by order.
@@ -139,8 +147,18 @@ def _mock_classes() -> tuple[type, type]:
                 }, []
             if args.token == GET_SUBNETS:
                 filters = {f["name"]: f["values"] for f in call_args.get("filters", [])}
-                zone = ",".join(filters.get("availability-zone", []))
+                zone = ",".join(filters.get("availability-zone", []) or filters.get("availability-zone-id", []))
+                if self._subnet_zones:
+                    ids = [s for s in filters.get("subnet-id", []) if s in self._subnet_zones
+                           and self._subnet_zones[s][0 if "availability-zone" in filters else 1] == zone]
+                    return {"ids": ids, "id": zone}, []
                 return {"ids": [unknown(f"the cluster's subnets in {zone}")], "id": zone}, []
+            if args.token == GET_NODE_GROUPS:
+                return {"clusterName": call_args["clusterName"], "id": call_args["clusterName"],
+                        "names": sorted(self._node_groups)}, []
+            if args.token == GET_NODE_GROUP:
+                return {"clusterName": call_args["clusterName"], "nodeGroupName": call_args["nodeGroupName"],
+                        **self._node_groups[call_args["nodeGroupName"]]}, []
             raise HybridctlError(f"the stack program made a lookup synth cannot answer offline: {args.token}")
 
     class OptionsMonitor(MockMonitor):
@@ -186,13 +204,16 @@ def stack_program(project: str, stacks_root: Path) -> Callable[[], Mapping[str, 
 
 
 def run_program(program: Callable[[], Mapping[str, Any]], config: Mapping[str, str], *, project: str = "hybridctl",
-                stack: str = "synth", cluster_subnets: tuple[str, ...] | None = None) -> ProgramRun:
-    """Run `program` (which reads its config and declares resources) under fresh mocks."""
+                stack: str = "synth", cluster_subnets: tuple[str, ...] | None = None,
+                node_groups: Mapping[str, Mapping[str, Any]] | None = None,
+                subnet_zones: Mapping[str, tuple[str, str]] | None = None) -> ProgramRun:
+    """Run `program` (which reads its config and declares resources) under fresh mocks; `node_groups`: the
+    cluster's live node groups (name -> EKS's DescribeNodegroup answer, camelCase), none by default."""
     import pulumi
     from pulumi.runtime import settings
 
     mocks_class, monitor_class = _mock_classes()
-    mocks = mocks_class(cluster_subnets)
+    mocks = mocks_class(cluster_subnets, node_groups, subnet_zones)
     # Pulumi's runtime is global: drop the previous run's root stack and settings, install the
     # mocks (which create a new root), then the config the program will read.
     settings.reset_options(project=project, stack=stack, preview=False)

@@ -44,19 +44,31 @@ def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: str | None) -> C
         results = [(spec, driver.preview(spec)) for spec in specs]
     for spec, result in results:
         if result.changes:
-            rows += [CloudChange(spec.project, spec.stack_name, c.type, c.name, c.op) for c in result.changes]
+            rows += [_previewed(spec.project, spec.stack_name, c.type, c.name, c.op) for c in result.changes]
         else:
             rows += [CloudChange(spec.project, spec.stack_name, "stack", spec.stack_name, op, f"{count} resource(s)")
                      for op, count in sorted(result.summary.items()) if count]
     return CloudChanges(PULUMI_PREVIEW, tuple(rows))
 
 
+_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+
+def _previewed(project: str, stack: str, type_: str, name: str, op: str) -> CloudChange:
+    """A previewed change; a launch template's update is a new version, which rolls its node group's nodes."""
+    if type_ == _LAUNCH_TEMPLATE and op == "update":
+        return CloudChange(project, stack, type_, name, "roll", "a new version: EKS replaces every node of its group",
+                           removes_machines=True)
+    return CloudChange(project, stack, type_, name, op)
+
+
 def approve_destructive(console: Console, inventory: Inventory, plan: Plan, applied: Plan | None, *,
                         auto_approve: bool, allow_machine_removal: bool) -> CloudChanges:
-    """Show the replaces and deletions `apply` will make in the cloud, before its approval prompt.
+    """Show the rolls, replaces and deletions `apply` will make in the cloud, before its approval prompt.
 
-    Deleting or replacing node groups that have machines stops the work on them: --auto-approve
-    alone does not approve that; it also takes --allow-machine-removal.
+    Deleting, replacing or rolling node groups that have machines stops the work on them (a roll
+    drains and replaces every node): --auto-approve alone does not approve that; it also takes
+    --allow-machine-removal.
     """
     from hybridctl.errors import RefusedError
 
@@ -65,13 +77,13 @@ def approve_destructive(console: Console, inventory: Inventory, plan: Plan, appl
     if not destructive.rows:
         return destructive
     # every one of them, uncapped: this is what the approval is for
-    print_table(console, "Destructive cloud changes (replace or delete)", ("stack", "kind", "name", "action", "detail"),
+    print_table(console, "Destructive cloud changes (roll, replace or delete)", ("stack", "kind", "name", "action", "detail"),
                 [(f"{r.project}/{r.stack}", r.kind, r.name, r.action,
                   r.detail + (" — removes running machines" if r.removes_machines else "")) for r in destructive.rows])
     removing = [r for r in destructive.rows if r.removes_machines]
     if removing and auto_approve and not allow_machine_removal:
         raise RefusedError(
-            "apply would delete or replace node groups with running machines: "
+            "apply would delete, replace or roll node groups with running machines: "
             + ", ".join(f"{r.stack}/{r.name}" for r in removing),
             hint="review the table above, then pass --allow-machine-removal as well as --auto-approve")
     return destructive

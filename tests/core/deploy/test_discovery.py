@@ -34,3 +34,11 @@ def test_unreachable_host_says_why() -> None:
     found = compare_host("h", HOSTVARS, "unreachable", {}, "ssh: connect to host 10.0.0.1 port 22: No route to host\nmore")
     assert found.state == "unreachable"
     assert found.problems == ("ssh: connect to host 10.0.0.1 port 22: No route to host",)
+
+
+def test_gpus_in_mig_mode_are_reported_with_preflights_problem() -> None:
+    problem = "GPU 1 has MIG mode enabled, but its pool plans whole GPUs: disable it (nvidia-smi -i 1 -mig 0, then reset the GPU)"
+    data = preflight(4, mig_mode={"0": "Disabled", "1": "Enabled", "2": "Disabled", "3": "Disabled"}, problems=[problem])
+    found = compare_host("h", HOSTVARS, "failed", data, None)
+    assert (found.state, found.mig_enabled, found.problems) == ("mismatch", (1,), (problem,))
+    assert compare_host("h", HOSTVARS, "ok", preflight(4, mig_mode={"0": "Disabled"}), None).mig_enabled == ()

@@ -132,7 +132,7 @@ class TestNodeGroups:
         }
         assert values["nodePools"][0] == {  # type: ignore[index]
             "name": "use1-p5-od", "instanceTypes": ["p5.48xlarge"], "capacityType": "on_demand", "gpuType": "H100",
-            "gpusPerNode": 8, "minSize": 2, "desiredSize": 4, "maxSize": 16, "diskGiB": 200,
+            "gpusPerNode": 8, "minSize": 2, "desiredSize": 4, "maxSize": 16, "diskGiB": 100, "localNvme": True,
         }
 
     def test_the_default_digest_is_the_plan_files_and_is_stable(self) -> None:
@@ -236,7 +236,7 @@ class TestDiff:
         more = make_plan(*PLAN.placements, place("pretrain2", "burst", "aws-use1", "use1-p5-od", 16))
         found = changes(stack_configs(inventory(), PLAN, "d"), stack_configs(inventory(), more, "d"))
         assert ("node-group", "use1-p5-od", "resize",
-                "min 2, desired 4→6, max 16 (desired is the autoscaler's after creation)") in found
+                "min 2, desired 4→6, max 16 (a live group keeps its own desired size, moved within min and max)") in found
         assert ("cluster-queue", "acme-burst-h100", "resize", "use1-p5-od 20→36 GPUs") in found
         assert ("namespace", "pretrain2", "create", "tier burst") in found
         assert ("local-queue", "pretrain2", "create", "queue acme-burst-h100") in found
@@ -274,7 +274,8 @@ class TestDiff:
         site = before.gpu_pools[0]
         pools = tuple(replace(p, capacity_type="reserved") if p.name == "use1-p5-od" else p for p in site.node_pools)
         after = StackConfigs((replace(site, node_pools=pools),), before.queues)
-        assert changes(before, after) == [("node-group", "use1-p5-od", "update", "capacity on_demand→reserved (rolling)")]
+        # the capacity-type label only: no new launch template version, no node rolled
+        assert changes(before, after) == [("node-group", "use1-p5-od", "update", "capacity on_demand→reserved")]
 
     def test_a_workload_changing_tier_repoints_its_local_queue(self) -> None:
         moved = make_plan(*(replace(p, tier="burst") if p.workload == "chat" else p for p in PLAN.placements))
@@ -306,11 +307,14 @@ class TestLaunchTemplateInputs:
                 "hours_per_month": 100, "model_gb": 300, "datasets": ["corpus"]})],
         })
 
-    def test_disk_holds_the_models_and_datasets_of_the_pools_workloads(self) -> None:
+    def test_the_root_holds_the_os_beside_local_nvme_and_never_datasets(self) -> None:
+        from hybridctl.core.deploy.stackconfig import disk_gib
         p5 = pools_of(stack_configs(self.with_work(), PLAN, "d"), "aws-use1")["use1-p5-od"]
-        # 300 GB + 500 GB = 746 GiB, plus 100 GiB for the OS and images.
-        assert p5.disk_gib == 846
-        assert pools_of(stack_configs(self.with_work(), PLAN, "d"), "aws-use1")["use1-g6-res"].disk_gib == 200
+        # containerd and kubelet (images, caches) on the 8 local NVMe drives: the root holds the OS.
+        assert (p5.disk_gib, p5.local_nvme) == (100, True)
+        # Without local NVMe: the 300 GB model (280 GiB) and 100 GiB for the OS and images; the 500 GB corpus
+        # stays where the plan reads it from.
+        assert disk_gib(self.with_work().workloads, local_nvme_gb=0) == 380
 
     def test_multi_node_work_on_an_efa_type_gets_an_interface_per_network_card(self) -> None:
         pools = pools_of(stack_configs(self.with_work(), PLAN, "d"), "aws-use1")

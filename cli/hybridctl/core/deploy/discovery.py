@@ -19,6 +19,7 @@ class HostDiscovery:
     driver_version: str | None = None
     free_disk_gb: float | None = None
     problems: tuple[str, ...] = ()
+    mig_enabled: tuple[int, ...] = ()  # GPUs preflight found in MIG mode (hybridctl plans whole GPUs)
 
 
 def _number(value: object) -> float | None:
@@ -50,8 +51,11 @@ def compare_host(host: str, hostvars: Mapping[str, object], state: str, data: Ma
     disk = data.get("disk")
     available = _number(disk.get("available_bytes")) if isinstance(disk, Mapping) else None
     free = round(available / 1e9, 1) if available is not None else None
+    modes = data.get("mig_mode")
+    mig = tuple(sorted(int(i) for i, mode in modes.items() if mode == "Enabled" and str(i).isdigit())) \
+        if isinstance(modes, Mapping) else ()
     driver = data.get("driver_version")
     return HostDiscovery(host, site, pool, declared_gpu, declared, "mismatch" if problems else "ok",
                          found_gpus=count, found_models=models,
                          driver_version=str(driver) if driver else None, free_disk_gb=free,
-                         problems=tuple(problems))
+                         problems=tuple(problems), mig_enabled=mig)

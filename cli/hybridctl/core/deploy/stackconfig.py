@@ -39,12 +39,23 @@ from hybridctl.core.deploy.stackplanned import (
     burst_spread,
     cluster_of,
     multikueue_groups,
+    onprem_planned_pools,
     planned_machines,
     planned_pools,
     spanning_of,
+    spill_order,
+)
+from hybridctl.core.deploy.stackqueues import (
+    DISPATCHED,
+    LABEL_DISPATCHED,
+    dispatch_flavor,
+    dispatching,
+    idle_gpus,
+    uses_efa,
 )
 from hybridctl.core.deploy.stackvalues import (
     DISK_FLOOR_GIB,
+    ROOT_WITH_NVME_GIB,
     ClusterQueueConfig,
     FlavorConfig,
     FlavorQuota,
@@ -56,7 +67,8 @@ from hybridctl.core.deploy.stackvalues import (
 )
 from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.catalog import Catalog, catalog
-from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, Workload
+from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
+from hybridctl.core.inventory.zones import zone_of
 from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json_utf8
@@ -73,14 +85,14 @@ LABEL_SITE = "hybridctl.io/site"
 LABEL_POOL = "hybridctl.io/pool"
 LABEL_GPU = "hybridctl.io/gpu"
 
-# Root volume: the models and datasets the pool's workloads read, plus room for the OS and
-# container images (CUDA images run to tens of GB each); never below the floor (stackvalues). gp3's ceiling.
+# Root volume of a type without local NVMe: the models the pool's workloads load (a cache), plus room for
+# the OS and container images (CUDA images run to tens of GB each); never below the floor (stackvalues).
+# Datasets are never copied onto it: they are read where the plan reads them from.
 DISK_HEADROOM_GIB = 100
-DISK_MAX_GIB = 16_384
+DISK_MAX_GIB = 2_048
 # Instance families with EFA, and the network cards each size has (one EFA interface per card).
 EFA_NETWORK_CARDS = MappingProxyType({"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32,
                                       "p5en.48xlarge": 16})
-_ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
 
 def nodes_for(gpus: int, gpus_per_node: int) -> int:
     return -(-gpus // gpus_per_node)
@@ -104,10 +116,15 @@ def _gib(gb: float) -> int:
     return math.ceil(gb * 1e9 / 2**30)
 
 
-def disk_gib(workloads: list[Workload], datasets: Mapping[str, float]) -> int:
-    """Root volume for a pool: its workloads' models and datasets (each once), images, a floor."""
+def disk_gib(workloads: list[Workload], local_nvme_gb: int) -> int:
+    """Root volume for a pool. With instance-store NVMe (every GPU type of the catalog has some), the node
+    puts containerd and kubelet on it (images, emptyDir model and data caches: NodePoolConfig.local_nvme),
+    so the root holds only the OS: a fixed, modest size that no plan change moves (a new size is a new
+    launch template version, which rolls every node). Without it, the models its workloads load, images
+    and the OS. Datasets are read where the plan reads them from, never copied onto the root."""
+    if local_nvme_gb:
+        return ROOT_WITH_NVME_GIB
     needed = sum(w.model_gb or 0.0 for w in workloads)
-    needed += sum(datasets.get(d, 0.0) for d in sorted({d for w in workloads for d in w.datasets}))
     return min(max(DISK_FLOOR_GIB, _gib(needed) + DISK_HEADROOM_GIB), DISK_MAX_GIB)
 
 
@@ -121,26 +138,28 @@ def _spot_types(pool: Pool, cat: Catalog) -> tuple[str, ...]:
 
 
 def _zone(site: Site, pool: Pool) -> str | None:
-    """A pool's failure domain when it names one of its region's availability zones."""
-    domain = pool.failure_domain
-    if domain and site.region and _ZONE.match(domain) and domain.startswith(site.region):
-        return domain
-    return None
+    """A pool's failure domain when it names one of its region's availability zones, by name or by ID."""
+    return zone_of(site.region, pool.failure_domain)
 
 
 def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: Mapping[str, float], cat: Catalog,
                machines: int | None) -> NodePoolConfig:
     pool = planned.pool
-    gpn = cat.instances[pool.instance_type or ""].gpus_per_node
+    instance = cat.instances[pool.instance_type or ""]
+    gpn = instance.gpus_per_node
     minimum, desired, maximum = node_group_sizes(planned.gpus_by_tier.get(Tier.FIXED, 0),
                                                  sum(planned.gpus_by_tier.values()), gpn, pool.max_gpus or 0, machines)
+    if pool.capacity_type is CapacityType.RESERVED:
+        # Reserved machines are paid whether they run or not: keep every one of them up.
+        minimum = max(minimum, (pool.max_gpus or 0) // gpn)
+        desired, maximum = max(desired, minimum), max(maximum, minimum)
     workloads = [known[w] for w in sorted(planned.workloads) if w in known]
     multi_node = any(w.multi_node and w.gpu.count > gpn for w in workloads)
     return NodePoolConfig(
         name=pool.name, instance_type=pool.instance_type or "", capacity_type=pool.capacity_type.value,
         gpu_type=pool.gpu, gpus_per_node=gpn, min_size=minimum, desired_size=desired, max_size=maximum,
         instance_types=_spot_types(pool, cat) if pool.capacity_type is CapacityType.SPOT else (),
-        disk_gib=disk_gib(workloads, dataset_gb),
+        disk_gib=disk_gib(workloads, instance.local_nvme_gb), local_nvme=instance.local_nvme_gb > 0,
         efa_interfaces=EFA_NETWORK_CARDS.get(pool.instance_type or "", 0) if multi_node else 0,
         reservation_id=pool.reservation_id if pool.capacity_type is CapacityType.RESERVED else None,
         availability_zone=_zone(planned.site, pool),
@@ -300,7 +319,7 @@ def queues_config(inventory: Inventory, digest: str, cluster: str, pools: list[P
 def cluster_tally(inventory: Inventory, cluster: str, pools: list[PlannedPool], index: PlanIndex,
                   groups: MultiKueue) -> QueueTally:
     """The cluster's workloads (placed at its sites, or mirrored into it) by reach, with their GPUs."""
-    managers, mirrored = groups
+    managers, mirrored, _ = groups
     dispatched = mirrored.get(cluster, set())
     workloads = {w for site in {p.site.name for p in pools} for w in index.at_site.get(site, ())} | dispatched
     return _tally_queues(inventory, index, pools, workloads, dispatched, cluster in managers)
@@ -310,16 +329,20 @@ def queues_of_tally(inventory: Inventory, digest: str, cluster: str, pools: list
                     known: Mapping[str, Workload], groups: MultiKueue, tally: QueueTally,
                     kept: Mapping[str, WorkloadQueue], fresh: Collection[str] = ()) -> QueuesStackConfig:
     cluster_queues, assigned = assemble_queues(inventory, pools, tally, known, kept, fresh)
+    flavors = [FlavorConfig(p.pool.name, p.pool.gpu,
+                            ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
+                            spot=p.pool.capacity_type is CapacityType.SPOT, idle_gpus=idle_gpus(p))
+               for p in pools]
+    if cluster in groups[0]:
+        cluster_queues, assigned = dispatching(inventory.name, cluster_queues, assigned, groups[2])
+        flavors.append(FlavorConfig(dispatch_flavor(inventory.name), DISPATCHED, ((LABEL_DISPATCHED, DISPATCHED),)))
+    onprem = pools[0].site.kind is SiteKind.ONPREM
     return QueuesStackConfig(
         cluster_name=cluster, inventory_name=inventory.name, plan_digest=digest, cohort=inventory.name,
-        flavors=tuple(
-            FlavorConfig(p.pool.name, p.pool.gpu,
-                         ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
-                         spot=p.pool.capacity_type is CapacityType.SPOT)
-            for p in pools
-        ),
+        flavors=tuple(flavors),
         cluster_queues=cluster_queues, workloads=assigned, multikueue_clusters=groups[0].get(cluster, ()),
-        region=pools[0].site.region or "",
+        region=pools[0].site.region or "", on_premises=onprem, provisioning_request=not onprem,
+        efa_device_plugin=any(uses_efa(p, known, EFA_NETWORK_CARDS) for p in pools),
     )
 
 
@@ -368,10 +391,11 @@ def derive(inventory: Inventory, plan: Plan, digest: str, cat: Catalog) -> Deriv
                       for _, site_pools in sorted(by_site(planned).items()))
     clusters = cluster_of(inventory)
     spread = burst_spread(plan.placements, clusters)
-    groups = multikueue_groups(*spanning_of(spread))
+    groups = multikueue_groups(*spanning_of(spread), spread, spill_order(inventory, cat))
     index = PlanIndex.of(inventory, plan, known)
+    queued = [*planned, *onprem_planned_pools(inventory, plan, cat)]
     tallies = {cluster: (pools, cluster_tally(inventory, cluster, pools, index, groups))
-               for cluster, pools in sorted(by_cluster(planned, clusters).items())}
+               for cluster, pools in sorted(by_cluster(queued, clusters).items())}
     queues = tuple(queues_of_tally(inventory, digest, cluster, pools, known, groups, tally, {})
                    for cluster, (pools, tally) in tallies.items())
     return Derivation(StackConfigs(gpu_pools, queues), {(p.site.name, p.pool.name): p for p in planned}, node_pools,

@@ -1,11 +1,14 @@
 """The cloud changes between two plans' stack configurations, as Pulumi would carry them out.
 
-Each change says how the stack makes it (create, resize, update, replace, delete, release) so
-that `plan` and `apply` show a replace as a replace: EKS cannot change a node group's instance
-types or capacity type in place, and Kueue's CRD makes `LocalQueue.spec.clusterQueue`
-immutable, so the stacks replace those (delete, then create). A change is destructive when
-running work can be lost: a replace or delete of a node group that has machines, of a
-LocalQueue (its pending jobs), or of a stack.
+Each change says how the stack makes it (create, resize, update, roll, replace, delete, release)
+so that `plan` and `apply` show a replace as a replace: EKS cannot change a node group's instance
+types, capacity type or subnets in place, and Kueue's CRD makes `LocalQueue.spec.clusterQueue`
+immutable, so the stacks replace those (delete, then create). A *roll* is what EKS does to a node
+group whose launch template gets a new version (its root disk, EFA interfaces, reservation, local
+NVMe): it replaces every node, `maxUnavailable` (1) at a time, draining each. Labels, taints and
+sizes change no node (UpdateNodegroupConfig). A change is destructive when running work can be
+lost: a roll, replace or delete of a node group that has machines, of a LocalQueue (its pending
+jobs), or of a stack; those with machines need an approval of their own, like machine removal.
 """
 
 from __future__ import annotations
@@ -28,14 +31,14 @@ class CloudChange:
     stack: str
     kind: str  # stack | node-group | resource-flavor | cluster-queue | local-queue | namespace | multikueue
     name: str
-    action: str  # create | resize | update | replace | delete | release
+    action: str  # create | resize | update | roll | replace | delete | release
     detail: str = ""
     # Needs an explicit approval beyond --auto-approve: removes machines that may be running work.
     removes_machines: bool = False
 
     @property
     def destructive(self) -> bool:
-        return self.action in ("replace", "delete")
+        return self.action in ("roll", "replace", "delete")
 
 
 _KIND_ORDER = ("stack", "node-group", "resource-flavor", "cluster-queue", "namespace", "local-queue", "multikueue")
@@ -60,18 +63,30 @@ def _node_group_change(project: str, stack: str, name: str, a: NodePoolConfig | 
         return CloudChange(project, stack, "node-group", name, "replace",
                            f"{'/'.join(a.types)} {a.capacity_type}→{'/'.join(b.types)} {b.capacity_type}",
                            removes_machines=a.desired_size > 0)
-    updates = [_arrow(label, x, y) for label, x, y in (
-        ("capacity", a.capacity_type, b.capacity_type), ("disk GiB", a.disk_gib, b.disk_gib),
-        ("EFA interfaces", a.efa_interfaces, b.efa_interfaces), ("reservation", a.reservation_id, b.reservation_id),
-        ("zone", a.availability_zone, b.availability_zone)) if x != y]
-    if updates:
-        # A new launch template version: EKS rolls the nodes, max one unavailable at a time.
-        return CloudChange(project, stack, "node-group", name, "update", "; ".join(updates) + " (rolling)")
+    if a.availability_zone != b.availability_zone:
+        # Other subnets: the provider replaces the node group (subnet_ids cannot change in place).
+        return CloudChange(project, stack, "node-group", name, "replace",
+                           _arrow("zone", a.availability_zone or "any", b.availability_zone or "any"),
+                           removes_machines=a.desired_size > 0)
+    rolled = [_arrow(label, x, y) for label, x, y in (
+        ("disk GiB", a.disk_gib, b.disk_gib), ("EFA interfaces", a.efa_interfaces, b.efa_interfaces),
+        ("reservation", a.reservation_id, b.reservation_id), ("local NVMe", a.local_nvme, b.local_nvme)) if x != y]
+    sizes = ", ".join(_arrow(label, x, y) for label, x, y in (
+        ("min", a.min_size, b.min_size), ("desired", a.desired_size, b.desired_size), ("max", a.max_size, b.max_size)))
+    resized = "; " + sizes if (a.min_size, a.desired_size, a.max_size) != (b.min_size, b.desired_size, b.max_size) else ""
+    if rolled:
+        # A new launch template version: EKS replaces every node, one unavailable at a time (updateConfig).
+        return CloudChange(project, stack, "node-group", name, "roll",
+                           "; ".join(rolled) + " (EKS replaces every node, one at a time)" + resized,
+                           removes_machines=a.desired_size > 0)
+    if a.capacity_type != b.capacity_type:
+        # on_demand <-> reserved: the capacity-type label only, applied to the nodes in place.
+        return CloudChange(project, stack, "node-group", name, "update",
+                           _arrow("capacity", a.capacity_type, b.capacity_type) + resized)
     if (a.min_size, a.desired_size, a.max_size) != (b.min_size, b.desired_size, b.max_size):
-        detail = ", ".join(_arrow(label, x, y) for label, x, y in (
-            ("min", a.min_size, b.min_size), ("desired", a.desired_size, b.desired_size), ("max", a.max_size, b.max_size)))
+        detail = sizes
         if a.desired_size != b.desired_size:
-            detail += " (desired is the autoscaler's after creation)"
+            detail += " (a live group keeps its own desired size, moved within min and max)"
         return CloudChange(project, stack, "node-group", name, "resize", detail)
     return None
 

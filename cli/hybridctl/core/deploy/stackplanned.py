@@ -30,6 +30,7 @@ class PlannedPool:
     gpus_by_tier: dict[str, int]
     usd_per_gpu_hour: float
     workloads: frozenset[str]
+    gpus_per_node: int = 0  # GPUs in one machine: the catalog's for a cloud pool, the pool's on premises
 
 
 def planned_machines(plan: Plan) -> dict[PoolKey, int]:
@@ -64,7 +65,27 @@ def planned_pool(site: Site, pool: Pool, counted: Tally | None, cat: Catalog) ->
             hint="run `hybridctl validate` on the inventory",
         )
     return PlannedPool(site, pool, dict(counted[0]), pool_usd_per_gpu_hour(pool, cat.instances),
-                       frozenset(counted[1]))
+                       frozenset(counted[1]), instance.gpus_per_node)
+
+
+def onprem_planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[PlannedPool]:
+    """Pools of on-prem sites that name a cluster (revision 3), where the plan puts GPUs: their cluster
+    gets queues (no node groups), so burst and opportunistic work spills over on premises first."""
+    counted = tally(plan.placements)
+    found = []
+    for site in inventory.sites:
+        if site.kind is not SiteKind.ONPREM or site.cluster is None:
+            continue
+        for pool in site.pools:
+            on_pool: Tally | None = counted.get((site.name, pool.name))
+            if on_pool is not None and any(on_pool[0].values()):
+                found.append(PlannedPool(site, pool, dict(on_pool[0]), pool_usd_per_gpu_hour(pool, cat.instances),
+                                         frozenset(on_pool[1]), pool.gpus_per_node or min(8, pool.gpus or 8)))
+    return found
+
+
+def has_onprem_clusters(inventory: Inventory) -> bool:
+    return any(s.kind is SiteKind.ONPREM and s.cluster for s in inventory.sites)
 
 
 def cloud_pools(inventory: Inventory) -> list[tuple[Site, Pool]]:
@@ -80,38 +101,72 @@ def planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[Planne
 
 
 def cluster_of(inventory: Inventory) -> dict[str, str]:
-    """Cloud site -> its Kubernetes cluster."""
-    return {s.name: s.cluster for s in inventory.sites if s.kind is SiteKind.CLOUD and s.cluster}
+    """Site -> its Kubernetes cluster: every cloud site, and the on-prem sites that name one (revision 3)."""
+    return {s.name: s.cluster for s in inventory.sites if s.kind in (SiteKind.CLOUD, SiteKind.ONPREM) and s.cluster}
+
+
+SpillRank = tuple[int, float, str]  # (0 on premises | 1 cloud, position, name): smaller is filled first
+
+
+def spill_order(inventory: Inventory, cat: Catalog) -> dict[str, SpillRank]:
+    """Cluster -> its place in the order burst and opportunistic work spills over at run time: on-prem
+    clusters first (inventory order), then the cloud clusters in the plan's order, the order the planner
+    fills them in: cheapest GPU-hour of their pools first."""
+    rank: dict[str, SpillRank] = {}
+    for i, site in enumerate(inventory.sites):
+        if site.cluster is None or site.cluster in rank:
+            continue
+        if site.kind is SiteKind.ONPREM:
+            rank[site.cluster] = (0, float(i), site.cluster)
+        elif site.kind is SiteKind.CLOUD:
+            prices = [pool_usd_per_gpu_hour(p, cat.instances) for p in site.pools]
+            rank[site.cluster] = (1, min(prices, default=0.0), site.cluster)
+    return rank
+
+
+SPILLED_TIERS = (Tier.BURST, Tier.OPPORTUNISTIC)
 
 
 def burst_spread(placements: Iterable[Placement], clusters: Mapping[str, str]) -> dict[str, dict[str, int]]:
-    """Workload -> cluster -> the GPUs of its burst placements there (a cluster it reaches with none
-    counts too: MultiKueue dispatches by where work is placed)."""
+    """Workload -> cluster -> the GPUs of its burst or opportunistic placements there (a cluster it reaches
+    with none counts too: MultiKueue dispatches by where work is placed)."""
     spread: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for p in placements:
-        if p.tier == Tier.BURST and p.site in clusters:
+        if p.tier in SPILLED_TIERS and p.site in clusters:
             spread[p.workload][clusters[p.site]] += p.gpus
     return spread
 
 
-MultiKueue = tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]
+# Manager -> its workers in spill order; cluster -> the workloads mirrored into it; dispatched workload ->
+# its GPUs on the workers (the manager's dispatching quota for it).
+MultiKueue = tuple[dict[str, tuple[str, ...]], dict[str, set[str]], dict[str, int]]
 
 
-def multikueue_groups(spanning: set[str], dispatched_gpus: Mapping[str, int]) -> MultiKueue:
-    """Manager cluster -> workers, and cluster -> burst workloads dispatched through MultiKueue.
+def multikueue_groups(spanning: set[str], dispatched_gpus: Mapping[str, int],
+                      spread: Mapping[str, Mapping[str, int]] | None = None,
+                      rank: Mapping[str, SpillRank] | None = None) -> MultiKueue:
+    """The MultiKueue group of the burst and opportunistic work placed in more than one cluster (`spanning`).
 
-    Only burst workloads placed in more than one cluster (`spanning`) are dispatched; every
-    other workload stays in its own cluster's queues. `dispatched_gpus`: cluster -> the GPUs
-    of the spanning workloads' burst placements there. The manager's dispatching queues run
-    nothing locally, so the manager is the cluster with the fewest planned GPUs for dispatched
-    work: the least capacity of its own waits on the workers.
+    Kueue's rules (v0.19, docs "MultiKueue"; tests/stacks/multikueue_model.py): a workload is admitted
+    on the manager's quota first, then dispatched, so the manager's dispatching quota must be the
+    workers' total; the manager is never one of its own workers, so its planned share of the work does
+    not run through the dispatching queue (it keeps a dedicated local queue, `<workload>-local`); the
+    incremental dispatcher nominates workers in the MultiKueueConfig's order. So: the workers are listed
+    in spill order (on premises first, then the cloud in the plan's order, `rank`), the manager is the
+    cluster with the fewest planned GPUs of the dispatched work (ties: the last in spill order, so the
+    first place to spill to stays a worker), and each workload's dispatching quota is its GPUs on the
+    workers. `dispatched_gpus`: cluster -> the spanning workloads' GPUs there; `spread`: workload ->
+    cluster -> its GPUs (burst_spread).
     """
     if not spanning:
-        return {}, {}
-    group = sorted(dispatched_gpus, key=lambda c: (dispatched_gpus[c], c))
-    manager, workers = group[0], tuple(sorted(group[1:]))
+        return {}, {}, {}
+    rank = rank or {}
+    order = sorted(dispatched_gpus, key=lambda c: rank.get(c, (2, 0.0, c)))
+    manager = min(order, key=lambda c: (dispatched_gpus[c], -order.index(c)))
+    workers = tuple(c for c in order if c != manager)
+    quota = {w: sum(g for c, g in (spread or {}).get(w, {}).items() if c in workers) for w in sorted(spanning)}
     # MultiKueue mirrors a workload into the worker's namespace and LocalQueue of the same name.
-    return {manager: workers}, {c: spanning for c in group}
+    return {manager: workers}, {c: spanning for c in order}, quota
 
 
 def spanning_of(spread: Mapping[str, Mapping[str, int]]) -> tuple[set[str], dict[str, int]]:

@@ -45,9 +45,11 @@ from hybridctl.core.deploy.stackplanned import (
     burst_spread,
     cloud_pools,
     cluster_of,
+    has_onprem_clusters,
     multikueue_groups,
     planned_machines,
     planned_pool,
+    spill_order,
     tally,
 )
 from hybridctl.core.deploy.stackvalues import QueuesStackConfig, StackConfigs
@@ -115,6 +117,9 @@ class _Base:
         self.mixed_tiers = any(len({pl.tier for pl in placed}) > 1 for placed in self.placed_of.values())
         self.cloud_pools = {(site.name, pool.name): (site, pool) for site, pool in cloud_pools(inventory)}
         self.clusters = cluster_of(inventory)
+        self.rank = spill_order(inventory, cat)
+        # On-prem clusters' queues (revision 3) are derived in full: their pools are no cloud pools.
+        self.onprem_clusters = has_onprem_clusters(inventory)
         self.gpu_pools = {c.site: c for c in derived.configs.gpu_pools}
         self.queues = {c.cluster_name: c for c in derived.configs.queues}
         self.queue_of = {c.cluster_name: {q.name: q for q in c.workloads} for c in derived.configs.queues}
@@ -138,7 +143,7 @@ class _Base:
 
     def vary(self, plan: Plan, run_memo: RunMemo) -> StackConfigs | None:
         """`plan`'s configurations, from the first plan's and what changed; None when that cannot be shown equal."""
-        if self.mixed_tiers:
+        if self.mixed_tiers or self.onprem_clusters:
             return None
         delta = placement_delta(self.plan, plan, run_memo)
         if 2 * len(delta.removed) > len(self.plan.placements):
@@ -190,13 +195,16 @@ class _Base:
             flipped |= (len(was) > 1) != (len(now) > 1)
         if flipped:
             spanning = {w for w in spanning if w not in delta.workloads} | {w for w, cs in spread.items() if len(cs) > 1}
-        groups = multikueue_groups(spanning, {c: gpus for c, (gpus, n) in dispatched.items() if n})
+        groups = multikueue_groups(spanning, {c: gpus for c, (gpus, n) in dispatched.items() if n},
+                                   Patched(base.spread, spread), self.rank)
         # Every cluster of the group mirrors the spanning workloads: a change to that set reaches them all.
         # Their tiers cannot change unless the set does: a spanning workload's placements are all burst
         # (one of another tier would give it two, which vary() leaves to the whole derivation).
-        (managers, mirrored), (was_managers, was_mirrored) = groups, base.groups
+        (managers, mirrored, quota), (was_managers, was_mirrored, was_quota) = groups, base.groups
+        # the manager's dispatching quota is its workers' GPUs: a change at a worker reaches the manager
         regroup = {c for c in mirrored.keys() | was_mirrored.keys()
-                   if flipped or (managers.get(c), c in mirrored) != (was_managers.get(c), c in was_mirrored)}
+                   if flipped or quota != was_quota
+                   or (managers.get(c), c in mirrored) != (was_managers.get(c), c in was_mirrored)}
 
         index = PlanIndex(base.known, Patched(base.index.tier_of, tiers),
                           Patched(base.index.on_pool, on_pool),

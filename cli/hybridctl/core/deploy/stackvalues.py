@@ -12,6 +12,8 @@ PROJECT_QUEUES = "k8s-queues"
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"  # MultiKueue worker credentials: a Secret the operator creates
 PLAN_DIGEST_KEY = "planDigest"  # a stack's tag: the digest of the plan file it was deployed from
 DISK_FLOOR_GIB = 200  # a node's root volume never below this (stackconfig.disk_gib)
+# The root volume of a type with local NVMe: the OS and its logs only (containerd and kubelet live on the NVMe)
+ROOT_WITH_NVME_GIB = 100
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
@@ -30,7 +32,10 @@ class NodePoolConfig:
     disk_gib: int = DISK_FLOOR_GIB
     efa_interfaces: int = 0  # > 0: multi-node work is planned on an EFA-capable type; with a placement group
     reservation_id: str | None = None
-    availability_zone: str | None = None
+    availability_zone: str | None = None  # a zone name (us-east-1a) or zone ID (use1-az1)
+    # the type has instance-store NVMe: nodeadm puts it in one RAID0 array for containerd and kubelet
+    # (images, emptyDir model and data caches)
+    local_nvme: bool = False
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -49,6 +54,8 @@ class NodePoolConfig:
             values["reservationId"] = self.reservation_id
         if self.availability_zone:
             values["availabilityZone"] = self.availability_zone
+        if self.local_nvme:
+            values["localNvme"] = True
         return values
 
 
@@ -80,6 +87,9 @@ class FlavorConfig:
     gpu_type: str
     node_labels: tuple[tuple[str, str], ...]
     spot: bool = False
+    # GPUs paid whatever runs (always-on machines, reserved and owned capacity) that no queue holds as
+    # quota: lent to the cohort, so some queue can use them (stackconfig.idle_gpus)
+    idle_gpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,9 @@ class WorkloadQueue:
     tier: str
     cluster_queue: str = ""
     team: str | None = None  # the owner, labelled on its namespace for showback
+    # on a MultiKueue manager that holds a share of the dispatched work: the queue of its own share
+    # (Kueue never runs the manager's work as a worker's), reached through LocalQueue `<name>-local`
+    local_cluster_queue: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,8 +127,11 @@ class QueuesStackConfig:
     flavors: tuple[FlavorConfig, ...]
     cluster_queues: tuple[ClusterQueueConfig, ...]
     workloads: tuple[WorkloadQueue, ...]
-    multikueue_clusters: tuple[str, ...] = ()  # worker clusters, when this cluster dispatches burst work
+    multikueue_clusters: tuple[str, ...] = ()  # worker clusters in spill order, when this cluster dispatches
     region: str = ""  # the EKS cluster's region: the Kubernetes provider is built from it
+    on_premises: bool = False  # an on-prem cluster: reached through the kubeconfig context named after it
+    provisioning_request: bool = False  # cloud: burst and opportunistic admission waits for capacity
+    efa_device_plugin: bool = False  # a pool of the cluster has EFA interfaces
 
     @property
     def stack_name(self) -> str:
@@ -128,15 +144,24 @@ class QueuesStackConfig:
         values: dict[str, JsonValue] = {
             "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
             PLAN_DIGEST_KEY: self.plan_digest, "cohort": self.cohort,
-            "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels)} for f in self.flavors],
+            "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels),
+                         **({"idleGpus": f.idle_gpus} if f.idle_gpus else {})} for f in self.flavors],
             "clusterQueues": [
                 {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],
                  **({"dispatched": True} if q.dispatched else {})}
                 for q in self.cluster_queues
             ],
-            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue, **({"team": w.team} if w.team else {})}
+            "workloads": [{"name": w.name, "tier": w.tier, "clusterQueue": w.cluster_queue, **({"team": w.team} if w.team else {}),
+                           **({"localClusterQueue": w.local_cluster_queue} if w.local_cluster_queue else {})}
                           for w in self.workloads],
         }
+        if self.on_premises:
+            values["kubeContext"] = self.cluster_name
+            values["onPremises"] = True
+        if self.provisioning_request:
+            values["provisioningRequest"] = True
+        if self.efa_device_plugin:
+            values["installEfaDevicePlugin"] = True
         if self.multikueue_clusters:
             values["multiKueueClusters"] = [
                 {"name": c, "kubeconfigSecret": f"{c}{KUBECONFIG_SECRET_SUFFIX}"} for c in self.multikueue_clusters

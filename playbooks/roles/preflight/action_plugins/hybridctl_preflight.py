@@ -33,6 +33,11 @@ if [ -n "$smi" ]; then
         --format=csv,noheader,nounits 2>&1)
   echo "smi_rc=$?"
   printf '%s\n' "$out" | sed 's/^/smi=/'
+  # MIG mode apart: a GPU or driver without MIG answers [N/A], and a failure here only leaves it unknown.
+  mig=$(timeout "$SMI_TIMEOUT" "$smi" --query-gpu=index,mig.mode.current,mig.mode.pending \
+        --format=csv,noheader 2>&1)
+  echo "mig_rc=$?"
+  printf '%s\n' "$mig" | sed 's/^/mig=/'
 fi
 """
 
@@ -65,12 +70,28 @@ def _gpus(smi_lines):
     return gpus
 
 
+MIG_MODES = ("Enabled", "Disabled")
+
+
+def _mig(mig_lines):
+    """GPU index -> (current, pending) MIG mode, for the GPUs that report one (not [N/A])."""
+    modes = {}
+    for line in mig_lines:
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 2 and fields[0].isdigit() and fields[1] in MIG_MODES:
+            pending = fields[2] if len(fields) > 2 and fields[2] in MIG_MODES else fields[1]
+            modes[int(fields[0])] = (fields[1], pending)
+    return modes
+
+
 def findings(lines, s):
     """The preflight result of one host from the probe's lines and the settings `s` (the task's args)."""
-    kv, smi_lines = {}, []
+    kv, smi_lines, mig_lines = {}, [], []
     for line in lines:
         if line.startswith("smi="):
             smi_lines.append(line[len("smi="):])
+        elif line.startswith("mig="):
+            mig_lines.append(line[len("mig="):])
         elif "=" in line:
             key, value = line.split("=", 1)
             kv[key] = value
@@ -112,6 +133,17 @@ def findings(lines, s):
                      if not wanted <= set(_tokens(g["name"]))]
     if min_driver and driver and LooseVersion(driver) < LooseVersion(min_driver):
         problems.append(f"driver {driver} is older than {min_driver}")
+    # hybridctl plans whole GPUs: a GPU in MIG mode offers MIG devices instead, so the device plugin
+    # advertises no whole GPU on it (or fewer, smaller ones) and the pool's work cannot run there.
+    mig = _mig(mig_lines) if smi_state == "ok" and kv.get("mig_rc") == "0" else {}
+    if needs_gpus:
+        for index, (current, pending) in sorted(mig.items()):
+            if current == "Enabled":
+                problems.append(f"GPU {index} has MIG mode enabled, but its pool plans whole GPUs: disable it "
+                                f"(nvidia-smi -i {index} -mig 0, then reset the GPU)")
+            elif pending == "Enabled":
+                problems.append(f"GPU {index} has MIG mode pending enabled (at its next reset), but its pool plans "
+                                f"whole GPUs: nvidia-smi -i {index} -mig 0")
     if disk["available_bytes"] < disk["required_bytes"]:
         problems.append(f"model cache {s['models_dir']} has {round(disk['available_bytes'] / 1e9, 1)} GB free, "
                         f"needs {s['required_gb']} GB")
@@ -126,6 +158,8 @@ def findings(lines, s):
         "cpus": _int(kv["cpus"]) if kv.get("cpus") else None,
         "memory_mb": _int(kv["mem_kb"]) // 1024 if kv.get("mem_kb") else None,
         "nvidia_smi": smi_state, "gpus": gpus, "gpu_count": len(gpus), "driver_version": driver,
+        # GPU index (a string: a fact's keys) -> its current MIG mode; empty when no GPU reports one
+        "mig_mode": {str(i): current for i, (current, _) in sorted(mig.items())},
         "min_driver_version": min_driver or None,
         "container_toolkit": {"runtime": toolkit, "nvidia_ctk": kv.get("ctk") or None},
         "to_install": to_install,

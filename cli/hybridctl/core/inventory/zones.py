@@ -1,0 +1,43 @@
+"""AWS availability zones as an inventory names them in a pool's `failure_domain`.
+
+A zone is named either by its name (`us-east-1a`, which AWS maps to a different physical zone in
+each account) or by its zone ID (`use1-az1`, the same physical zone in every account; AWS's
+advice for anything shared across accounts, such as a capacity reservation). Both belong to a
+region: a name starts with the region's name, an ID with the region's code (`use1` for
+us-east-1, `euc1` for eu-central-1, `apne1` for ap-northeast-1).
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+
+_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+_ID = re.compile(r"^[a-z]{2,4}\d-az\d+$")
+# The region name's direction words as they appear in zone IDs (us-east-1 -> use1, ap-southeast-2 -> apse2).
+_DIRECTION = MappingProxyType({"east": "e", "west": "w", "north": "n", "south": "s", "central": "c",
+                               "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw"})
+
+
+def region_code(region: str) -> str | None:
+    """The prefix of the region's zone IDs: us-east-1 -> use1; None for a name of another shape."""
+    parts = region.split("-")
+    if len(parts) != 3 or parts[1] not in _DIRECTION or not parts[2].isdigit():
+        return None
+    return f"{parts[0]}{_DIRECTION[parts[1]]}{parts[2]}"
+
+
+def is_zone_id(zone: str) -> bool:
+    return bool(_ID.match(zone))
+
+
+def zone_of(region: str | None, domain: str | None) -> str | None:
+    """`domain` when it names an availability zone of `region` (by name or by ID), else None."""
+    if not domain or not region:
+        return None
+    if _NAME.match(domain) and domain.startswith(region) and len(domain) == len(region) + 1:
+        return domain
+    code = region_code(region)
+    if code is not None and _ID.match(domain) and domain.startswith(f"{code}-az"):
+        return domain
+    return None
