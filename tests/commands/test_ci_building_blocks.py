@@ -126,6 +126,19 @@ class TestAction:
         assert done["steps"]["validate"].returncode == 1
         assert done["steps"]["validate"].stdout.startswith(f"::error file={bad},line=")
 
+    def test_the_drill_takes_a_scenario_file(self, tmp_path: Path) -> None:
+        # a hospital-style fleet: --standard loses a clinic's 1-GPU box and a subsidiary, which its file expects
+        fleet = {"inventory": "tests/data/drill/clinics.yaml", "validate": "false", "plan-comment": "false"}
+        (tmp_path / "standard").mkdir()
+        (tmp_path / "chosen").mkdir()
+        standard = run_action(tmp_path / "standard", fleet)
+        assert standard["steps"]["drill"].returncode == 1
+        assert "❌ failed (2 of 6 scenarios)" in standard["summary.md"]
+        chosen = run_action(tmp_path / "chosen", {**fleet, "scenarios": "tests/data/drill/clinics-drills.yaml"})
+        assert chosen["steps"]["drill"].returncode == 0, chosen["steps"]["drill"].stderr
+        assert "### hybridctl drill — `clinics`: ✅ passed" in chosen["summary.md"]
+        assert "| `main-dc-and-triage` |" in chosen["summary.md"]
+
     @pytest.mark.parametrize("step", ["plan", "drill"])
     def test_steps_can_be_turned_off(self, tmp_path: Path, step: str) -> None:
         done = run_action(tmp_path, {"inventory": "inventories/cloud-burst.yaml", "plan-comment": "false",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,13 @@ PAGE_FACTS = """(() => {
           change: text('[data-figure=change]'),
           diff_workloads: [...document.querySelectorAll('table[data-table=diff] tr td:first-child')].map(td => td.textContent), charts, bars, pools, cells, drill,
           tooltips: document.querySelectorAll('svg title').length,
+          headroom: text('[data-figure=headroom]'), planned_on: text('[data-figure=planned-on]'),
+          idle_ppu: text('[data-figure=idle-pay-per-use]'), scenario_cash: text('[data-figure=scenario-cash]'),
+          prices: document.querySelectorAll('table[data-table=prices] tr').length - 1,
+          tiers: [...document.querySelectorAll('table[data-table=tiers] tr td:first-child')].map(td => td.textContent),
+          matrix_rows: [...document.querySelectorAll('table[data-table=placement] tr:not([data-closing=total]) td[data-usd]')]
+            .map(td => Math.round(parseFloat(td.dataset.usd) * 100)).reduce((a, b) => a + b, 0),
+          matrix_total: text('table[data-table=placement] tr[data-closing=total] td'),
           scripts: document.querySelectorAll('script').length};
 })()"""
 
@@ -128,6 +136,18 @@ def test_the_report_in_a_real_browser(report: tuple[Path, Path, Path, Path], tmp
     assert facts["change"].startswith(f"+{usd(plan.total_usd_per_month - before.total_usd_per_month)}/month")
     assert "llm-pretrain" in facts["diff_workloads"]
     assert shot.stat().st_size > 10_000
+
+    # for finance: budget and headroom, the plan's date, prices, tiers, idle and the scenarios' cash
+    headroom = (plan.budget_usd_per_month or 0) - plan.total_usd_per_month
+    assert facts["headroom"].endswith(f"headroom {usd(headroom)}/month") if headroom >= 0 else "OVER BUDGET" in facts["headroom"]
+    assert facts["planned_on"] == datetime.fromtimestamp(plan_file.stat().st_mtime, UTC).date().isoformat()
+    assert facts["prices"] == len(plan.pools)
+    assert set(facts["tiers"]) == set(plan.tiers.values())
+    assert facts["idle_ppu"].startswith("$") or facts["idle_ppu"].startswith("none")
+    assert all(f"{s['name']}: " in facts["scenario_cash"] for s in drill["scenarios"])
+    # the placement matrix's cost column, with its closing rows, adds up to the total to the cent
+    assert facts["matrix_rows"] == round(plan.total_usd_per_month * 100)
+    assert facts["matrix_total"] == usd(plan.total_usd_per_month)
 
 
 def test_names_from_the_files_are_escaped(report: tuple[Path, Path, Path, Path], tmp_path: Path) -> None:

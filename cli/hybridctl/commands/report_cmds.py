@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -37,7 +38,9 @@ def report(
         except OSError as exc:
             raise UsageError(f"{drill}: cannot read: {exc.strerror or exc}") from None
         view = drill_view(text, str(drill))
+    # the plan's date: when its file was written (a plan records no clock of its own)
+    planned_on = datetime.fromtimestamp(plan_file.stat().st_mtime, UTC).date().isoformat()
     html = render_report(the_plan, drill=view, previous=before, source=str(plan_file),
-                         previous_source=str(previous or ""), drill_source=str(drill or ""))
+                         previous_source=str(previous or ""), drill_source=str(drill or ""), planned_on=planned_on)
     write_atomically(out, html)
     stderr().print(f"wrote {out} ({len(html.encode()):,} bytes; self-contained, opens offline)")

@@ -14,6 +14,8 @@ from hybridctl.errors import RefusedError, UsageError
 from hybridctl.render.console import stdout
 
 if TYPE_CHECKING:
+    from hybridctl.core.failover.expectations import FileChoices
+    from hybridctl.core.failover.scenario import Scenario
     from hybridctl.core.memo import RunMemo
 
 PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
@@ -42,7 +44,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
               plan_file: Path | None = None) -> int:
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.replan import FailoverOptions
-    from hybridctl.core.failover.scenario import check_scenarios, parse_scenarios, standard_scenarios
+    from hybridctl.core.failover.scenario import parse_scenario_file
     from hybridctl.core.failover.serialize import drill_to_json
     from hybridctl.core.filereader import SCENARIO_LIMIT, read_utf8
     from hybridctl.core.inventory.loader import load_inventory
@@ -60,6 +62,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     else:
         inventory = load_inventory(inventory_path).inventory
     scenarios = []
+    choices = []
     for path in scenario_files:
         try:
             text = read_utf8(path, SCENARIO_LIMIT, what="a scenario file")
@@ -67,10 +70,10 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
             raise UsageError(f"{path}: no such scenario file") from None
         except OSError as exc:
             raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        scenarios += parse_scenarios(text, str(path))
-    if standard:
-        scenarios += standard_scenarios(inventory)
-    check_scenarios(scenarios, inventory)
+        found, chosen = parse_scenario_file(text, str(path))
+        scenarios += found
+        choices.append(chosen)
+    scenarios = with_expectations(inventory, scenarios, choices, standard=standard)
     if plan_file is None:
         # verified by drill(), which keeps the verdict to check each scenario's plan where it differs
         base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
@@ -87,3 +90,34 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     if json_out is not None:
         atomic_write_text(json_out, drill_to_json(report))
     return 0 if report.passed else 1
+
+
+def with_expectations(inventory: Inventory, scenarios: list[Scenario], choices: Sequence[FileChoices], *,
+                      standard: bool) -> list[Scenario]:
+    """The files' scenarios, the built-ins chosen (a file's `standard` decides which; else --standard runs them
+    all), each with its file's expectations; checked against the inventory."""
+    from dataclasses import replace
+
+    from hybridctl.core.failover.expectations import check_expectations, merged
+    from hybridctl.core.failover.scenario import (
+        ScenarioError,
+        check_scenarios,
+        standard_scenarios,
+        unhalvable_pools,
+    )
+    from hybridctl.render.console import stderr
+
+    picks = [c.standard for c in choices if c.standard is not None]
+    skipped: list[str] = []
+    if picks or standard:
+        builtins = [s for s in standard_scenarios(inventory) if not picks or any(p.chooses(s.name) for p in picks)]
+        scenarios = [*scenarios, *builtins]
+        skipped = unhalvable_pools(inventory)
+    check_scenarios(scenarios, inventory)
+    expect = merged(choices, ScenarioError)
+    check_expectations(expect, {s.name for s in scenarios}, inventory, ScenarioError)
+    if skipped:  # once per drill, not per scenario
+        stderr().print(f"note: the standard scenarios do not halve {len(skipped)} 1-GPU pool(s) ("
+                       f"{', '.join(skipped[:5])}{', …' if len(skipped) > 5 else ''}): halving one is losing "
+                       "it, which site-lost drills", markup=False)
+    return [replace(s, expect=expect.expect.get(s.name)) for s in scenarios]

@@ -25,6 +25,30 @@ def signed_usd(value: float) -> str:
     return f"{'+' if value > 0 else '−' if value < 0 else '±'}${abs(value):,.2f}"
 
 
+def cash_text(runbook: Runbook) -> str:
+    """The cost line of a runbook: the change in cash, beside the committed capacity lost (still paid)."""
+    cash = runbook.cash
+    text = (f"{usd(cash.before_usd_per_month)} → {usd(cash.after_usd_per_month)}/month in cash "
+            f"({signed_usd(cash.usd_per_month)})")
+    if cash.lost:
+        text += (f"; committed capacity lost: {cash.lost_gpus} GPU{'s' * (cash.lost_gpus != 1)} "
+                 f"({usd(cash.lost_usd_per_month)}/month, still paid)")
+    return text
+
+
+def teams_text(runbook: Runbook) -> str:
+    """The cash change per team, adding up to the runbook's; empty when no team's changes."""
+    teams = runbook.cash.by_team(runbook.before.teams)
+    return "by team: " + ", ".join(f"{team} {signed_usd(usd)}" for team, usd in teams.items()) if teams else ""
+
+
+def unlisted_text(runbook: Runbook) -> str:
+    """The part of the cash change no row shows, so that the rows add up to it; empty when there is none."""
+    rest = runbook.unlisted_usd_per_month_delta
+    return (f"{signed_usd(rest)}/month: workloads that stay where they are (machines shared with work that moved, "
+            "or data read from elsewhere)") if rest else ""
+
+
 def placement_text(replicas: dict[str, int]) -> str:
     return ", ".join(f"{pool}×{n}" for pool, n in sorted(replicas.items())) or "nothing"
 
@@ -95,8 +119,11 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
     down = [i.workload for i in runbook.impacts if i.loses_service and not i.expected_loss]
     expected = [i.workload for i in runbook.impacts if i.expected_loss]
     missed = [i.workload for i in runbook.impacts if i.meets_rto is False and not i.loses_service]
-    console.print(f"[bold]cost: {usd(runbook.before.total_usd_per_month)} → {usd(runbook.after.total_usd_per_month)}"
-                  f"/month ({signed_usd(runbook.usd_per_month_delta)})[/]; estimated duration "
+    if rest := unlisted_text(runbook):
+        console.print(f"and {escape(rest)}")
+    if teams := teams_text(runbook):
+        console.print(escape(teams))
+    console.print(f"[bold]cost: {escape(cash_text(runbook))}[/]; estimated duration "
                   f"~{runbook.estimated_minutes:g} min; {len(runbook.steps)} steps"
                   + (f"; [red]down: {', '.join(down)}[/]" if down else "")
                   + (f"; expected loss (survives_site_loss: false): {', '.join(expected)}" if expected else "")
@@ -105,20 +132,54 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
 
 def runbook_markdown(runbook: Runbook) -> str:
     return render("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
+                  cash_text=cash_text, unlisted_text=unlisted_text, teams_text=teams_text,
                   recovery_text=recovery_text, work_lost_text=work_lost_text)
+
+
+def delta_text(r: ScenarioResult) -> str:
+    """A scenario's change in cash, beside the committed capacity it loses (still paid)."""
+    lost = (f" ({r.committed_lost_gpus} GPU{'s' * (r.committed_lost_gpus != 1)} lost, "
+            f"{usd(r.committed_lost_usd_per_month)} still paid)") if r.committed_lost_gpus else ""
+    return signed_usd(r.usd_per_month_delta) + lost
+
+
+def over_budget_text(r: ScenarioResult) -> str:
+    """The over-budget column: how much, and whether the scenario file allows it (else a warning only)."""
+    allowed = r.allowed_over_budget_usd_per_month
+    if r.over_budget_usd_per_month < 0.005:
+        return "—"
+    over = usd(r.over_budget_usd_per_month)
+    if allowed is None:
+        return f"! {over} (not gated)"
+    return f"{over} ({'over' if r.over_budget_fails else 'within'} {usd(allowed)} allowed)"
+
+
+def rto_text(r: ScenarioResult) -> str:
+    """The RTO column, as the gate judges it: fixed-tier workloads down or back late are misses."""
+    fixed = {i.workload for i in r.unexpected_fixed_losses} | {i.workload for i in r.rto_misses if i.tier == "fixed"}
+    others = [i for i in r.rto_misses if i.tier != "fixed"]
+    text = f"{len(fixed)} fixed missed" if fixed else "met"
+    return text + (f" ({len(others)} other tier(s) missed, not gated)" if others else "")
 
 
 def _result_cells(r: ScenarioResult) -> list[str]:
     worst = r.worst_outage_minutes
-    rto = f"{len(r.rto_misses)} missed" if r.rto_misses else "met"
+    fixed_down = len(r.unexpected_fixed_losses)
+    other_down = sum(1 for i in r.lost if not r.expected(i) and i.tier != "fixed")
+    recovery = (f"{r.recovery_minutes:g} min" + (f" (outage {worst:g})" if worst is not None else "")
+                if r.moved or r.degraded or not r.lost else "—")  # nothing recovers: no time to show
+    down = "; ".join(part for part in (f"{fixed_down} fixed down" if fixed_down else "",
+                                       f"{other_down} other down" if other_down else "") if part)
     return [
         str(len(r.moved)),
         ", ".join(f"{i.workload} ({i.fallback or f'{i.replicas_running}/{i.replicas_wanted}'})" for i in r.degraded)
         or "—",
-        ", ".join(f"{i.workload} ({i.tier}{', expected' if i.expected_loss else ''})" for i in r.lost) or "—",
-        signed_usd(r.usd_per_month_delta),
-        f"{r.recovery_minutes:g} min" + (f" (outage {worst:g})" if worst is not None else ""),
-        rto,
+        ", ".join(f"{i.workload} ({i.tier}{', expected' if r.expected(i) else ''})" for i in r.lost) or "—",
+        delta_text(r),
+        over_budget_text(r),
+        # a workload down never recovers in this plan: the moved ones' time is not the scenario's
+        (down if recovery == "—" else f"{recovery}; {down}") if down else recovery,
+        rto_text(r),
     ]
 
 
@@ -126,7 +187,8 @@ def render_drill(console: Console, report: DrillReport) -> None:
     table = Table(title=f"Drill: {report.inventory} (base {usd(report.base.total_usd_per_month)}/month)",
                   title_justify="left")
     for column, justify in (("scenario", "left"), ("moves", "right"), ("degraded (fallback)", "left"),
-                            ("lost", "left"), ("Δ cost/mo", "right"), ("recovery", "right"), ("RTO", "left"),
+                            ("lost", "left"), ("Δ cost/mo", "right"), ("over budget", "right"),
+                            ("recovery", "right"), ("RTO", "left"),
                             ("gate", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for r in report.results:

@@ -12,12 +12,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.pricing.shares import IdleMachines, idle_machines
 from hybridctl.core.plan.summary import CostParts, PlanSummary, objective_note
 
 if TYPE_CHECKING:
     from hybridctl.core.deploy.stackdiff import CloudChanges
 
 UNPLACED_LISTED = 3  # the rest are in the Unplaced table below the placements
+IDLE_LISTED = 2  # the dearest idle pay-per-use machines named in the summary
+PRICES_LISTED = 2  # the price sources named in the summary
 LABEL_WIDTH = 11
 
 
@@ -48,6 +51,23 @@ def idle_line(costs: CostParts) -> str | None:
     return f"{usd(idle)} of the committed cost pays for GPUs no workload uses (idle; {where})"
 
 
+def idle_machines_text(m: IdleMachines) -> str:
+    """e.g. "1 machine of 8 H100 (aws-p5) at 2/8 GPUs for clinical-notes-llm: $17,520.00/month idle"."""
+    per = m.gpus_per_node
+    return (f"{m.machines} machine{'s' * (m.machines != 1)} of {per} {m.gpu} ({m.pool}) at {m.gpus_used}/"
+            f"{m.machines * per} GPUs for {', '.join(m.workloads)}: {usd(m.idle_usd_per_month)}/month idle")
+
+
+def idle_machine_lines(plan: Plan) -> list[str]:
+    """The dearest pay-per-use machines paid for GPUs no replica uses (the workloads on them carry it)."""
+    found = [m for m in idle_machines(plan) if m.idle_usd_per_month >= 0.005]
+    lines = [idle_machines_text(m) for m in found[:IDLE_LISTED]]
+    if len(found) > IDLE_LISTED:
+        rest = round(sum(m.idle_usd_per_month for m in found[IDLE_LISTED:]), 2)
+        lines.append(f"… and {len(found) - IDLE_LISTED} more pay-per-use machine group(s): {usd(rest)}/month idle")
+    return lines
+
+
 def change_line(summary: PlanSummary) -> str:
     diff = summary.diff
     if diff is None or summary.change_usd_per_month is None:
@@ -58,7 +78,24 @@ def change_line(summary: PlanSummary) -> str:
     counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized")
                        if diff.count(kind))
     pools = f"; {len(diff.pools)} pool(s) resized" if diff.pools else ""
+    if not (diff.workloads or diff.pools):  # a cost-only change: say what moved it
+        causes = "; ".join(c.describe() for c in diff.causes)
+        return f"{signed_usd(summary.change_usd_per_month)}/month against {against}, no replica moved: {causes}"
     return f"{signed_usd(summary.change_usd_per_month)}/month against {against}: {counts or 'no workload'}{pools}"
+
+
+def price_lines(plan: Plan) -> list[str]:
+    """The pools priced from another region's list price (their source says what to set), one line
+    per source: "aws-euw1-p5, aws-euw1-l4: us-east-1 list price of 2025-06-05; set usd_per_gpu_hour for eu-west-1"."""
+    by_source: dict[str, list[str]] = {}
+    for p in plan.pools:
+        if "; set usd_per_gpu_hour" in p.price_source:
+            by_source.setdefault(p.price_source, []).append(p.pool)
+    lines = [f"{', '.join(pools)}: {source}" for source, pools in sorted(by_source.items())]
+    if len(lines) > PRICES_LISTED:  # the summary stays a screenful: the rest are in the plan's pools
+        rest = sum(len(pools) for _, pools in sorted(by_source.items())[PRICES_LISTED:])
+        lines[PRICES_LISTED:] = [f"… and {rest} more pool(s) priced from another region's list (price_source)"]
+    return lines
 
 
 def cloud_line(cloud: CloudChanges) -> str:
@@ -78,11 +115,13 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     idle = idle_line(summary.costs)
     if idle:
         rows.append(("", idle))
+    rows += [("idle:" if i == 0 else "", text) for i, text in enumerate(idle_machine_lines(plan))]
     if summary.budget_usd_per_month is not None:
         budget = summary.budget_usd_per_month
         share = summary.costs.total_usd_per_month / budget if budget else float("inf")
         rows.append(("budget:", f"{usd(budget)}/month: " + ("OVER BUDGET" if summary.over_budget else f"{share:.0%} used")))
     rows.append(("change:", change_line(summary)))
+    rows += [("prices:" if i == 0 else "", text) for i, text in enumerate(price_lines(plan))]
     if plan.unplaced:
         rows.append(("unplaced:", f"{summary.unplaced_workloads} workload(s), {summary.unplaced_replicas} replica(s):"))
         rows += [("", f"{u.demand or u.workload} ({u.replicas}): {u.reason}") for u in plan.unplaced[:UNPLACED_LISTED]]

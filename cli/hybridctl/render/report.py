@@ -15,10 +15,12 @@ from typing import Any
 from hybridctl import __version__
 from hybridctl.core.plan.diff import PlanDiff, diff_plans
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.pricing.showback import placement_costs
 from hybridctl.core.plan.summary import objective_note, summarize
 from hybridctl.errors import HybridctlError
 from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart
+from hybridctl.render.report_finance import budget_text, finance_view, tiers_used
 from hybridctl.render.templates import render_html
 
 DRILL_FORMAT_VERSION = 1
@@ -47,6 +49,22 @@ class DrillRow:
     rto_minutes: float | None  # the tightest RTO among the workloads the scenario touches
     rto_met: bool
     cells: Mapping[str, DrillCell]  # workload -> impact
+    committed_lost_gpus: int = 0  # committed capacity the scenario loses, still paid (in the cash change)
+    committed_lost_usd_per_month: float = 0.0
+    over_budget_usd_per_month: float = 0.0  # cash above the monthly budget
+    over_budget_allowed_usd_per_month: float | None = None  # the scenario file's allowance; None: a warning only
+    fixed_down: int = 0  # fixed-tier workloads that lose service, not expected: the gate's failures
+
+    @property
+    def over_budget_text(self) -> str:
+        if self.over_budget_usd_per_month < 0.005:
+            return "—"
+        over = f"${self.over_budget_usd_per_month:,.2f}"
+        allowed = self.over_budget_allowed_usd_per_month
+        if allowed is None:
+            return f"{over} over (warning)"
+        return f"{over} over ({'more than' if self.over_budget_usd_per_month > allowed + 0.005 else 'within'} " \
+               f"${allowed:,.2f} allowed)"
 
 
 @dataclass(frozen=True)
@@ -117,15 +135,22 @@ def drill_view(text: str, source: str) -> DrillView:
             if rto is not None:
                 rtos.append(rto)
         misses = scenario.get("rto_misses") or []
+        lost = scenario.get("committed_lost")
+        lost = lost if isinstance(lost, dict) else {}
         rows.append(DrillRow(str(scenario.get("name")), str(scenario.get("description") or ""),
                              bool(scenario.get("passed")), _number(scenario.get("usd_per_month_delta")) or 0.0,
                              _number(scenario.get("recovery_minutes")) or 0.0, min(rtos) if rtos else None,
-                             not misses, cells))
+                             not misses and not scenario.get("unexpected_fixed_losses"), cells,
+                             int(_number(lost.get("gpus")) or 0), _number(lost.get("usd_per_month")) or 0.0,
+                             _number(scenario.get("over_budget_usd_per_month")) or 0.0,
+                             _number(scenario.get("over_budget_allowed_usd_per_month")),
+                             len(scenario.get("unexpected_fixed_losses") or ())))
     return DrillView(str(raw.get("inventory", "")), bool(raw.get("passed")), tuple(sorted(touched)), tuple(rows))
 
 
 def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan | None = None,
-                  source: str = "", previous_source: str = "", drill_source: str = "") -> str:
+                  source: str = "", previous_source: str = "", drill_source: str = "", planned_on: str = "") -> str:
+    """`planned_on`: the plan's date (ISO), shown to finance beside the prices' dates."""
     diff: PlanDiff | None = diff_plans(previous, plan) if previous is not None else None
     summary = summarize(plan, diff, "previous")
     note = objective_note(plan)
@@ -138,4 +163,6 @@ def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan 
         cost_charts=cost_charts(plan),
         idle_usd=summary.costs.idle_committed_usd_per_month, pools=pool_chart(plan), matrix=placement_matrix(plan),
         usd=usd, signed_usd=signed_usd, minutes=_minutes, marks=STATUS_MARKS,
+        finance=finance_view(plan, planned_on), tiers=tiers_used(plan), budget_text=budget_text,
+        placement_rows=list(zip(plan.placements, placement_costs(plan).placements, strict=True)),
     )

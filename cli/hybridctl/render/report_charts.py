@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.showback import IDLE_COMMITTED, CostDimension, committed_compute, showback
+from hybridctl.core.plan.pricing.showback import (
+    IDLE_COMMITTED,
+    CostDimension,
+    committed_compute,
+    placement_costs,
+    showback,
+)
 
 SEGMENT_KINDS = ("committed", "pay_per_use", "data", "idle")
 SEGMENT_LABELS = {"committed": "committed compute", "pay_per_use": "pay-per-use compute", "data": "data movement",
@@ -158,14 +164,20 @@ class PlacementMatrix:
     workloads: tuple[str, ...]
     cells: Mapping[tuple[str, str], Cell]  # (workload, site) -> what runs there
     unplaced: Mapping[str, str]  # workload -> reason
-    costs: Mapping[str, float]  # workload -> compute cost per month
+    costs: Mapping[str, float]  # workload -> its placements' showback per month (compute and machine rounding)
+    data_usd_per_month: float = 0.0  # the rows that close the cost column to the total
+    idle_committed_usd_per_month: float = 0.0
+    total_usd_per_month: float = 0.0
 
 
 def placement_matrix(plan: Plan) -> PlacementMatrix:
+    """Replicas per workload and site; the cost column is showback's, so with the data movement and idle
+    committed rows it adds up to the total to the cent."""
+    shown = placement_costs(plan)
     grouped: dict[tuple[str, str], list[tuple[str, int, int, float, str]]] = defaultdict(list)
-    for p in plan.placements:
+    for p, usd in zip(plan.placements, shown.placements, strict=True):
         name = p.demand or p.workload
-        grouped[(name, p.site)].append((p.pool, p.replicas, p.gpus, p.usd_per_month, p.reason))
+        grouped[(name, p.site)].append((p.pool, p.replicas, p.gpus, usd, p.reason))
     cells = {key: Cell(sum(r for _, r, _, _, _ in rows), sum(g for _, _, g, _, _ in rows),
                        round(sum(u for _, _, _, u, _ in rows), 2),
                        "\n".join(f"{pool} ×{r}: {reason}" for pool, r, _, _, reason in rows))
@@ -177,5 +189,6 @@ def placement_matrix(plan: Plan) -> PlacementMatrix:
     for (workload, _), cell in cells.items():
         costs[workload] += cell.usd
     return PlacementMatrix(tuple(sites), tuple(workloads), cells, unplaced,
-                           {w: round(v, 2) for w, v in costs.items()})
+                           {w: round(v, 2) for w, v in costs.items()}, shown.data_usd_per_month,
+                           shown.idle_committed_usd_per_month, shown.total_usd_per_month)
 

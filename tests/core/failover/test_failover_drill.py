@@ -54,17 +54,20 @@ class TestGate:
         base = plan(two_sites)
         report = drill(two_sites, base, [lost("dc-a"), lost("dc-b")])
         assert [r.scenario.name for r in report.results] == ["lost-dc-a", "lost-dc-b"]
-        assert all(r.usd_per_month_before == base.total_usd_per_month for r in report.results)
+        assert all(r.usd_per_month_before == base.cash_usd_per_month for r in report.results)
         assert [r.passed for r in report.results] == [False, True]
         assert not report.passed and [r.scenario.name for r in report.failed] == ["lost-dc-a"]
 
     def test_cost_delta(self, two_sites) -> None:
         base = plan(two_sites)
         result = run_scenario(two_sites, base, lost("dc-a"), FailoverOptions())
-        # before: 3 L4 × 730 × $1 + 40 × $1; after: search 730 × $2 + checkout 1 T4 × 730 × $0.40
-        assert result.usd_per_month_before == pytest.approx(2230.0)
-        assert result.usd_per_month_after == pytest.approx(1752.0)
-        assert result.usd_per_month_delta == pytest.approx(-478.0)
+        # an owned site lost, no new machine: every pool is committed, paid whether used, and lost or not.
+        # cash before = after = a-l4 4 × 730 × $1 + b-l4 1 × 730 × $2 + b-t4 2 × 730 × $0.40 = 2920 + 1460 + 584
+        assert result.usd_per_month_before == 4964.0
+        assert result.usd_per_month_after == 4964.0
+        assert result.usd_per_month_delta == 0.0  # not the −$478 of amortized compute it showed before
+        assert {i.workload: i.usd_per_month_delta for i in result.impacts} == {"checkout": 0.0, "search": 0.0,
+                                                                               "reports": 0.0}
 
 
 class TestStabilityMeasured:

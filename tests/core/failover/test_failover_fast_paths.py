@@ -14,6 +14,7 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import plan
+from hybridctl.core.plan.pricing.incident import cash_by_workload
 from hybridctl.paths import inventories_dir
 from inventory_gen import generate
 
@@ -43,8 +44,7 @@ def _every_workload(inventory: Inventory):  # type: ignore[no-untyped-def]
 
 
 def _usd(result: Plan, workload: str) -> float:
-    return round(sum(p.usd_per_month for p in result.placements if p.workload == workload)
-                 + sum(m.usd_per_month for m in result.data_movements if m.workload == workload), 2)
+    return cash_by_workload(result).get(workload, 0) / 100  # each plan's cash shares worked out afresh
 
 
 def test_impacts_matched_by_identity_are_the_impacts_of_every_workload(replans, monkeypatch) -> None:

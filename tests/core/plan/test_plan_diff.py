@@ -36,3 +36,53 @@ def test_a_pool_new_in_the_after_plan_counts_its_machines_from_zero() -> None:
     (change,) = diff_plans(_plan(()), _plan((_pool("p5", 16, 2, False),))).pools
     assert (change.before_gpus, change.after_gpus, change.before_machines, change.after_machines) == (0, 16, 0, 2)
     assert diff_plans(_plan(()), _plan((_pool("p5", 16, 2, False),))).has_changes
+
+
+def _priced(price: float, replicas: int = 2, committed: bool = True) -> Plan:
+    """One committed pool of 32 GPUs (its cost: capacity × price × 730 h), `replicas` 1-GPU replicas on it."""
+    pool = PoolUsage("dc", "ash-h100", "H100", "reserved", 32, replicas, price, committed, 8, 4,
+                     usd_per_month=round(32 * price * 730, 2))
+    placement = Placement("chat", "fixed", "dc", "ash-h100", replicas, replicas, price * 730 * replicas,
+                          demand="chat", gpus_per_replica=1, hours_per_month=730)
+    return Plan("demo", "sha256:x", (placement,), (), (), (pool,), SolverReport("optimal", 0.0, 0.0, 0.0, 0.0),
+                compute_usd_per_month=price * 730 * replicas, data_usd_per_month=0.0, tiers={"chat": "fixed"})
+
+
+def test_a_price_change_alone_is_a_change_that_names_the_price() -> None:
+    # by hand: 32 GPUs × ($3.35 − $1.85) × 730 h = $35,040.00 more, every replica where it was
+    diff = diff_plans(_priced(1.85), _priced(3.35))
+    assert diff.workloads == () and diff.pools == ()
+    assert diff.has_changes and diff.cost_changed
+    assert diff.cost_line() == ("+$35,040.00/month ($43,216.00 → $78,256.00): "
+                                "pool ash-h100 +$35,040.00 (price $1.85 → $3.35/GPU-h)")
+
+
+def test_the_same_plan_is_no_change() -> None:
+    diff = diff_plans(_priced(1.85), _priced(1.85))
+    assert not diff.has_changes and diff.causes == ()
+
+
+def test_a_replica_count_is_named_as_what_moved_the_cost() -> None:
+    # a pay-per-use pool of 8-GPU machines: 1 machine → 2 machines ($6.88 × 8 × 730 = $40,179.20 each)
+    def plan(replicas: int, machines: int) -> Plan:
+        pool = PoolUsage("aws", "p5", "H100", "on_demand", 64, replicas * 8, 6.88, False, 8, machines,
+                         usd_per_month=round(machines * 8 * 6.88 * 730, 2))
+        placement = Placement("train", "burst", "aws", "p5", replicas, replicas * 8, 0.0,
+                              demand="train", gpus_per_replica=8, hours_per_month=730)
+        return Plan("demo", "sha256:x", (placement,), (), (), (pool,), SolverReport("optimal", 0.0, 0.0, 0.0, 0.0),
+                    compute_usd_per_month=pool.usd_per_month, data_usd_per_month=0.0, tiers={"train": "burst"})
+    (cause,) = diff_plans(plan(1, 1), plan(2, 2)).causes
+    assert cause.describe() == "pool p5 +$40,179.20 (1 → 2 machines of 8 GPUs; train replicas 1 → 2)"
+
+
+def test_a_stack_configuration_change_alone_is_listed_in_the_pr_comment() -> None:
+    from hybridctl.core.deploy.stackdiff import CloudChange, CloudChanges
+    from hybridctl.render.plan import render_markdown
+
+    same = diff_plans(_priced(1.85), _priced(1.85))
+    cloud = CloudChanges("config-diff", (CloudChange("k8s-queues", "demo", "local-queue", "chat", "update", "x"),))
+    changes = render_markdown(_priced(1.85), same, cloud).split("#### Changes\n", 1)[1].split("####", 1)[0]
+    assert "No changes" not in changes
+    assert "Stack configuration: 1 change(s), listed under Cloud changes." in changes
+    assert "No changes against the previous plan." in render_markdown(
+        _priced(1.85), same, CloudChanges("config-diff", ()))

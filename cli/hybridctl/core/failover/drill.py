@@ -26,7 +26,7 @@ from hybridctl.core.failover.failover import (
     returning_sites,
     steps_once,
 )
-from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts
+from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts, plan_cash_by_workload
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, replanned_inventory
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
@@ -35,7 +35,7 @@ from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check
 from hybridctl.core.plan.checker_delta import check_changes
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import budget_violation
+from hybridctl.core.plan.pricing.incident import cash_change
 from hybridctl.core.plan.pricing.totals import cost_change
 from hybridctl.core.plan.tiers import Tier
 from hybridctl.core.plan.verify import accepted, verified
@@ -53,6 +53,11 @@ class ScenarioResult:
     runbook_problem: str | None = None  # the failover runbook or its rollback cannot be built
     steps: int = 0  # in the failover runbook
     rollback_steps: int = 0
+    committed_lost_gpus: int = 0  # committed capacity the scenario takes away, still paid (pricing/incident.py)
+    committed_lost_usd_per_month: float = 0.0
+    # the cash change per team (pricing/incident.py), adding up to usd_per_month_delta; teams with none left out
+    usd_per_month_delta_by_team: tuple[tuple[str, float], ...] = ()
+    over_budget_usd_per_month: float = 0.0  # the scenario's cash above the monthly budget (0: within it)
 
     def with_status(self, *statuses: Status) -> list[WorkloadImpact]:
         return [i for i in self.impacts if i.status in statuses]
@@ -78,6 +83,13 @@ class ScenarioResult:
         return cost_change(self.usd_per_month_before, self.usd_per_month_after)
 
     @property
+    def unlisted_usd_per_month_delta(self) -> float:
+        """The cash change of workloads without an impact (they stay, sharing machines with work that moved, or
+        reading data from elsewhere): with the impacts' changes it adds up to usd_per_month_delta."""
+        listed = sum(round(i.usd_per_month_delta * 100) for i in self.impacts)
+        return (round(self.usd_per_month_delta * 100) - listed) / 100
+
+    @property
     def recovery_minutes(self) -> float:
         """The longest estimated time until every moved replica runs again."""
         return max((i.recovery_minutes for i in self.impacts if i.status is not Status.DOWN), default=0.0)
@@ -89,14 +101,36 @@ class ScenarioResult:
 
     @property
     def rto_misses(self) -> list[WorkloadImpact]:
-        return [i for i in self.impacts if i.meets_rto is False]
+        return [i for i in self.impacts if i.meets_rto is False and not self.expected(i)]
+
+    def expected(self, i: WorkloadImpact) -> bool:
+        """A loss the inventory (survives_site_loss: false) or the scenario file (expect.losses) agreed to."""
+        return i.expected_loss or (self.scenario.expect is not None and self.scenario.expect.allows_loss(i.workload))
+
+    @property
+    def unexpected_fixed_losses(self) -> list[WorkloadImpact]:
+        return [i for i in self.impacts if i.tier == Tier.FIXED.value and i.loses_service and not self.expected(i)]
+
+    @property
+    def allowed_over_budget_usd_per_month(self) -> float | None:
+        """What the scenario file allows over the budget; None: not stated (over budget warns, never fails)."""
+        return self.scenario.expect.over_budget_usd_per_month if self.scenario.expect is not None else None
+
+    @property
+    def over_budget_fails(self) -> bool:
+        allowed = self.allowed_over_budget_usd_per_month
+        return allowed is not None and self.over_budget_usd_per_month > allowed + 0.005
 
     @property
     def gate_failures(self) -> list[str]:
-        """Why this scenario fails the gate: fixed-tier service lost or recovery objective missed."""
+        """Why this scenario fails the gate: fixed-tier service lost or recovery objective missed (unless
+        expected), or more over budget than the scenario file allows."""
         failures: list[str] = [self.runbook_problem] if self.runbook_problem else []
+        if self.over_budget_fails:
+            failures.append(f"${self.over_budget_usd_per_month:,.2f}/month over budget, more than the "
+                            f"${self.allowed_over_budget_usd_per_month:,.2f} its expectations allow")
         for i in self.impacts:
-            if i.tier != Tier.FIXED.value or i.expected_loss:
+            if i.tier != Tier.FIXED.value or self.expected(i):
                 continue
             if i.loses_service:
                 failures.append(f"{i.workload} (fixed) loses service: {i.reason}")
@@ -162,16 +196,36 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
         counts = (len(runbook.steps), len(back.steps))
     except StepGraphError as exc:
         problem = f"its runbook cannot be built: {exc}"
+    # cash: the committed capacity the scenario loses is still paid (incident.py)
+    cash = cash_change(base, result.after, plan_cash_by_workload(base, run_memo),
+                       plan_cash_by_workload(result.after, run_memo))
     return ScenarioResult(
         scenario=scenario,
         impacts=effects if effects is not None else tuple(impacts(inventory, result, run_memo=run_memo)),
-        usd_per_month_before=base.total_usd_per_month,
-        usd_per_month_after=result.after.total_usd_per_month,
-        budget_problem=budget_violation(result.after),
+        usd_per_month_before=cash.before_usd_per_month,
+        usd_per_month_after=cash.after_usd_per_month,
+        budget_problem=_over_budget(base, cash.after_usd_per_month),
         solver_status=result.after.solver.status,
         seconds=round(time.perf_counter() - started, 3),
         runbook_problem=problem, steps=counts[0], rollback_steps=counts[1],
+        committed_lost_gpus=cash.lost_gpus, committed_lost_usd_per_month=cash.lost_usd_per_month,
+        usd_per_month_delta_by_team=tuple(cash.by_team(base.teams).items()),
+        over_budget_usd_per_month=_over_by(base, cash.after_usd_per_month),
     )
+
+
+def _over_by(base: Plan, cash_usd_per_month: float) -> float:
+    budget = base.budget_usd_per_month
+    return max(0.0, round(cash_usd_per_month - budget, 2)) if budget is not None else 0.0
+
+
+def _over_budget(base: Plan, cash_usd_per_month: float) -> str | None:
+    """The budget rule (planner.budget_violation) on a scenario's cash, its lost committed capacity still paid."""
+    budget = base.budget_usd_per_month
+    if budget is not None and cash_usd_per_month > budget + 0.005:
+        return (f"the scenario's plan costs ${cash_usd_per_month:,.2f}/month in cash (lost committed capacity still "
+                f"paid), over the monthly budget of ${budget:,.2f} (policies.monthly_budget_usd)")
+    return None
 
 
 ScenarioMapper = Callable[[Callable[[Scenario], ScenarioResult], Sequence[Scenario]], Iterable[ScenarioResult]]

@@ -22,6 +22,7 @@ from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
+from hybridctl.core.plan.pricing.incident import cash_by_workload
 from hybridctl.core.plan.pricing.totals import cost_change, usd_by_workload
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
@@ -81,7 +82,7 @@ class WorkloadImpact:
     rto_minutes: float | None
     work_lost_minutes_max: float | None  # checkpointed work; None when stateless or not checkpointed
     restarts_from_scratch: bool  # stateful work without checkpoints that moves
-    usd_per_month_before: float
+    usd_per_month_before: float  # its cash: pay-per-use machines it runs on and data it moves (incident.py)
     usd_per_month_after: float
     # survives_site_loss: false and its site was lost: losing it is expected (drills do not fail on it)
     expected_loss: bool = False
@@ -130,6 +131,13 @@ POOL_SITES: Slot[IdentityMemo[Sequence[Site], dict[str, Site]]] = Slot("pool -> 
 # 4: a drill's base plan, and a scenario's failover plan (read again by its rollback).
 TALLIES: Slot[IdentityMemo[Plan, tuple[frozenset[str] | None, Tally]]] = Slot(
     "a plan's replicas, GPU types and cost by workload", lambda: IdentityMemo(4))
+# a drill's base plan's cash by workload is read in every scenario; 4: as TALLIES
+CASH: Slot[IdentityMemo[Plan, dict[str, int]]] = Slot("a plan's cash by workload, in cents", lambda: IdentityMemo(4))
+
+
+def plan_cash_by_workload(plan: Plan, run_memo: RunMemo | None = None) -> dict[str, int]:
+    """incident.cash_by_workload(plan), kept in `run_memo` for the last few plans."""
+    return cash_by_workload(plan) if run_memo is None else run_memo[CASH].get(plan, cash_by_workload)
 
 
 def _by_workload(result: Plan, only: Collection[str], run_memo: RunMemo | None) -> Tally:
@@ -229,8 +237,11 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False,
     degraded_workloads = {p.workload: p for p in compress(after_placements, map(_DEGRADED, after_placements))}
     # a workload can be affected only if a placement of it changed, or it runs degraded
     changed = changed_workloads(replan.before, replan.after, run_memo) | set(degraded_workloads)
-    before_all, usd_before, _ = _by_workload(replan.before, changed, run_memo)
-    after_all, usd_after, gpu_after = _by_workload(replan.after, changed, run_memo)
+    before_all, _, _ = _by_workload(replan.before, changed, run_memo)
+    after_all, _, gpu_after = _by_workload(replan.after, changed, run_memo)
+    # cash, not amortized compute: a move between committed pools costs nothing (incident.py)
+    usd_before = plan_cash_by_workload(replan.before, run_memo)
+    usd_after = plan_cash_by_workload(replan.after, run_memo)
     site_of = {d.name: d.site for d in inventory.datasets}
     unplaced_of: dict[str, list[Unplaced]] = defaultdict(list)
     for u in replan.after.unplaced:
@@ -276,7 +287,7 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False,
             outage_minutes=outage, recovery_minutes=recovery, rto_minutes=w.rto_minutes,
             work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,
             restarts_from_scratch=moved and stateful and w.checkpoint_minutes is None,
-            usd_per_month_before=round(usd_before.get(w.name, 0.0), 2),
-            usd_per_month_after=round(usd_after.get(w.name, 0.0), 2),
+            usd_per_month_before=usd_before.get(w.name, 0) / 100,
+            usd_per_month_after=usd_after.get(w.name, 0) / 100,
             expected_loss=not returning and w.name in replan.disruption.expected and status is not Status.STARTED))
     return result

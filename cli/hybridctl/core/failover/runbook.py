@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from types import MappingProxyType
 
 from hybridctl.core.deploy.steps import Step as ExecStep
@@ -24,7 +25,7 @@ from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.impact import WorkloadImpact, transfer_minutes
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.totals import plan_cost_change
+from hybridctl.core.plan.pricing.incident import CashChange, cash_change
 
 RUNBOOK_FORMAT_VERSION = 1
 MANUAL_KIND = "runbook-manual"  # an operator's action: shown, then confirmed (or auto-approved)
@@ -101,19 +102,32 @@ class Runbook:
     def graph(self) -> StepGraph:
         return StepGraph.of(s.step for s in self.steps)
 
+    @cached_property
+    def cash(self) -> CashChange:
+        """The change in cash, committed capacity lost kept paid (incident.py); worked out once (a pass over
+        both plans' placements), read by the summary, the table and the JSON."""
+        return cash_change(self.before, self.after)
+
     @property
     def usd_per_month_delta(self) -> float:
-        return plan_cost_change(self.before, self.after)
+        return self.cash.usd_per_month
+
+    @property
+    def unlisted_usd_per_month_delta(self) -> float:
+        """The cash change of workloads without a row (their placements stay; they share machines with work
+        that moved, or read data from elsewhere): with the rows, it adds up to usd_per_month_delta."""
+        listed = sum(round(i.usd_per_month_delta * 100) for i in self.impacts)
+        return (round(self.usd_per_month_delta * 100) - listed) / 100
 
     @property
     def estimated_minutes(self) -> float:
-        """The critical path through the steps, or the slowest workload's recovery if that is longer."""
+        """The critical path through the steps: the header sums what the steps say they take, never
+        more (a workload's own estimate may assume nodes to provision that no step makes)."""
         finish: dict[str, float] = {}
         for s in self.steps:
             start = max((finish[d] for d in s.step.depends_on if d in finish), default=0.0)
             finish[s.id] = start + s.estimated_minutes
-        path = max(finish.values(), default=0.0)
-        return round(max(path, *(i.recovery_minutes for i in self.impacts), 0.0), 1)
+        return round(max(finish.values(), default=0.0), 1)
 
     def groups(self) -> list[tuple[str, str, list[RunbookStep]]]:
         by_group: dict[str, list[RunbookStep]] = defaultdict(list)

@@ -9,6 +9,9 @@ A scenario file::
         events:
           - site-lost dc-frankfurt      # the command line's grammar, one event per item
           - capacity: p5-spot=25%       # or a one-key mapping: kind -> argument
+    standard: {exclude: [site-lost-dc-lisbon]}   # optional: the built-ins that run (expectations.py)
+    expect:                                      # optional: per scenario, losses and over-budget allowed
+      frankfurt-dark: {losses: [fra-cameras], over_budget_usd_per_month: 20000}
 
 Every error names the file and line. A file that breaks these rules, or an event that names
 no site or pool of the inventory, is a failed input (exit 1), like an invalid inventory.
@@ -29,7 +32,8 @@ from hybridctl.core.failover.events import (
     parse_event,
     value_problems,
 )
-from hybridctl.core.inventory.models import CapacityType, Inventory, SiteKind
+from hybridctl.core.failover.expectations import FileChoices, ScenarioExpectation, parse_choices
+from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, SiteKind
 from hybridctl.core.inventory.yamlsource import SourceMap, Value, load_yaml
 from hybridctl.errors import HybridctlError, Location
 
@@ -48,6 +52,7 @@ class Scenario:
     events: tuple[Event, ...]
     description: str = ""
     location: Location | None = field(default=None, compare=False)
+    expect: ScenarioExpectation | None = field(default=None, compare=False)  # from a scenario file's `expect`
 
 
 def _at(source_map: SourceMap, container: Value, key: str | int, filename: str) -> Location:
@@ -83,25 +88,32 @@ def _event(item: Value, where: Location, number: int) -> Event:
 
 def parse_scenarios(text: str, filename: str) -> list[Scenario]:
     """The scenarios of one file, checked for form (not yet against an inventory)."""
+    return parse_scenario_file(text, filename)[0]
+
+
+def parse_scenario_file(text: str, filename: str) -> tuple[list[Scenario], FileChoices]:
+    """The scenarios of one file, and its choice of built-ins and expectations, checked for form."""
     root, source_map = load_yaml(text, filename)
     top = Location(filename, 1, 1)
     if not isinstance(root, dict):
         raise ScenarioError("a scenario file is a mapping with `version` and `scenarios`",
                             location=top, hint="start the file with `version: 1` and `scenarios:`")
     for key in root:
-        if key not in ("version", "scenarios"):
+        if key not in ("version", "scenarios", "standard", "expect"):
             where = _at(source_map, root, key, filename)
             raise ScenarioError(f"unknown field '{key}'", location=where,
-                                hint="a scenario file has `version` and `scenarios`")
+                                hint="a scenario file has `version`, `scenarios`, `standard` and `expect`")
     if root.get("version") != SCENARIO_FORMAT_VERSION:
         where = _at(source_map, root, "version", filename) if "version" in root else top
         raise ScenarioError(f"version: {root.get('version')!r} is not a supported scenario file version "
                             f"(supported: {SCENARIO_FORMAT_VERSION})", location=where, hint="set `version: 1`")
-    items = root.get("scenarios")
-    if not isinstance(items, list) or not items:
+    choices = parse_choices(root, source_map, filename, ScenarioError)
+    items = root.get("scenarios", [] if choices.standard is not None else None)
+    # a file that chooses built-ins may add none of its own
+    if not isinstance(items, list) or (not items and choices.standard is None):
         where = _at(source_map, root, "scenarios", filename) if "scenarios" in root else top
         raise ScenarioError("`scenarios` must be a non-empty list", location=where,
-                            hint="list scenarios, each with a `name` and `events`")
+                            hint="list scenarios, each with a `name` and `events` (or choose built-ins with `standard`)")
     scenarios: list[Scenario] = []
     seen: dict[str, Location] = {}
     for i, item in enumerate(items):
@@ -135,7 +147,7 @@ def parse_scenarios(text: str, filename: str) -> list[Scenario]:
                                 hint=f"events are: {GRAMMAR}")
         events = tuple(_event(e, _at(source_map, raw_events, n, filename), n + 1) for n, e in enumerate(raw_events))
         scenarios.append(Scenario(name, events, description, where))
-    return scenarios
+    return scenarios, choices
 
 
 def check_scenarios(scenarios: Sequence[Scenario], inventory: Inventory) -> None:
@@ -166,7 +178,10 @@ def standard_scenarios(inventory: Inventory) -> list[Scenario]:
                            f"spot pool {p.name} is reclaimed") for p in spot]
     gpu_types = sorted({p.gpu for s in inventory.sites for p in s.pools})
     for gpu in gpu_types:
-        pools = [p.name for s in inventory.sites for p in s.pools if p.gpu == gpu]
+        # halving a 1-GPU pool is losing it, which site-lost already drills (unhalvable_pools says so)
+        pools = [p.name for s in inventory.sites for p in s.pools if p.gpu == gpu and _gpus(p) > 1]
+        if not pools:
+            continue
         scenarios.append(Scenario(
             f"capacity-{gpu.lower()}-half",
             tuple(Event(EventKind.CAPACITY, name, 50.0, percent=True, reduce=True) for name in pools),
@@ -177,3 +192,12 @@ def standard_scenarios(inventory: Inventory) -> list[Scenario]:
     scenarios += [Scenario(f"link-down-{s.name}", (Event(EventKind.LINK_DOWN, s.name),), f"edge site {s.name} "
                            "loses its uplink") for s in inventory.sites if s.kind is SiteKind.EDGE]
     return scenarios
+
+
+def _gpus(pool: Pool) -> int:
+    return pool.gpus or pool.max_gpus or 0
+
+
+def unhalvable_pools(inventory: Inventory) -> list[str]:
+    """The pools `standard_scenarios` does not halve: one GPU, so half of it is all of it."""
+    return [p.name for s in inventory.sites for p in s.pools if _gpus(p) <= 1]

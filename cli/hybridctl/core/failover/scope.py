@@ -159,7 +159,8 @@ class Scope:
                         else self.usage.pinned(self.pools, self.applied, free_workloads, pinned, unpinned,
                                                self.run_memo))
         taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node for u in pinned_usage}
-        residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)))
+        residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)),
+                                        held_gpus=min(p.capacity_gpus, taken.get(p.name, 0)))
                     for p in self.pools]
         # the stability term concerns the free demands alone: the pinned placements need not be read again
         previous = dataclasses.replace(self.applied, placements=unpinned)

@@ -24,6 +24,8 @@ class InstanceType:
     gpus_per_node: int
     usd_per_hour: float
     price_read_on: date  # per GPU-hour: pricing.rates.catalog_usd_per_gpu_hour
+    local_nvme_gb: int = 0  # instance-store NVMe, all drives together (p5.48xlarge: 8 x 3,840 GB)
+    price_region: str = ""  # the region whose list price usd_per_hour is (on-demand prices differ by region)
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,8 @@ def catalog() -> Catalog:
     gpus = {name: GpuType(name, int(v["memory_gb"]), str(v["product"])) for name, v in raw["gpus"].items()}
     instances = {
         name: InstanceType(name, str(v["provider"]), str(v["gpu"]), int(v["gpus_per_node"]),
-                           float(v["usd_per_hour"]), date.fromisoformat(str(v["price_read_on"])))
+                           float(v["usd_per_hour"]), date.fromisoformat(str(v["price_read_on"])),
+                           int(v.get("local_nvme_gb", 0)), price_region=str(v["price_region"]))
         for name, v in raw["instances"].items()
     }
     return Catalog(gpus, instances)

@@ -7,7 +7,10 @@
 - pools.py: each pool's GPUs in use, machines and cash, from the placements;
 - totals.py: a plan's totals (compute, data, committed, pay-per-use, idle committed, cash, the total
   under its cost model), each workload's cost, and the change in cost between two plans;
-- showback.py: a plan's cost broken down by tier, type, site, pool, workload, capacity type or team.
+- shares.py: each placement's share of its pool (compute and the pay-per-use machine rounding it carries);
+- cents.py: amounts in cents that add up to their total (largest remainder);
+- showback.py: a plan's cost broken down by tier, type, site, pool, workload, capacity type or team;
+- incident.py: what a failover or drill costs in cash, committed capacity lost still paid.
 
 totals.py and showback.py read plans alone and import nothing heavy: a plan file is priced without
 numpy. This package imports none of its modules, so that reading one pulls in no other.

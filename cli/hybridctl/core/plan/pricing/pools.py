@@ -6,9 +6,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS
 from hybridctl.core.plan.model import Placement, PoolUsage
 from hybridctl.core.plan.pricing.rates import (
+    catalog_price_note,
     committed_pool_usd_per_month,
     is_always_on,
     machines_usd_per_month,
@@ -46,6 +48,7 @@ def pool_usage(pools: Sequence[PoolInfo], placements: Iterable[Placement]) -> tu
             own_machines[pl.pool] += machines
             own_usd[pl.pool] += machines_usd_per_month(info, machines, pl.hours_per_month)
     usage: list[PoolUsage] = []
+    instances = catalog().instances
     for p in pools:
         if p.committed:
             declared = p.pool.gpus if p.pool.gpus is not None else (p.pool.max_gpus or 0)
@@ -57,5 +60,6 @@ def pool_usage(pools: Sequence[PoolInfo], placements: Iterable[Placement]) -> tu
             usd = machines_usd_per_month(p, shared, DEFAULT_REALTIME_HOURS) + own_usd[p.name]
         usage.append(PoolUsage(p.site.name, p.name, p.pool.gpu, p.pool.capacity_type.value, p.capacity_gpus,
                                used.get(p.name, 0), round(p.usd_per_gpu_hour, 4), p.committed, p.gpus_per_node,
-                               machines, shared, round(usd, 2), round(amortized[p.name], 2)))
+                               machines, shared, round(usd, 2), round(amortized[p.name], 2),
+                               catalog_price_note(p.pool, p.site, instances)))
     return tuple(usage)

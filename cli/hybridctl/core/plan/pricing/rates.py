@@ -6,7 +6,10 @@ used or not. **Pay-per-use pools** (cloud on_demand and spot) are bought in whol
 always-on replicas (730 hours a month) of a pool share `ceil(their GPUs / GPUs per node)` machines
 all month, any other replica runs `ceil(gpu.count / GPUs per node)` machines of its own while it
 runs. A replica's **amortized** compute is `gpu.count × hours × usd_per_gpu_hour` in any pool: the
-showback share and what cost ceilings compare. **Data movement**: a dataset read at a site that
+showback share and what cost ceilings compare. **Rework** (revision 3): a preemptible replica on spot
+runs `1 + interruptions_per_day / 24 × (checkpoint_minutes / 2 + provision_minutes) / 60` times its
+hours (each reclaim loses half a checkpoint interval and a new machine's provisioning), and every
+figure above that reads hours reads those. **Data movement**: a dataset read at a site that
 holds no copy costs `size_gb × passes × egress_usd_per_gb` of the cheapest holder.
 
 The products are written in one order (count × GPUs × hours × price) everywhere, arrays.py's too,
@@ -18,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from hybridctl.core.inventory.catalog import InstanceType
-from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, Dataset, Pool, Site
+from hybridctl.core.inventory.models import (
+    DEFAULT_REALTIME_HOURS,
+    CapacityType,
+    Dataset,
+    Pool,
+    Site,
+    Workload,
+)
 from hybridctl.core.plan.pricing.priced import PricedDemand, PricedPool
 
 # Under the cash cost model, among plans of (nearly) equal cash the lowest amortized compute wins. The
@@ -41,9 +51,44 @@ def pool_usd_per_gpu_hour(pool: Pool, instances: Mapping[str, InstanceType]) -> 
     return catalog_usd_per_gpu_hour(instance) if instance else 0.0
 
 
+def catalog_price_note(pool: Pool, site: Site, instances: Mapping[str, InstanceType]) -> str:
+    """Where a pool's price comes from when the inventory sets none: the catalog's list price, its
+    region and date ("" for a pool with its own price). List prices differ by region, so a pool in
+    another region than the list's says so, and how to give it its own."""
+    instance = instances.get(pool.instance_type or "") if pool.usd_per_gpu_hour is None else None
+    if instance is None:
+        return ""
+    listed = f"{instance.price_region} list price of {instance.price_read_on.isoformat()}"
+    if site.region is not None and site.region != instance.price_region:
+        return f"{listed}; set usd_per_gpu_hour for {site.region}"
+    return listed
+
+
 def is_always_on(hours: float) -> bool:
     """Always-on replicas (730 hours a month) share a pay-per-use pool's machines; others own theirs."""
     return hours == DEFAULT_REALTIME_HOURS
+
+
+def rework_factor(workload: Workload, site: Site, pool: Pool, hours: float) -> float:
+    """What a replica's hours are multiplied by for the work its reclaims lose (spec, Cost: rework):
+    a preemptible replica on spot only. An always-on replica already runs, and pays, every hour of the
+    month on its pool's shared machines: its reclaims lose work, not extra machine-hours, so it keeps
+    its hours (and stays always-on)."""
+    if pool.capacity_type is not CapacityType.SPOT or not workload.preemptible or is_always_on(hours):
+        return 1.0
+    return rework_from(pool.interruptions_per_day, workload.checkpoint_minutes or 0.0,
+                       site.provision_minutes_effective)
+
+
+def rework_from(interruptions_per_day: float, checkpoint_minutes: float, provision_minutes: float) -> float:
+    """The rework factor's formula (arrays.rework_factors writes it over arrays in the same order)."""
+    return 1.0 + interruptions_per_day / 24 * (checkpoint_minutes / 2 + provision_minutes) / 60
+
+
+def replica_hours(demand: PricedDemand, pool: PricedPool) -> float:
+    """The hours one replica runs in a pool a month, its rework included: what every cost and
+    GPU-hour figure of a placement reads."""
+    return demand.hours * rework_factor(demand.workload, pool.site, pool.pool, demand.hours)
 
 
 def whole_machines(gpus: int, per_node: int) -> int:
@@ -76,7 +121,7 @@ def gpu_hours_usd_per_month(gpus: int, hours: float, usd_per_gpu_hour: float) ->
 
 def replica_usd_per_month(demand: PricedDemand, pool: PricedPool) -> float:
     """Amortized compute of one replica: the showback share and what cost ceilings compare."""
-    return gpu_hours_usd_per_month(demand.gpu_count, demand.hours, pool.usd_per_gpu_hour)
+    return gpu_hours_usd_per_month(demand.gpu_count, replica_hours(demand, pool), pool.usd_per_gpu_hour)
 
 
 def replica_cash_usd_per_month(demand: PricedDemand, pool: PricedPool) -> float:
@@ -84,7 +129,7 @@ def replica_cash_usd_per_month(demand: PricedDemand, pool: PricedPool) -> float:
     its own whole machines otherwise."""
     if pool.committed or is_always_on(demand.hours):
         return 0.0
-    return machines_usd_per_month(pool, whole_machines(demand.gpu_count, pool.gpus_per_node), demand.hours)
+    return machines_usd_per_month(pool, whole_machines(demand.gpu_count, pool.gpus_per_node), replica_hours(demand, pool))
 
 
 def placement_usd_per_month(demand: PricedDemand, pool: PricedPool, replicas: int) -> float:

@@ -1,12 +1,12 @@
 """Showback: monthly cost of a plan broken down by tier, workload type, site, pool, workload,
-capacity type or team, allocating every dollar of the plan's total.
+capacity type or team, allocating every dollar of the plan's total (the spec's Showback).
 
-Each workload is charged its amortized compute (gpu.count × hours × usd_per_gpu_hour) and the
-data movement it causes, charged to the receiving site. Under the cash cost model two more
-amounts make up the total: a pay-per-use pool's machine rounding (its whole machines cost more
-than the GPU-hours used) is shared among the workloads in that pool in proportion to their
-amortized compute, and the idle committed cost (what committed pools cost beyond the compute
-placed in them) is a line of its own, IDLE_COMMITTED, owned by no workload.
+Each workload is charged its compute at its pools' rates (gpu.count × hours × usd_per_gpu_hour), the
+data movement it causes (charged to the receiving site) and, under the cash cost model, the rounding of
+the pay-per-use machines it runs on, in proportion to its GPUs there (shares.py). The idle committed
+cost (what committed pools cost beyond the compute placed in them) is a line of its own,
+IDLE_COMMITTED, owned by no workload. The lines are rounded together (cents.py), so every view adds
+up to the plan's total to the cent.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.totals import idle_committed_usd_per_month
+from hybridctl.core.plan.pricing.cents import allocate_cents, to_cents
+from hybridctl.core.plan.pricing.shares import placement_shares
 
 IDLE_COMMITTED = "(idle committed)"
 NO_TEAM = "(no team)"
@@ -37,23 +38,13 @@ class CostDimension(StrEnum):
 class CostLine:
     key: str
     gpus: int
-    compute_usd_per_month: float  # amortized compute, plus the share of machine rounding under cash
+    compute_usd_per_month: float  # compute at the pools' rates, plus its share of machine rounding under cash
     data_usd_per_month: float
+    idle_usd_per_month: float = 0.0  # of the compute: pay-per-use machine rounding (idle GPUs) it carries
 
     @property
     def total_usd_per_month(self) -> float:
         return round(self.compute_usd_per_month + self.data_usd_per_month, 2)
-
-
-def _rounding_share(plan: Plan) -> dict[str, float]:
-    """Per pay-per-use pool: the machine cost beyond the amortized compute, per dollar of it."""
-    if plan.cost_model != "cash":
-        return {}
-    share: dict[str, float] = {}
-    for p in plan.pools:
-        if not p.committed and p.amortized_usd_per_month > 0:
-            share[p.pool] = (p.usd_per_month - p.amortized_usd_per_month) / p.amortized_usd_per_month
-    return share
 
 
 def _keys(plan: Plan, by: CostDimension) -> Callable[[str, str, str, str], str]:
@@ -81,26 +72,31 @@ def _keys(plan: Plan, by: CostDimension) -> Callable[[str, str, str, str], str]:
 
 
 def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
-    """Cost lines sorted by total, dearest first; they add up to the plan's total."""
+    """Cost lines sorted by total, dearest first; they add up to the plan's total to the cent."""
     key_of = _keys(plan, by)
-    rounding = _rounding_share(plan)
-    compute: dict[str, float] = defaultdict(float)
+    total: dict[str, float] = defaultdict(float)
     data: dict[str, float] = defaultdict(float)
+    idle: dict[str, float] = defaultdict(float)
     gpus: dict[str, int] = defaultdict(int)
     first_pool_at: dict[tuple[str, str], str] = {}
-    for p in plan.placements:
+    for p, share in zip(plan.placements, placement_shares(plan), strict=True):
         key = key_of(p.workload, p.site, p.pool, p.tier)
-        compute[key] += p.usd_per_month * (1.0 + rounding.get(p.pool, 0.0))
+        total[key] += share
+        idle[key] += share - p.usd_per_month
         gpus[key] += p.gpus
         first_pool_at.setdefault((p.workload, p.site), p.pool)
     for m in plan.data_movements:
         pool = first_pool_at.get((m.workload, m.to_site), "")
-        data[key_of(m.workload, m.to_site, pool, plan.tiers.get(m.workload, "?"))] += m.usd_per_month
-    lines = [CostLine(k, gpus.get(k, 0), round(compute.get(k, 0.0), 2), round(data.get(k, 0.0), 2))
-             for k in set(compute) | set(data)]
+        key = key_of(m.workload, m.to_site, pool, plan.tiers.get(m.workload, "?"))
+        data[key] += m.usd_per_month
+        total[key] += m.usd_per_month
     if plan.cost_model == "cash" and any(p.committed for p in plan.pools):
-        idle_gpus = sum(p.capacity_gpus - p.used_gpus for p in plan.pools if p.committed)
-        lines.append(CostLine(IDLE_COMMITTED, idle_gpus, idle_committed_usd_per_month(plan), 0.0))
+        total[IDLE_COMMITTED] = sum(p.usd_per_month - p.amortized_usd_per_month for p in plan.pools if p.committed)
+        gpus[IDLE_COMMITTED] = sum(p.capacity_gpus - p.used_gpus for p in plan.pools if p.committed)
+    total_cents = allocate_cents(total, to_cents(plan.total_usd_per_month))
+    data_cents = allocate_cents(data, to_cents(plan.data_usd_per_month))
+    lines = [CostLine(k, gpus.get(k, 0), (total_cents[k] - data_cents.get(k, 0)) / 100, data_cents.get(k, 0) / 100,
+                      round(idle.get(k, 0.0), 2)) for k in total_cents]
     return sorted(lines, key=lambda line: (-line.total_usd_per_month, line.key))
 
 
@@ -114,3 +110,35 @@ def committed_compute(plan: Plan, by: CostDimension) -> dict[str, float]:
         if p.pool in committed:
             in_committed[key_of(p.workload, p.site, p.pool, p.tier)] += p.usd_per_month
     return dict(in_committed)
+
+
+@dataclass(frozen=True)
+class PlacementCosts:
+    """The placements table's cost column and what closes it to the total: each placement's showback (its
+    compute and the machine rounding it carries), the data movement and the idle committed cost, in cents
+    that add up to the plan's total."""
+
+    placements: tuple[float, ...]  # in the plan's order
+    data_usd_per_month: float
+    idle_committed_usd_per_month: float
+    total_usd_per_month: float
+
+
+def placement_costs(plan: Plan) -> PlacementCosts:
+    """Each placement's cost as showback charges it, rounded with the other lines to the plan's total."""
+    idle = (sum(p.usd_per_month - p.amortized_usd_per_month for p in plan.pools if p.committed)
+            if plan.cost_model == "cash" else 0.0)
+    amounts: dict[int | str, float] = dict(enumerate(placement_shares(plan)))
+    amounts["data"], amounts["idle"] = plan.data_usd_per_month, idle
+    cents = allocate_cents(amounts, to_cents(plan.total_usd_per_month))
+    return PlacementCosts(tuple(cents[i] / 100 for i in range(len(plan.placements))), cents["data"] / 100,
+                          cents["idle"] / 100, plan.total_usd_per_month)
+
+
+def showback_document(plan: Plan) -> dict[str, object]:
+    """The plan's showback by workload as JSON (plan --format json): the lines add up to the total."""
+    return {"by": CostDimension.workload.value, "total_usd_per_month": plan.total_usd_per_month,
+            "lines": [{"workload": line.key, "gpus": line.gpus, "compute_usd_per_month": line.compute_usd_per_month,
+                       "idle_pay_per_use_usd_per_month": line.idle_usd_per_month,
+                       "data_usd_per_month": line.data_usd_per_month, "total_usd_per_month": line.total_usd_per_month}
+                      for line in showback(plan, CostDimension.workload)]}

@@ -1,0 +1,111 @@
+"""Each placement's share of what its pool costs: its compute at the pool's rate, plus, in a pay-per-use
+pool under the cash cost model, the rounding of the machines it runs on (the spec's Showback).
+
+A pay-per-use pool's rounding is its machines' cost (PoolUsage.usd_per_month, as pools.py priced it) less
+the compute placed in it (amortized_usd_per_month). It is the GPU-hours on its machines that no replica
+uses, so it is shared by where those idle GPU-hours are: the always-on replicas share the pool's
+always-on machines and their idle GPUs, in proportion to their GPUs (a 2-GPU replica alone on an 8-GPU
+machine carries the 6 idle GPUs); any other replica runs machines of its own and carries their idle
+GPUs alone (a 20-hour job that fills its machine carries none). The pool's figures are split, never
+priced again, so the shares add up to the pool's cash whatever priced it.
+
+No numpy and no inventory models here: a plan file is priced without them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hybridctl.core.plan.model import Placement, Plan, PoolUsage
+
+ALWAYS_ON_HOURS = 730.0  # rates.is_always_on: the hours of a replica that shares its pool's machines
+
+
+@dataclass(frozen=True)
+class IdleMachines:
+    """Pay-per-use machines of one pool paid for GPUs that no replica uses."""
+
+    pool: str
+    gpu: str
+    machines: int
+    gpus_used: int  # on those machines
+    gpus_per_node: int
+    workloads: tuple[str, ...]  # who runs on them (and carries their idle GPUs)
+    idle_usd_per_month: float
+
+
+def _own_idle_gpu_hours(pl: Placement, gpus_per_node: int) -> float:
+    """The idle GPU-hours of a replica's own machines (whole machines while it runs)."""
+    per_replica = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
+    machines = -(-per_replica // gpus_per_node) if gpus_per_node else 0
+    return pl.replicas * (machines * gpus_per_node - per_replica) * pl.hours_per_month
+
+
+def _always_on(pl: Placement) -> bool:
+    return pl.hours_per_month == ALWAYS_ON_HOURS
+
+
+def rounding_weights(pool: PoolUsage, placements: Sequence[Placement]) -> list[float]:
+    """Per placement of a pay-per-use pool: the idle GPU-hours it carries on its machines."""
+    shared_gpus = sum(pl.gpus for pl in placements if _always_on(pl))
+    shared_idle = max(0, pool.always_on_machines * pool.gpus_per_node - shared_gpus) * ALWAYS_ON_HOURS
+    return [shared_idle * pl.gpus / shared_gpus if _always_on(pl) else _own_idle_gpu_hours(pl, pool.gpus_per_node)
+            for pl in placements]
+
+
+def placement_shares(plan: Plan, rounding: bool | None = None) -> list[float]:
+    """Per placement, in the plan's order: its compute plus its share of its pool's machine rounding.
+    `rounding` (default: under the cash cost model; under `amortized` a placement's showback is its
+    compute) says whether the rounding is shared; cash is cash under either model (incident.py).
+    Unrounded: views round them together (cents.py)."""
+    shares = [pl.usd_per_month for pl in plan.placements]
+    if not (plan.cost_model == "cash" if rounding is None else rounding):
+        return shares
+    on_pool: dict[str, list[int]] = defaultdict(list)
+    for i, pl in enumerate(plan.placements):
+        on_pool[pl.pool].append(i)
+    for pool in plan.pools:
+        at = on_pool.get(pool.pool)
+        if pool.committed or not at:
+            continue
+        idle_usd = pool.usd_per_month - pool.amortized_usd_per_month
+        weights = rounding_weights(pool, [plan.placements[i] for i in at])
+        total = sum(weights)
+        if total <= 0:  # no idle GPU-hours: what is left is float noise, shared by compute
+            compute = sum(shares[i] for i in at)
+            weights, total = ([shares[i] for i in at], compute) if compute > 0 else ([1.0] * len(at), len(at))
+        for i, w in zip(at, weights, strict=True):
+            shares[i] += idle_usd * w / total
+    return shares
+
+
+def idle_machines(plan: Plan) -> list[IdleMachines]:
+    """Pay-per-use machines with idle GPUs, dearest idle first: each pool's always-on machines, and each
+    other placement's own machines."""
+    if plan.cost_model != "cash":
+        return []
+    on_pool: dict[str, list[Placement]] = defaultdict(list)
+    for pl in plan.placements:
+        on_pool[pl.pool].append(pl)
+    found: list[IdleMachines] = []
+    for pool in plan.pools:
+        placements = on_pool.get(pool.pool, [])
+        if pool.committed or not placements:
+            continue
+        rate = (pool.usd_per_month - pool.amortized_usd_per_month) / total if (
+            total := sum(rounding_weights(pool, placements))) > 0 else 0.0  # $ per idle GPU-hour in this pool
+        shared = [pl for pl in placements if _always_on(pl)]
+        used = sum(pl.gpus for pl in shared)
+        if shared and pool.always_on_machines * pool.gpus_per_node > used:
+            idle_hours = (pool.always_on_machines * pool.gpus_per_node - used) * ALWAYS_ON_HOURS
+            found.append(IdleMachines(pool.pool, pool.gpu, pool.always_on_machines, used, pool.gpus_per_node,
+                                      tuple(sorted({pl.workload for pl in shared})), round(idle_hours * rate, 2)))
+        for pl in placements:
+            if not _always_on(pl) and (idle := _own_idle_gpu_hours(pl, pool.gpus_per_node)) > 0:
+                per_replica = pl.gpus_per_replica or pl.gpus // max(pl.replicas, 1)
+                machines = pl.replicas * -(-per_replica // pool.gpus_per_node)
+                found.append(IdleMachines(pool.pool, pool.gpu, machines, pl.gpus, pool.gpus_per_node,
+                                          (pl.workload,), round(idle * rate, 2)))
+    return sorted(found, key=lambda m: (-m.idle_usd_per_month, m.pool))

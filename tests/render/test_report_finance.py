@@ -1,0 +1,49 @@
+"""The report's section for finance, on the hand-worked hospital fleet (tests/data/showback/hospital.yaml):
+budget $40,000, total $27,650 → headroom $12,350 (69 % used); 1 idle owned GPU ($1,095); the p5 that
+clinical-notes-llm has alone is $17,520 of idle pay-per-use; losing the main data centre costs +$5,840 in
+cash with its 2 GPUs ($1,460) still paid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hybridctl.core.failover.drill import drill
+from hybridctl.core.failover.scenario import parse_scenarios
+from hybridctl.core.failover.serialize import drill_to_dict
+from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.plan.planner import plan
+from hybridctl.render.report import drill_view, render_report
+from hybridctl.render.report_finance import budget_text, finance_view
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "showback"
+
+
+@pytest.fixture(scope="module")
+def hospital():
+    inventory = load_inventory(DATA / "hospital.yaml").inventory
+    return inventory, plan(inventory)
+
+
+def test_budget_idle_and_prices(hospital) -> None:
+    _, result = hospital
+    view = finance_view(result, "2026-11-26")
+    assert budget_text(view.budget) == "$27,650.00 of $40,000.00 (69% used); headroom $12,350.00/month"
+    assert (view.idle_committed_gpus, view.idle_committed_usd_per_month) == (1, 1095.0)
+    assert view.idle_pay_per_use_usd_per_month == 17520.0
+    assert view.idle_pay_per_use == (
+        "1 machine of 8 H100 (aws-p5) at 2/8 GPUs for clinical-notes-llm: $17,520.00/month idle",)
+    assert {p.pool: p.source for p in view.prices}["aws-p5"] == "the inventory's usd_per_gpu_hour"
+    assert view.catalog_read_on == ""  # every hospital pool sets its own price
+
+
+def test_the_scenarios_cash_and_the_plan_date_are_on_the_page(hospital) -> None:
+    inventory, result = hospital
+    scenarios = parse_scenarios((DATA / "hospital-drills.yaml").read_text(), "hospital-drills.yaml")
+    report = drill(inventory, result, scenarios)
+    view = drill_view(json.dumps(drill_to_dict(report)), "drill.json")
+    html = render_report(result, drill=view, planned_on="2026-11-26")
+    assert "main-dc-lost: +$5,840.00/month (2 committed GPU(s) lost, $1,460.00/month still paid)" in html
+    assert "annex-halved: ±$0.00/month (1 committed GPU(s) lost, $1,095.00/month still paid)" in html
+    assert 'data-figure="planned-on">2026-11-26<' in html
