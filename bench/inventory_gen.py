@@ -43,7 +43,18 @@ ARCHETYPES = [  # type, gpu types, count, replicas range, hours choices, weight
 ]
 
 
-def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
+# Windows of scheduled fleets (inventory revision 3), all in UTC so that a fleet's week has few segments
+# (about 22: five days' and five nights' edges, and the weekend's): daytime serving, nightly and weekend
+# batch. A scheduled batch asks for 80 % of its windows' hours, so the planner chooses them.
+DAYTIME = [{"days": "mon-fri", "from": "07:00", "to": "19:00"}]
+NIGHTLY = [{"days": "mon-fri", "from": "20:00", "to": "06:00"}]
+WEEKEND = [{"days": ["sat", "sun"], "from": "00:00", "to": "24:00"}]
+DEFERRED_SHARE = 0.8
+
+
+def generate(workloads: int, pools: int, seed: int = 1, scheduled: float = 0.0) -> dict[str, Any]:
+    """A fleet; with `scheduled` > 0, that share of its services and jobs (by template: twins stay twins)
+    get windows, the jobs with deferrable hours inside them."""
     rng = random.Random(seed)
     sites: list[dict[str, Any]] = []
     pool_count = 0
@@ -121,6 +132,9 @@ def generate(workloads: int, pools: int, seed: int = 1) -> dict[str, Any]:
     variants = max(20, workloads // 25)  # fleets hold many near-copies of a few hundred services
     templates = [_workload_template(rng, rng.choices(ARCHETYPES, weights)[0], datasets) for _ in range(variants * 2)]
     templates = _placeable(templates, sites, datasets)[:variants]
+    if scheduled > 0:
+        timing = random.Random(seed * 7919 + 1)  # apart from the fleet's draws: the same fleet, windows added
+        templates = [_scheduled(t, timing) if timing.random() < scheduled else t for t in templates]
     for w in range(workloads):
         template = dict(rng.choice(templates))
         template["name"] = f"w-{w}"
@@ -220,6 +234,21 @@ def _workload_template(rng: random.Random, archetype: tuple[Any, ...], datasets:
     return workload
 
 
+def _scheduled(template: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The template with windows: serving by day (its whole windows), jobs at night or at the weekend, for
+    80 % of the windows' hours (or their own hours, when fewer)."""
+    workload = dict(template)
+    if workload["type"] == "realtime_inference":
+        workload["schedule"] = {"windows": DAYTIME}
+        return workload
+    windows = rng.choice([NIGHTLY, WEEKEND])
+    weekly = 50.0 if windows is NIGHTLY else 48.0
+    ceiling = weekly * 730 / 168 * DEFERRED_SHARE
+    workload["schedule"] = {"windows": windows}
+    workload["hours_per_month"] = round(min(float(workload.get("hours_per_month", ceiling)), ceiling), 2)
+    return workload
+
+
 def to_yaml(inventory: dict[str, Any]) -> str:
     return yaml.dump(inventory, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=None, width=200)
 
@@ -227,4 +256,5 @@ def to_yaml(inventory: dict[str, Any]) -> str:
 if __name__ == "__main__":
     import sys
 
-    print(to_yaml(generate(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)))
+    print(to_yaml(generate(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1,
+                           float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)))

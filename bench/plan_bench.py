@@ -40,22 +40,24 @@ def _lp_bound(inventory: object) -> float:
     from hybridctl.core.plan.planner import DEFAULT_MOVE_THRESHOLD_USD
     from hybridctl.core.plan.pricing.rates import committed_total_usd_per_month
     from hybridctl.core.plan.solve import relaxation_bound
+    from hybridctl.core.plan.timed_plan import plan_week
     from hybridctl.core.plan.units import PoolTable, build_units, components
 
     assert isinstance(inventory, Inventory)
     pools = pool_infos(inventory)
     table = PoolTable.of(pools)
-    units = build_units(demands(inventory), EligibilityIndex(inventory, pools), None, table)
+    week = plan_week(inventory, None)  # a scheduled fleet's bound is of the timed model
+    units = build_units(demands(inventory), EligibilityIndex(inventory, pools), None, table, week=week)
     ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
     cash = inventory.policies.cost_model.value == "cash"
     # the committed pools are a constant of the cash objective, which the plan's objective includes
     constant = committed_total_usd_per_month(pools) if cash else 0.0
     return constant + sum(relaxation_bound(formulate([units[i] for i in group], table, ceilings,
-                                                     DEFAULT_MOVE_THRESHOLD_USD, cash=cash))
+                                                     DEFAULT_MOVE_THRESHOLD_USD, cash=cash, week=week))
                           for group in components(units))
 
 
-def one(workloads: int, pools: int, seed: int) -> dict[str, object]:
+def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0) -> dict[str, object]:
     """Measure one instance in this process (run in a fresh interpreter per instance)."""
     from greedy import greedy
     from hybridctl.core.inventory.loader import load_inventory
@@ -65,7 +67,7 @@ def one(workloads: int, pools: int, seed: int) -> dict[str, object]:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "inventory.yaml"
-        path.write_text(to_yaml(generate(workloads, pools, seed)))
+        path.write_text(to_yaml(generate(workloads, pools, seed, scheduled)))
         began = time.perf_counter()
         inventory = load_inventory(path).inventory
         validate_s = time.perf_counter() - began
@@ -78,7 +80,8 @@ def one(workloads: int, pools: int, seed: int) -> dict[str, object]:
     baseline = greedy(inventory)
     objective = result.solver.objective
     return {
-        "workloads": workloads, "pools": pools, "seed": seed, "validate_s": validate_s,
+        "workloads": workloads, "pools": pools, "seed": seed, "validate_s": validate_s, "scheduled": scheduled,
+        "segments": len(result.segments) or 1,
         "plan_s": wall, "plan_cpu_s": cpu, "objective": objective, "lp_bound": lp,
         "gap_lp": max(0.0, (objective - lp) / objective), "gap": result.solver.gap, "status": result.solver.status,
         "method": result.solver.method, "unplaced": len(result.unplaced),
@@ -105,25 +108,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--sizes", nargs="+", default=["1000x100", "10000x300"])
-    parser.add_argument("--one", nargs=3, type=int, metavar=("WORKLOADS", "POOLS", "SEED"), help=argparse.SUPPRESS)
+    parser.add_argument("--scheduled", type=float, nargs="+", default=[0.0], metavar="SHARE",
+                        help="shares of the fleet with schedule windows (0.3: 30 %%), each measured beside the others")
+    parser.add_argument("--one", nargs=4, metavar=("WORKLOADS", "POOLS", "SEED", "SCHEDULED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(*args.one)))
+        print(json.dumps(one(int(args.one[0]), int(args.one[1]), int(args.one[2]), float(args.one[3]))))
         return
     rows = []
     for size in args.sizes:
         workloads, pools = (int(n) for n in size.split("x"))
-        for seed in args.seeds:
-            out = subprocess.run([sys.executable, __file__, "--one", str(workloads), str(pools), str(seed)],
-                                 check=True, capture_output=True, text=True).stdout
-            rows.append(json.loads(out.strip().splitlines()[-1]))
-            print(f"measured {workloads} x {pools} seed {seed}", file=sys.stderr)
-    print("| workloads × pools | seed | plan s (wall) | plan s (CPU) | objective | LP bound | gap to LP | "
+        for share in args.scheduled:
+            for seed in args.seeds:
+                out = subprocess.run([sys.executable, __file__, "--one", str(workloads), str(pools), str(seed),
+                                      str(share)], check=True, capture_output=True, text=True).stdout
+                rows.append(json.loads(out.strip().splitlines()[-1]))
+                print(f"measured {workloads} x {pools} seed {seed} scheduled {share}", file=sys.stderr)
+    print("| workloads × pools | scheduled (segments) | seed | plan s (wall) | plan s (CPU) | objective | LP bound | gap to LP | "
           "proven gap | status | unplaced (replicas) | peak RSS MiB | violations | plan $/month | "
           "greedy $/month | greedy unplaced (replicas) | plan / greedy cost |")
-    print("|" + "---|" * 16)
+    print("|" + "---|" * 17)
     for r in rows:
-        print(f"| {r['workloads']:,} × {r['pools']} | {r['seed']} | {r['plan_s']:.2f} | {r['plan_cpu_s']:.2f} | "
+        print(f"| {r['workloads']:,} × {r['pools']} | {100 * r['scheduled']:.0f} % ({r['segments']}) | {r['seed']} | {r['plan_s']:.2f} | {r['plan_cpu_s']:.2f} | "
               f"{r['objective']:,.0f} | {r['lp_bound']:,.0f} | {100 * r['gap_lp']:.3f} % | {100 * r['gap']:.3f} % | "
               f"{r['status']} | {r['unplaced']} ({r['unplaced_replicas']}) | {r['rss_mib']:.0f} | "
               f"{r['violations']} | {r['cost']:,.0f} | {r['greedy_cost']:,.0f} | "
@@ -133,7 +139,8 @@ def main() -> None:
     print("|---|---|")
     for size in args.sizes:
         workloads, pools = (int(n) for n in size.split("x"))
-        times = [r["validate_s"] for r in rows if r["workloads"] == workloads and r["pools"] == pools]
+        times = [r["validate_s"] for r in rows if r["workloads"] == workloads and r["pools"] == pools
+                 and r["scheduled"] == args.scheduled[0]]
         print(f"| validate (load_inventory) {workloads:,} × {pools}, median of {len(times)} | "
               f"{statistics.median(times):.2f} s |")
     print(f"| `hybridctl --help`, best of 5 | {_help_seconds(5):.2f} s |")

@@ -35,6 +35,14 @@ ERRORS = [
     ("reservation-on-demand", BASE.replace("max_gpus: 64, capacity_type: on_demand}",
                                            "max_gpus: 64, capacity_type: on_demand, reservation_id: cr-0123456789abcdef0}"),
      "reservation-not-reserved", "reservation_id: cr-", "reserved cloud pools only"),
+    # issue 33: a capacity reservation lives in one zone; the pool must name it (by name or zone ID)
+    ("reservation-without-its-zone", BASE.replace("max_gpus: 64, capacity_type: on_demand}",
+                                                  "max_gpus: 64, capacity_type: reserved, reservation_id: cr-0123456789abcdef0}"),
+     "reservation-zone", "reservation_id: cr-", "lives in one availability zone"),
+    ("reservation-in-another-regions-zone", BASE.replace(
+        "max_gpus: 64, capacity_type: on_demand}",
+        "max_gpus: 64, capacity_type: reserved, reservation_id: cr-0123456789abcdef0, failure_domain: euc1-az1}"),
+     "reservation-zone", "reservation_id: cr-", "names none of us-east-1's"),
     ("gpus-per-node-in-the-cloud", BASE.replace("max_gpus: 64, capacity_type: on_demand}",
                                                 "max_gpus: 64, capacity_type: on_demand, gpus_per_node: 4}"),
      "onprem-only-field", "gpus_per_node: 4", "GPUs per node come from its instance type"),
@@ -81,6 +89,8 @@ WARNINGS = [
     ("realtime-part-time", with_workload("  - name: api\n    type: realtime_inference\n"
                                          "    gpu: {types: [L4], count: 1}\n    hours_per_month: 200\n"),
      "hours_per_month: 200"),
+    # the catalog's list prices are us-east-1's: a pool in eu-west-1 without its own price is priced from them
+    ("price-from-another-region", BASE.replace("region: us-east-1", "region: eu-west-1"), "{name: use1-p5, gpu"),
 ]
 
 

@@ -20,8 +20,8 @@ from hybridctl.operations.common import (
 )
 
 if TYPE_CHECKING:
+    from hybridctl.core.plan.week import IsoWeek
 
-    pass
 
 class TableOrJson(StrEnum):
     table = "table"
@@ -56,6 +56,17 @@ def classify(
         render_classification(stdout(), decisions)
 
 
+def _iso_week(text: str | None) -> IsoWeek | None:
+    from hybridctl.core.plan.week import WeekError, parse_iso_week
+
+    if text is None:
+        return None
+    try:
+        return parse_iso_week(text)
+    except WeekError as exc:
+        raise UsageError(f"--week: {exc}", hint="name an ISO week, such as 2026-W48") from None
+
+
 @app.command()
 def plan(
     inventory: Path = typer.Argument(..., help="Inventory file or directory."),
@@ -82,6 +93,9 @@ def plan(
                                         help="Exit 0 even when fixed-tier work is left unplaced."),
     fail_on_unplaced: bool = typer.Option(False, "--fail-on-unplaced",
                                           help="Exit 1 when any workload, of any tier, is left unplaced."),
+    week: str | None = typer.Option(None, "--week", metavar="YYYY-Www",
+                                    help="The ISO week the plan is for: schedule windows are read in UTC at it "
+                                         "(daylight saving). Default: the current week."),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
     from hybridctl.drivers.state import resolve_state_dir
@@ -90,9 +104,11 @@ def plan(
     if allow_unplaced and fail_on_unplaced:
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
     check_output_path(out, "--out")
+    plan_week = _iso_week(week)
     require_state_dir(resolve_state_dir(state))
     code = run_plan(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap,
-                    move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced, fail_on_unplaced)
+                    move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced, fail_on_unplaced,
+                    week=plan_week)
     if code:
         raise typer.Exit(code)
 
@@ -148,6 +164,7 @@ def cost(
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,
                                "lines": [{by.value: line.key, "gpus": line.gpus,
                                           "compute_usd_per_month": line.compute_usd_per_month,
+                                          "idle_pay_per_use_usd_per_month": line.idle_usd_per_month,
                                           "data_usd_per_month": line.data_usd_per_month,
                                           "total_usd_per_month": line.total_usd_per_month} for line in lines]},
                               indent=2))

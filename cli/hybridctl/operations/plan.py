@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from hybridctl.core.inventory.diagnostics import Diagnostic
     from hybridctl.core.inventory.loader import LoadedInventory
     from hybridctl.core.plan.diff import PlanDiff
+    from hybridctl.core.plan.week import IsoWeek
 
 # From this many workloads the feasibility checks run in a forked child beside the planner.
 BACKGROUND_FEASIBILITY_WORKLOADS = 10_000
@@ -111,7 +112,7 @@ def _print_table(console: Console, result: Plan, diff: PlanDiff | None, before: 
 def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_format: ReportFormat,
                    detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
                    detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
-                   fail_on_unplaced: bool) -> int:
+                   fail_on_unplaced: bool, week: IsoWeek | None = None) -> int:
     """`plan` once its options are checked: the exit code."""
     from contextlib import ExitStack
     from dataclasses import replace
@@ -141,7 +142,7 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
         try:
             before = read_plan(previous) if previous else None
             result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=PlanOptions(
-                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd))
+                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd, week=week))
         except Exception:
             if beside:  # an inventory that can never work is reported as that first
                 check_feasible(loaded, checks.result()[0])
@@ -205,6 +206,7 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
         return ExitCode.FAILED
     if out is not None:
         stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
-    if detailed_exitcode and (diff is None or diff.has_changes):
+    # a change is placements, pools, cost (to the cent) or the stack configuration
+    if detailed_exitcode and (diff is None or diff.has_changes or any(r.action != "same" for r in cloud.rows)):
         return CHANGES
     return 0

@@ -157,7 +157,8 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
         "applied": None if not plan else {
             "inventory": plan.get("inventory"), "plan_digest": state.applied_plan_digest,
             "applied_at": state.applied_at, "inventory_path": state.inventory_path,
-            "total_usd_per_month": plan.get("total_usd_per_month"), "placements": len(plan.get("placements", []))},
+            "total_usd_per_month": plan.get("total_usd_per_month"), "placements": len(plan.get("placements", [])),
+            "placed_workloads": len({p.get("workload") for p in plan.get("placements", []) if isinstance(p, dict)})},
         "sites": sites,
         "last_run": last,
         "pending": None if not state.pending else {

@@ -8,11 +8,18 @@ from rich.console import Console
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.showback import CostDimension, CostLine, showback
+from hybridctl.core.plan.pricing.showback import (
+    CostDimension,
+    CostLine,
+    PlacementCosts,
+    placement_costs,
+    showback,
+)
 from hybridctl.core.plan.summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
 from hybridctl.core.plan.tiers import TierDecision
 from hybridctl.render.listing import print_capped, print_table
-from hybridctl.render.plan_summary import render_summary, usd
+from hybridctl.render.plan_summary import idle_machine_lines, render_summary, usd
+from hybridctl.render.week import render_week_strip
 
 if TYPE_CHECKING:
     from hybridctl.core.deploy.stackdiff import CloudChanges
@@ -27,9 +34,10 @@ def render_classification(console: Console, decisions: list[TierDecision]) -> No
 
 
 def print_cost_table(console: Console, title: str, lines: list[CostLine], label: str) -> None:
-    print_table(console, title, (label, "GPUs>", "compute/mo>", "data/mo>", "total/mo>"),
-                [(line.key, str(line.gpus), usd(line.compute_usd_per_month), usd(line.data_usd_per_month),
-                  usd(line.total_usd_per_month)) for line in lines])
+    # idle/mo: of the compute, the pay-per-use machines' GPUs no replica uses, carried where they are paid
+    print_table(console, title, (label, "GPUs>", "compute/mo>", "of it idle>", "data/mo>", "total/mo>"),
+                [(line.key, str(line.gpus), usd(line.compute_usd_per_month), usd(line.idle_usd_per_month),
+                  usd(line.data_usd_per_month), usd(line.total_usd_per_month)) for line in lines])
 
 
 def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_rows: int = 0, *,
@@ -37,11 +45,18 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
     """The summary first, then the placements (and what is unplaced, and the diff); the pools, the
     cost breakdowns and the data movements only when `detailed`."""
     render_summary(console, plan, summary or summarize(plan, diff, "previous"), cloud)
+    render_week_strip(console, plan)  # a timed plan's pools over its week (render/week.py)
+    # cost/mo is showback's: compute and the machine rounding the placement carries (pricing/shares.py)
+    costs = placement_costs(plan)
+    rows = list(zip(plan.placements, costs.placements, strict=True))
     print_capped(console, "Placements", ("workload", "tier", "site", "pool", "replicas>", "GPUs>", "cost/mo>", "why"),
-                 sorted(plan.placements, key=lambda p: -p.usd_per_month) if max_rows else plan.placements,
-                 lambda p: (p.workload if p.demand in ("", p.workload) else p.demand, p.tier, p.site, p.pool,
-                            str(p.replicas), str(p.gpus), usd(p.usd_per_month), p.reason),
+                 sorted(rows, key=lambda row: -row[1]) if max_rows else rows,
+                 lambda row: (row[0].workload if row[0].demand in ("", row[0].workload) else row[0].demand, row[0].tier,
+                              row[0].site, row[0].pool, str(row[0].replicas), str(row[0].gpus), usd(row[1]),
+                              row[0].reason),
                  max_rows, "placements (the dearest are shown)", fold_last=True)
+    if plan.placements:
+        console.print(placements_footer(costs))
     if plan.unplaced:
         print_capped(console, "[red]Unplaced[/]", ("workload", "tier", "replicas>", "reason"), plan.unplaced,
                      lambda u: (u.demand or u.workload, u.tier, str(u.replicas), u.reason),
@@ -50,6 +65,13 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
         render_details(console, plan, max_rows)
     if diff is not None:
         render_diff(console, diff)
+
+
+def placements_footer(costs: PlacementCosts) -> str:
+    """What the placements' cost column adds up to with the rest of the total."""
+    placed = round(sum(costs.placements), 2)
+    return (f"placements {usd(placed)} + data movement {usd(costs.data_usd_per_month)} + idle committed "
+            f"{usd(costs.idle_committed_usd_per_month)} = total {usd(costs.total_usd_per_month)}/month")
 
 
 def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
@@ -74,19 +96,26 @@ def render_diff(console: Console, diff: PlanDiff) -> None:
     if not diff.has_changes:
         console.print("[green]No changes.[/] The plan matches the previous one.")
         return
-    print_table(console, "Changes against the previous plan", ("workload", "change", "before → after"),
-                [*((c.workload, c.change, c.describe()) for c in diff.workloads),
-                 *((f"pool {p.pool}", "resized", p.describe()) for p in diff.pools)])
+    if diff.workloads or diff.pools:
+        print_table(console, "Changes against the previous plan", ("workload", "change", "before → after"),
+                    [*((c.workload, c.change, c.describe()) for c in diff.workloads),
+                     *((f"pool {p.pool}", "resized", p.describe()) for p in diff.pools)])
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
-                  f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; "
-                  f"{usd(diff.usd_per_month_before)} → {usd(diff.usd_per_month_after)}/month")
+                  f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; cost {diff.cost_line()}",
+                  markup=False)
 
 
 def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:
     from hybridctl.render.templates import render  # jinja2: only for markdown, not on every table's path
 
     breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
+    costs = placement_costs(plan)
+    # a stack configuration that differs is a change even where no replica or price moved
+    stack_changes = sum(1 for r in cloud.rows if r.action != "same") if cloud is not None else 0
     return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud,
+                  stack_changes=stack_changes,
+                  placement_rows=list(zip(plan.placements, costs.placements, strict=True)),
+                  placements_footer=placements_footer(costs), idle_machines=idle_machine_lines(plan),
                   parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe())
 
 

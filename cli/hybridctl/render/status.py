@@ -30,7 +30,8 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
     out.print(f"state: {doc['state_dir']} (serial {doc['serial']})")
     if isinstance(applied, dict):
         out.print(f"applied plan: inventory {applied['inventory']}, {applied['plan_digest']}, applied {applied['applied_at']}, "
-                  f"${applied['total_usd_per_month']:,.2f}/month, {applied['placements']} placements")
+                  f"${applied['total_usd_per_month']:,.2f}/month, {applied['placements']} placements of "
+                  f"{applied['placed_workloads']} workloads")
     else:
         out.print("applied plan: none")
     table = Table(title="sites", title_justify="left")

@@ -194,12 +194,20 @@ class TestEachBrokenRuleIsNamed:
                                     "audit in us-od: restricted dataset ledger processed in the cloud"]
 
     def test_latency_over_the_budget(self, inv: Inventory, good: Plan) -> None:
-        flagged(inv, moved(inv, good, "web", "us-od", from_site="dc-eu3"), f"latency to users over {BUDGET_MS}")
+        flagged(inv, moved(inv, good, "web", "us-od", from_site="dc-eu3"),
+                f"latency to users 80 ms at aws-us, over {BUDGET_MS} ms")
+
+    def test_unmeasured_latency_is_named_as_such(self, inv: Inventory, good: Plan) -> None:
+        # no latency_ms for the region is no proof of any latency: refused, in words that say why
+        sites = [s.model_copy(update={"latency_ms": {}}) if s.name == "aws-us" else s for s in inv.sites]
+        unmeasured = inv.model_copy(update={"sites": sites})
+        flagged(unmeasured, moved(unmeasured, good, "web", "us-od", from_site="dc-eu3"),
+                f"latency to users unmeasured at aws-us (no latency_ms for it), needs ≤ {BUDGET_MS} ms")
 
     def test_latency_one_millisecond_under_the_site(self, inv: Inventory, good: Plan) -> None:
         tighter = with_workload(inv, "web", latency=inv.workloads[0].latency.model_copy(  # type: ignore[union-attr]
             update={"p95_ms": BUDGET_MS - 1}))
-        flagged(tighter, good, "web in eu2-l4", f"latency to users over {BUDGET_MS - 1}")
+        flagged(tighter, good, "web in eu2-l4", f"latency to users {BUDGET_MS} ms at dc-eu2, over {BUDGET_MS - 1} ms")
 
     def test_allow_list(self, inv: Inventory, good: Plan) -> None:
         flagged(inv, moved(inv, good, "train", "eu3-l4"), "site dc-eu3 not in the allow-list")

@@ -219,7 +219,8 @@ def test_scarce_capacity_goes_to_the_fixed_tier_first() -> None:
     result = solve(inv)
     assert placed(result) == {"api": {"l4": 2}}
     assert [(u.workload, u.replicas) for u in result.unplaced] == [("batch", 2)]
-    assert "hold 2 GPUs, of which 2 are taken (2 by fixed-tier workloads)" in result.unplaced[0].reason
+    assert "its 1 eligible L4 pool (l4) holds 2 GPUs, of which 2 are taken (2 by fixed-tier workloads)" \
+        in result.unplaced[0].reason
 
 
 def test_previous_plan_keeps_workloads_unless_moving_pays() -> None:

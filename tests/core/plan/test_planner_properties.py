@@ -13,9 +13,13 @@ minimising the objective the planner documents:
     amortized: gpus × hours × usd_per_gpu_hour per replica + data movement
     data movement: once per site a workload uses, per dataset not held there, at the cheapest
       holder's egress
-    + for each unplaced replica: the GPUs it would hold at most (its own whole machines in the
-      widest pay-per-use pool) × hours × (2 × the dearest GPU-hour + 1) × tier weight
-      (fixed 4, burst 2, opportunistic 1) + the workload's dearest data movement
+
+under tier priority (spec, "Tier priority"): plans are compared first by the GPU-hours left
+unplaced in the fixed tier, then burst, then opportunistic, and only then by that cost. The
+planner's solver objective also carries, for each unplaced replica, a penalty: the GPUs it would
+hold at most (its own whole machines in the widest pay-per-use pool) × hours × (2 × the dearest
+GPU-hour + 1) × tier weight (fixed 4, burst 2, opportunistic 1) + the workload's dearest data
+movement, which the plan reports beside its objective.
 
 The committed pools' constant is left out of both sides. The oracle is written from the spec,
 not from the planner's code: it shares no formulation. The spread rule is read as the planner
@@ -266,7 +270,7 @@ def _needs(inventory: Inventory) -> list[Need]:
 class Option:
     """One way to place one workload: the part of the objective it decides alone, and what it uses."""
 
-    value: float  # without the always-on machines, which pools share
+    value: tuple[float, float, float, float]  # unplaced GPU-hours per tier, then the cost without the always-on machines
     committed_gpus: dict[str, int]
     always_on_gpus: dict[str, int]
     own_machines: dict[str, int]
@@ -301,7 +305,9 @@ def _options(need: Need, cash: bool) -> list[Option]:
             compute += TIE_BREAK * amortized
         else:
             compute = amortized
-        options.append(Option(compute + egress + (replicas - placed) * need.penalty,
+        short = [0.0, 0.0, 0.0]
+        short[TIER_RANK[need.tier]] = (replicas - placed) * g * w.hours
+        options.append(Option((short[0], short[1], short[2], compute + egress),
                               {p.name: n * g for p, n in used if p.committed},
                               {p.name: n * g for p, n in used if not p.committed and always_on}, own))
     return sorted(options, key=lambda o: o.value)
@@ -314,7 +320,28 @@ def _machine_cost(pools: dict[str, PoolFacts], always_on_gpus: dict[str, int], c
                for name, gpus in always_on_gpus.items() if gpus)
 
 
-def brute_force(inventory: Inventory) -> float:
+TIER_RANK = {Tier.FIXED: 0, Tier.BURST: 1, Tier.OPPORTUNISTIC: 2}
+Value = tuple[float, float, float, float]
+
+
+def _add(a: Value, b: Value) -> Value:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
+
+
+def lex_less(a: Value, b: Value) -> bool:
+    """a before b, tier by tier then cost, ties within float noise."""
+    for x, y in zip(a, b, strict=True):
+        if math.isinf(x) or math.isinf(y):
+            return x < y
+        tolerance = 1e-7 * max(1.0, abs(x), abs(y))
+        if x < y - tolerance:
+            return True
+        if x > y + tolerance:
+            return False
+    return False
+
+
+def brute_force(inventory: Inventory) -> Value:
     cash = inventory.policies.cost_model.value == "cash"
     needs = _needs(inventory)
     pools = {p.name: p for p in _pools(inventory)}
@@ -322,19 +349,23 @@ def brute_force(inventory: Inventory) -> float:
     always_on: dict[str, int] = {p.name: 0 for p in pools.values() if not p.committed}
     own: dict[str, int] = dict.fromkeys(always_on, 0)
     choices = [_options(n, cash) for n in needs]
-    floor_after = [sum(c[0].value for c in choices[i:]) for i in range(len(choices) + 1)]
-    best = math.inf
+    zero: Value = (0.0, 0.0, 0.0, 0.0)
+    floor_after = [zero] * (len(choices) + 1)
+    for i in range(len(choices) - 1, -1, -1):  # each choice's best option is a lexicographic lower bound
+        floor_after[i] = _add(choices[i][0].value, floor_after[i + 1])
+    best: Value = (math.inf, math.inf, math.inf, math.inf)
 
     def fits(name: str) -> bool:
         p = pools[name]
         return _machines(always_on[name], p.per_node) + own[name] <= p.gpus // p.per_node
 
-    def search(i: int, spent: float) -> None:
+    def search(i: int, spent: Value) -> None:
         nonlocal best
-        if spent + floor_after[i] >= best - 1e-9:  # machine costs are never negative: a valid bound
+        if not lex_less(_add(spent, floor_after[i]), best):  # machine costs are never negative: a valid bound
             return
         if i == len(choices):
-            best = min(best, spent + _machine_cost(pools, always_on, cash))
+            found = _add(spent, (0.0, 0.0, 0.0, _machine_cost(pools, always_on, cash)))
+            best = found if lex_less(found, best) else best
             return
         for option in choices[i]:
             if any(committed_left[p] < n for p, n in option.committed_gpus.items()):
@@ -346,7 +377,7 @@ def brute_force(inventory: Inventory) -> float:
             for p, n in option.own_machines.items():
                 own[p] += n
             if all(fits(p) for p in {*option.always_on_gpus, *option.own_machines}):
-                search(i + 1, spent + option.value)
+                search(i + 1, _add(spent, option.value))
             for p, n in option.committed_gpus.items():
                 committed_left[p] += n
             for p, n in option.always_on_gpus.items():
@@ -354,7 +385,7 @@ def brute_force(inventory: Inventory) -> float:
             for p, n in option.own_machines.items():
                 own[p] -= n
 
-    search(0, 0.0)
+    search(0, zero)
     return best
 
 
@@ -364,7 +395,17 @@ def committed_constant(inventory: Inventory) -> float:
     return sum(p.gpus * ALWAYS_ON * p.price for p in _pools(inventory) if p.committed)
 
 
-def plan_objective(inventory: Inventory, result: Plan) -> float:
+def same(a: Value, b: Value) -> bool:
+    return not lex_less(a, b) and not lex_less(b, a)
+
+
+def penalties(inventory: Inventory, result: Plan) -> float:
+    """The penalties on a plan's unplaced replicas, as the solver's objective carries them."""
+    needs = {n.workload.name: n for n in _needs(inventory)}
+    return sum(u.replicas * needs[u.workload].penalty for u in result.unplaced)
+
+
+def plan_objective(inventory: Inventory, result: Plan) -> Value:
     """The documented objective of a plan (committed constant left out), priced by the oracle's rules."""
     cash = inventory.policies.cost_model.value == "cash"
     needs = {n.workload.name: n for n in _needs(inventory)}
@@ -388,7 +429,11 @@ def plan_objective(inventory: Inventory, result: Plan) -> float:
     total += _machine_cost(pools, always_on, cash)
     for name, used in sites.items():
         total += sum(needs[name].egress_by_site[s] for s in used)
-    return total + sum(u.replicas * needs[u.workload].penalty for u in result.unplaced)
+    short = [0.0, 0.0, 0.0]
+    for u in result.unplaced:
+        w = needs[u.workload].workload
+        short[TIER_RANK[needs[u.workload].tier]] += u.replicas * w.gpu.count * w.hours
+    return short[0], short[1], short[2], total
 
 
 def _load(raw: dict[str, Any]) -> Inventory:
@@ -430,12 +475,12 @@ def test_plan_is_valid_and_as_cheap_as_brute_force(raw: dict[str, Any]) -> None:
     by_tier: dict[str, int] = {}
     for pl in result.placements:
         by_tier[pl.tier] = by_tier.get(pl.tier, 0) + pl.replicas
-    assert math.isclose(got, optimum, rel_tol=1e-7, abs_tol=0.01), (
-        f"plan objective {got:.2f} (placed by tier {by_tier}), brute-force optimum {optimum:.2f}")
-    assert math.isclose(result.solver.objective, got + constant, rel_tol=1e-7, abs_tol=0.05)
+    assert same(got, optimum), f"plan objective {got} (placed by tier {by_tier}), brute-force optimum {optimum}"
+    assert math.isclose(result.solver.objective, got[3] + penalties(inventory, result) + constant, rel_tol=1e-7,
+                        abs_tol=0.05)
 
 
-def lp_route_against_brute_force(raw: dict[str, Any]) -> tuple[Inventory, Plan, float, float]:
+def lp_route_against_brute_force(raw: dict[str, Any]) -> tuple[Inventory, Plan, Value, Value]:
     """Plan `raw` forced down the large-model route (LP, fixing, restricted MIPs), check the plan
     with the checker, and return the inventory, the plan, the brute-force optimum and the plan's
     objective, priced the same way."""
@@ -455,7 +500,9 @@ def test_lp_guided_route_is_valid_and_its_bound_is_proven(raw: dict[str, Any]) -
     the bound it reports is a true lower bound: never above the brute-force optimum."""
     inventory, result, optimum, got = lp_route_against_brute_force(raw)
     constant = committed_constant(inventory)
-    assert got >= optimum - 0.01 - 1e-7 * optimum
-    assert result.solver.bound - constant <= optimum + 0.01 + 1e-7 * optimum, (
-        f"reported bound {result.solver.bound - constant:.2f} above the optimum {optimum:.2f}")
-    assert math.isclose(result.solver.objective, got + constant, rel_tol=1e-7, abs_tol=0.05)
+    assert got[:3] == optimum[:3] or same((*got[:3], 0.0), (*optimum[:3], 0.0))  # tier priority is exact
+    assert got[3] >= optimum[3] - 0.01 - 1e-7 * optimum[3]
+    penalty = penalties(inventory, result)
+    assert result.solver.bound - constant - penalty <= optimum[3] + 0.01 + 1e-7 * optimum[3], (
+        f"reported bound {result.solver.bound - constant - penalty:.2f} above the optimum {optimum[3]:.2f}")
+    assert math.isclose(result.solver.objective, got[3] + penalty + constant, rel_tol=1e-7, abs_tol=0.05)

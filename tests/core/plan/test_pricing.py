@@ -14,7 +14,7 @@ from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.pricing import rates, totals
-from hybridctl.core.plan.pricing.arrays import column_costs
+from hybridctl.core.plan.pricing.arrays import column_costs, pool_rework, rework_factors
 from hybridctl.core.plan.units import PoolTable
 from support.examples import EXAMPLE_PATHS
 
@@ -30,7 +30,11 @@ def test_the_arrays_are_the_rates_of_each_replica(path: Path, cash: bool) -> Non
     index = EligibilityIndex(inventory, pools)
     pairs = [(d, p) for d in demands(inventory) for p in index.eligible(d)]
     assert pairs
-    costs = column_costs(np.array([float(d.gpu_count) for d, _ in pairs]), np.array([d.hours for d, _ in pairs]),
+    # the solver's columns read each replica's hours with its rework on spot, as formulation.py does
+    interruptions, provision = pool_rework(pools)
+    hours = np.array([d.hours * float(rework_factors(d.workload, d.hours, interruptions[[p]], provision[[p]])[0])
+                      for d, p in pairs])
+    costs = column_costs(np.array([float(d.gpu_count) for d, _ in pairs]), hours,
                          np.array([p for _, p in pairs], dtype=np.int64), table, cash)
     assert costs.objective.tolist() == [rates.objective_usd_per_month(d, pools[p], 1, cash) for d, p in pairs]
     assert costs.amortized.tolist() == [rates.replica_usd_per_month(d, pools[p]) for d, p in pairs]

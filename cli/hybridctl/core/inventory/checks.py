@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.inventory.diagnostics import Diagnostics
@@ -16,8 +17,11 @@ from hybridctl.core.inventory.models import (
     Sensitivity,
     SiteKind,
     TierChoice,
+    Workload,
     WorkloadType,
 )
+from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap, window_hours
+from hybridctl.core.inventory.zones import region_code, zone_of
 
 
 def _suggest(name: str, known: Collection[str]) -> str | None:
@@ -34,23 +38,42 @@ def _unknown(kind: str, name: str, known: Collection[str]) -> str:
                                      else f"no {kind} is defined")
 
 
-def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool = True) -> Diagnostics:
+@dataclass(frozen=True)
+class Unjudged:
+    """What the schema could not read, when an inventory is checked without its broken parts
+    (inventory/partial.py): a reference to a name written in a broken item, or into a list that is
+    broken as a whole, is neither right nor wrong, so it is not reported."""
+
+    names: frozenset[tuple[str, str]] = frozenset()  # (kind, name): ("site", "dc-1"), ("jurisdiction", "EU")
+    kinds: frozenset[str] = frozenset()  # kinds none of which can be read: "site", "region", "jurisdiction"
+
+    def known(self, kind: str, name: str) -> bool:
+        return kind in self.kinds or (kind, name) in self.names
+
+    def of(self, kind: str) -> set[str]:
+        """The names of a kind written in broken items: defined, for the hints' "did you mean"."""
+        return {name for k, name in self.names if k == kind}
+
+
+def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool = True,
+                    unjudged: Unjudged = Unjudged()) -> Diagnostics:
     """Every semantic check, in order; the feasibility checks last (only on an inventory without an
     error so far), and not at all with feasibility=False (loader.check_feasible runs them later)."""
     diagnostics = Diagnostics()
     at = locator.location
     _check_unique_names(inventory, locator, diagnostics)
-    _check_sites(inventory, locator, diagnostics)
-    site_names = {s.name for s in inventory.sites}
+    _check_sites(inventory, locator, diagnostics, unjudged)
+    site_names = {s.name for s in inventory.sites} | unjudged.of("site")
+    site_teams = {s.name: s.teams for s in inventory.sites}
     regions = set(inventory.regions)
-    dataset_names = {d.name for d in inventory.datasets}
-    jurisdictions = {s.jurisdiction for s in inventory.sites}
+    dataset_names = {d.name for d in inventory.datasets} | unjudged.of("dataset")
+    jurisdictions = {s.jurisdiction for s in inventory.sites} | unjudged.of("jurisdiction")
     for i, dataset in enumerate(inventory.datasets):
-        if dataset.site not in site_names:
+        if dataset.site not in site_names and not unjudged.known("site", dataset.site):
             diagnostics.error("unresolved-reference", f"dataset {dataset.name}: site '{dataset.site}' is not defined",
                               at(("datasets", i, "site")), _unknown("site", dataset.site, site_names))
         for j, zone in enumerate(dataset.residency or []):
-            if zone not in jurisdictions:
+            if zone not in jurisdictions and not unjudged.known("jurisdiction", zone):
                 diagnostics.warning("unknown-jurisdiction", f"dataset {dataset.name}: no site is in jurisdiction "
                                     f"'{zone}'", at(("datasets", i, "residency", j)),
                                     _suggest(zone, jurisdictions) or "check the spelling against the sites' jurisdiction")
@@ -59,16 +82,23 @@ def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool
     for i, workload in enumerate(inventory.workloads):
         base = ("workloads", i)
         for j, name in enumerate(workload.datasets):
-            if name not in dataset_names:
+            if name not in dataset_names and not unjudged.known("dataset", name):
                 references_ok = False
                 diagnostics.error("unresolved-reference", f"workload {workload.name}: dataset '{name}' is not defined",
                                   at((*base, "datasets", j)), _unknown("dataset", name, dataset_names))
         for j, name in enumerate(workload.sites or []):
-            if name not in site_names:
+            if name not in site_names and not unjudged.known("site", name):
                 references_ok = False
                 diagnostics.error("unresolved-reference", f"workload {workload.name}: site '{name}' in `sites` is "
                                   "not defined", at((*base, "sites", j)), _unknown("site", name, site_names))
-        if workload.latency is not None and workload.latency.region not in regions:
+            elif (teams := site_teams.get(name)) is not None and workload.team not in teams:
+                # revision 3: a site with `teams` runs only their workloads
+                diagnostics.error("site-team", f"workload {workload.name}: site '{name}' in `sites` runs only "
+                                  f"the workloads of teams {', '.join(teams)}, and this workload's team is "
+                                  f"{repr(workload.team) if workload.team else 'not set'}", at((*base, "sites", j)),
+                                  f"set `team` to one of {', '.join(teams)}, or drop '{name}' from `sites`")
+        if workload.latency is not None and workload.latency.region not in regions \
+                and not unjudged.known("region", workload.latency.region):
             references_ok = False
             diagnostics.error("unresolved-reference", f"workload {workload.name}: latency region "
                               f"'{workload.latency.region}' is not in the top-level `regions`",
@@ -82,7 +112,9 @@ def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool
                     references_ok = False
                     diagnostics.error("unknown-gpu-type", f"workload {workload.name}: GPU type '{gpu}' is not in "
                                       "the catalog", at((*base, *subpath, j)), _unknown("GPU type", gpu, catalog_gpus))
-        if workload.hours_per_month is None and workload.type is not WorkloadType.REALTIME_INFERENCE:
+        if workload.schedule is not None:
+            _check_schedule(workload, base, locator, diagnostics)
+        elif workload.hours_per_month is None and workload.type is not WorkloadType.REALTIME_INFERENCE:
             diagnostics.error("missing-field", f"workload {workload.name}: hours_per_month is required for "
                               f"{workload.type.value} (only realtime_inference defaults to 730)", at(base),
                               "add `hours_per_month:` with the hours it runs per month")
@@ -109,14 +141,35 @@ def check_inventory(inventory: Inventory, locator: Locator, *, feasibility: bool
                                 f"hours_per_month {workload.hours_per_month:g} (below 730): it is planned and "
                                 "costed as if it ran only that long", at((*base, "hours_per_month")),
                                 "remove hours_per_month (always on), or use batch_inference for part-time work")
-    _check_dataset_storage(inventory, locator, diagnostics, site_names)
+    _check_dataset_storage(inventory, locator, diagnostics, site_names, unjudged)
     if feasibility and references_ok and not diagnostics.errors:
         check_feasibility(inventory, locator, diagnostics)
     return diagnostics
 
 
+def _check_schedule(workload: Workload, base: tuple[str | int, ...], locator: Locator,
+                    diagnostics: Diagnostics) -> None:
+    """What needs the whole schedule: windows that overlap, hours beyond the windows."""
+    assert workload.schedule is not None
+    overlap = first_overlap(workload.schedule)
+    if overlap is not None:
+        i, j = overlap
+        diagnostics.error("overlapping-windows", f"workload {workload.name}: schedule.windows[{j}] overlaps "
+                          f"schedule.windows[{i}]", locator.location((*base, "schedule", "windows", j)),
+                          "windows of one workload may not share an hour: shorten one, or join them into one window")
+        return
+    ceiling = default_hours_per_month(workload.schedule)
+    if workload.hours_per_month is not None and workload.hours_per_month > ceiling + 1e-9:
+        diagnostics.error("hours-beyond-windows", f"workload {workload.name}: hours_per_month "
+                          f"{workload.hours_per_month:g} is more than its windows hold "
+                          f"({window_hours(workload.schedule):g} h a week = {ceiling:.1f} h a month)",
+                          locator.location((*base, "hours_per_month")),
+                          f"lower hours_per_month to at most {ceiling:.1f}, remove it (the whole windows), "
+                          "or widen the windows")
+
+
 def _check_dataset_storage(inventory: Inventory, locator: Locator, diagnostics: Diagnostics,
-                           site_names: set[str]) -> None:
+                           site_names: set[str], unjudged: Unjudged) -> None:
     """Where data may be stored: the primary and every copy within residency; restricted data on
     premises only; copies name other sites, once each."""
     at = locator.location
@@ -126,6 +179,8 @@ def _check_dataset_storage(inventory: Inventory, locator: Locator, diagnostics: 
         for j, name in enumerate(dataset.copies):
             where = ("datasets", i, "copies", j)  # located only when reported: locating can parse again
             if name not in site_names:
+                if unjudged.known("site", name):
+                    continue
                 diagnostics.error("unresolved-reference", f"dataset {dataset.name}: copy site '{name}' is not "
                                   "defined", at(where), _unknown("site", name, site_names))
                 continue
@@ -169,7 +224,7 @@ def _check_unique_names(inventory: Inventory, locator: Locator, diagnostics: Dia
     unique("region", [(r, ("regions", i)) for i, r in enumerate(inventory.regions)])
 
 
-def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
+def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, unjudged: Unjudged) -> None:
     at = locator.location
     gpus = catalog().gpus
     instances = catalog().instances
@@ -183,14 +238,16 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("missing-field", f"site {site.name}: a cloud site needs `{field}`", at(base),
                                   {"provider": "add `provider: aws`", "region": "add e.g. `region: us-east-1`",
                                    "cluster": "add `cluster:` naming the Kubernetes cluster its pools join"}[field])
-            if not cloud and present:
-                diagnostics.error("cloud-only-field", f"site {site.name}: `{field}` applies to cloud sites only",
+            # An on-prem site may name its Kubernetes cluster (revision 3): it gets queues too.
+            if not cloud and present and not (field == "cluster" and site.kind is SiteKind.ONPREM):
+                where = "cloud and onprem sites" if field == "cluster" else "cloud sites"
+                diagnostics.error("cloud-only-field", f"site {site.name}: `{field}` applies to {where} only",
                                   at((*base, field), key=True), f"remove `{field}`, or set `kind: cloud`")
         if cloud and site.hosts:
             diagnostics.error("onprem-only-field", f"site {site.name}: `hosts` applies to onprem and edge sites only",
                               at((*base, "hosts"), key=True), "remove `hosts`: cloud nodes come from node groups")
         for region in site.latency_ms:
-            if region not in regions:
+            if region not in regions and not unjudged.known("region", region):
                 diagnostics.error("unresolved-reference", f"site {site.name}: latency_ms names region '{region}', "
                                   "which is not in the top-level `regions`", at((*base, "latency_ms", region), key=True),
                                   _unknown("region", region, regions))
@@ -198,13 +255,22 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
             diagnostics.error("cloud-sensitivity", f"site {site.name}: a cloud site may process at most "
                               "confidential data", at((*base, "max_sensitivity")),
                               "set `max_sensitivity: confidential` or lower; restricted data stays on premises")
-        pool_names = {p.name for p in site.pools}
+        pool_names = {p.name for p in site.pools} | unjudged.of("pool")
         for j, pool in enumerate(site.pools):
             pbase = (*base, "pools", j)
             if pool.reservation_id is not None and not (cloud and pool.capacity_type is CapacityType.RESERVED):
                 diagnostics.error("reservation-not-reserved", f"pool {pool.name}: `reservation_id` applies to "
                                   "reserved cloud pools only", at((*pbase, "reservation_id"), key=True),
                                   "remove `reservation_id`, or set `capacity_type: reserved` on a cloud pool")
+            elif (pool.reservation_id is not None and region_code(site.region or "") is not None
+                  and zone_of(site.region, pool.failure_domain) is None):
+                # A capacity reservation lives in one availability zone: its node group must launch there.
+                # (A region not named as AWS names them has no zones to check against.)
+                diagnostics.error("reservation-zone", f"pool {pool.name}: reservation {pool.reservation_id} lives in "
+                                  "one availability zone, and the pool's `failure_domain` names none of "
+                                  f"{site.region}'s", at((*pbase, "failure_domain") if pool.failure_domain else pbase),
+                                  "set `failure_domain:` to the reservation's zone, by zone ID (e.g. use1-az4) or "
+                                  "name, as `aws ec2 describe-capacity-reservations` shows it")
             if cloud and pool.gpus_per_node is not None:
                 diagnostics.error("onprem-only-field", f"pool {pool.name}: a cloud pool's GPUs per node come from "
                                   "its instance type", at((*pbase, "gpus_per_node"), key=True),
@@ -237,6 +303,14 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                     diagnostics.warning("partial-node-quota", f"pool {pool.name}: max_gpus {pool.max_gpus} is not a "
                                         f"multiple of {instance.gpus_per_node} GPUs per {instance.name} node",
                                         at((*pbase, "max_gpus")), "the node group can only use whole nodes")
+                if instance is not None and pool.usd_per_gpu_hour is None and site.region is not None \
+                        and site.region != instance.price_region:
+                    # list prices differ by region: the plan would cost this pool at another region's
+                    diagnostics.warning("price-from-another-region", f"pool {pool.name}: priced from the catalog's "
+                                        f"{instance.price_region} list price of {instance.price_read_on.isoformat()} "
+                                        f"for {instance.name}, and site {site.name} is in {site.region}",
+                                        at((*pbase, "instance_type")),
+                                        f"set usd_per_gpu_hour to what a GPU-hour costs in {site.region}")
             else:
                 for field in ("instance_type", "max_gpus"):
                     if getattr(pool, field) is not None:
@@ -250,7 +324,7 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                                       "`usd_per_gpu_hour` (the amortized cost of owned hardware)", at(pbase),
                                       "add `usd_per_gpu_hour:`; only cloud pools default to a catalog price")
         for j, host in enumerate(site.hosts):
-            if host.pool not in pool_names:
+            if host.pool not in pool_names and not unjudged.known("pool", host.pool):
                 diagnostics.error("unresolved-reference", f"host {host.name}: pool '{host.pool}' is not a pool of "
                                   f"site {site.name}", at((*base, "hosts", j, "pool")),
                                   _unknown("pool", host.pool, pool_names))

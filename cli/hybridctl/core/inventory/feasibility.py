@@ -129,6 +129,7 @@ def _check_budget(inventory: Inventory, locator: Locator, diagnostics: Diagnosti
 def _feasibility_hint(constraint: str) -> str:
     return {
         "sites": "widen the workload's `sites` allow-list",
+        "teams": "set the workload's `team` to one a site lists in `teams`, or add that team to a site's `teams`",
         "gpu-type": "add a GPU type to gpu.types, or a pool with one of them",
         "node-shape": "use a pool whose machines hold a whole replica, or set gpu.multi_node: true with a "
                       "gpu.count that is a whole number of machines",

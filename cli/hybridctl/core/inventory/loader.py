@@ -80,6 +80,10 @@ def _field_path(path: Path_) -> str:
 
 # Hints for the models' own validators (models.py), keyed by their error type.
 _CUSTOM_HINTS = types.MappingProxyType({
+    "day_spec": "write a day (mon ... sun), a range (mon-fri, or fri-mon across the weekend), or a list: [sat, sun]",
+    "time_of_day": "write HH:MM in quotes, 00:00 to 24:00 (24:00 only as `to`), e.g. \"08:00\"",
+    "quarter_hour": "windows open and close on the quarter hour: :00, :15, :30 or :45",
+    "time_zone": "write an IANA time zone name, such as UTC, Europe/Amsterdam or America/New_York",
     "host_name": "use letters, digits, '-' and '.', as in a DNS name (fra-gpu-01 or fra-gpu-01.example.internal)",
     "host_address": "write the DNS name or the IP address that ssh connects to (10.0.0.11, 2001:db8::11, "
                     "gpu-01.example.internal); no spaces, quotes, '$', ';', braces or a leading '-'",
@@ -88,6 +92,20 @@ _CUSTOM_HINTS = types.MappingProxyType({
     "posix_user": "use a POSIX user name: a lowercase letter or '_', then lowercase letters, digits, '_' or '-' "
                   "(at most 32 characters)",
 })
+
+
+def _shape_hint(expected: str, path: Path_) -> str:
+    """How to write the shape that was expected, in YAML."""
+    name = str(path[-1]) if path and isinstance(path[-1], str) else "key"
+    if expected == "a list":
+        return f"write a list: `{name}: [a, b]`, or one item a line, each starting with '- '"
+    if expected == "a mapping":
+        return f"write a mapping: `{name}:` then its fields indented below it, or `{name}: {{field: value}}`"
+    if expected == "text":
+        return "quote text that YAML would read as a number, a boolean or a date: `'1.0'`, `'yes'`"
+    if expected == "true or false":
+        return "write true or false, without quotes"
+    return "write numbers without quotes or units: `8`, `2.5`"
 
 
 def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
@@ -129,7 +147,7 @@ def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
                 "finite_number": "a finite number", "int_from_float": "a whole number"}.get(kind)
     if expected:
         return Diagnostic("wrong-type", f"{where}: expected {expected}, got {_describe(value)}", location,
-                          "quote text values; write numbers without quotes")
+                          _shape_hint(expected, path))
     if kind in ("less_than_equal", "less_than"):
         return Diagnostic("out-of-range", f"{where}: {_describe(value)} is above the upper bound of "
                           f"{ctx.get('le', ctx.get('lt'))}", location,
@@ -152,7 +170,13 @@ def load_sources(sources: list[Source], *, feasibility: bool = True, plain: Plai
     from hybridctl.core.inventory.checks import check_inventory
 
     locator = merge_documents(sources, plain)
-    inventory = validate_document(locator)
+    try:
+        inventory = validate_document(locator)
+    except InvalidInventoryError as refused:
+        from hybridctl.core.inventory.partial import judged_beside_schema
+
+        # the rest of what is wrong, in the same run: what the schema's errors leave judgeable
+        raise InvalidInventoryError(refused.diagnostics + judged_beside_schema(locator)) from None
     diagnostics = check_inventory(inventory, locator, feasibility=feasibility)
     if diagnostics.errors:
         raise InvalidInventoryError(diagnostics.errors + diagnostics.warnings)

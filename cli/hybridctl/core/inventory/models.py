@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
+from hybridctl.core.inventory.schedule import Schedule, default_hours_per_month
+
 SUPPORTED_VERSIONS = (1,)
 HOURS_PER_MONTH_MAX = 744  # 31 days
 DEFAULT_REALTIME_HOURS = 730
@@ -42,6 +44,7 @@ MAX_SPREAD = 1_000
 
 # Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
 Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
+MAX_SITE_TEAMS = 1000  # a site's `teams`: a bound on what is read, far above any real list
 def _token(value: str) -> str:
     if not _TOKEN_RE.fullmatch(value):
         raise PydanticCustomError("token", "is not a token")
@@ -217,10 +220,15 @@ class Site(_Model):
         None, description="Time to bring capacity into service; default onprem 5, edge 5, cloud 12.")
     provider: Literal["aws"] | None = Field(None, description="cloud only: the provider; v1 provisions aws.")
     region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1.")
-    cluster: Name | None = Field(None, description="cloud only: the Kubernetes cluster its GPU pools join.")
+    cluster: Name | None = Field(None, description="The Kubernetes cluster its GPU pools join: required for cloud, "
+                                 "optional for onprem (revision 3: its queues take part in ordered spillover, "
+                                 "on premises first); not for edge.")
     max_sensitivity: Sensitivity | None = Field(
         None, description="The most sensitive data this site may process; default onprem restricted, "
                           "edge and cloud confidential. Cloud may never exceed confidential.")
+    teams: Annotated[list[Name], Field(min_length=1, max_length=MAX_SITE_TEAMS)] | None = Field(
+        None, description="(revision 3) Only these teams' workloads may run here, each a DNS label (a region a "
+                          "subsidiary pays for); a workload without `team` may not. Default: every workload.")
     hosts: list[Host] = Field(default_factory=list, description="onprem and edge only: the machines Ansible configures.")
     pools: list[Pool] = Field(description="The site's GPU pools.")
 
@@ -293,7 +301,8 @@ class Workload(_Model):
     gpu: GpuRequest = Field(description="GPUs per replica.")
     replicas: Replicas = Field(1, description="Replicas.")
     hours_per_month: Annotated[float, Field(strict=True, gt=0, le=HOURS_PER_MONTH_MAX, allow_inf_nan=False)] | None = Field(
-        None, description="Hours run per month; default 730 for realtime_inference, otherwise required.")
+        None, description="Hours run per month; with `schedule`, hours inside its windows (default: the whole "
+                          "windows, W x 730 / 168); without, default 730 for realtime_inference, otherwise required.")
     datasets: list[Name] = Field(default_factory=list, description="Datasets read.")
     data_passes_per_month: Annotated[float, Field(strict=True, ge=0, le=MAX_PASSES_PER_MONTH,
                                                   allow_inf_nan=False)] = Field(
@@ -315,6 +324,8 @@ class Workload(_Model):
         None, description="Failure domains its replicas must span; overrides policies.spread_fixed_across, any tier.")
     survives_site_loss: StrictBool = Field(
         True, description="false: losing its site is expected to take it down (drills report it and do not fail).")
+    schedule: Schedule | None = Field(
+        None, description="When it may run (revision 3): recurring windows in a typical week; default always.")
 
     @property
     def multi_node(self) -> bool:
@@ -325,8 +336,13 @@ class Workload(_Model):
 
     @property
     def hours(self) -> float:
-        """Hours per month, with the realtime default applied (validation rejects a missing value otherwise)."""
-        return self.hours_per_month if self.hours_per_month is not None else float(DEFAULT_REALTIME_HOURS)
+        """Hours per month, with the default applied: the whole windows with a schedule, else the realtime
+        default (validation rejects a missing value otherwise)."""
+        if self.hours_per_month is not None:
+            return self.hours_per_month
+        if self.schedule is not None:
+            return default_hours_per_month(self.schedule)
+        return float(DEFAULT_REALTIME_HOURS)
 
 
 _MULTI_NODE_TYPES = frozenset({WorkloadType.PRETRAINING, WorkloadType.TRAINING,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import by_name
+from hybridctl.core.plan.checker_priority import priority_violations
 from hybridctl.core.plan.checker_rules import (
     ALWAYS_ON_HOURS,
     FIXED,
@@ -37,7 +38,9 @@ from hybridctl.core.plan.checker_rules import (
     read_usd,
     revision2_pool_violations,
 )
+from hybridctl.core.plan.checker_time import time_problems
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
+from hybridctl.core.plan.pricing.rates import rework_factor
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
@@ -209,13 +212,14 @@ class _Rules:
         reported = {u.pool: u for u in plan.pools}
         by_pool = dict(known.pools) if known else {}
         for name, pool_sums in sums.items():
-            by_pool[name] = self._pool(name, pool_sums, reported.get(name))
+            by_pool[name] = self._pool(name, pool_sums, reported.get(name), timed=bool(plan.segments))
         candidates = {*workloads, *(known.searched if known else ())}
         searched = frozenset(name for name in candidates if name in by_workload and by_workload[name].searched)
         # with names unchanged and a clean reference, only the parts named again can hold unknown names
         unknown = self._unknown(plan, None if known is None or known.unknown else workloads)
+        # capacity over the week (checker_time.py) in place of the month's GPU and quota counts
         return PlanCheck(self.inventory, plan, by_workload, by_pool, tuple(unknown),
-                         tuple(self._totals(plan, by_pool)), searched)
+                         (*self._totals(plan, by_pool), *time_problems(self.inventory, plan)), searched)
 
     def _unknown(self, plan: Plan, among: Collection[str] | None) -> Iterable[str]:
         """Placements and data movements naming no workload or pool of the inventory (`among`: of these
@@ -362,7 +366,8 @@ class _Rules:
             site, pool = self.pools[pl.pool]
             shape = self._shapes[pl.pool] = (per_node(site, pool), price_of(pool))
         gpus_per_node, price = shape
-        hours = w.hours
+        site, pool = self.pools[pl.pool]
+        hours = w.hours * rework_factor(w, site, pool, w.hours)  # the spec's rework, priced by pricing/
         sums.amortized += pl.gpus * hours * price
         if hours == ALWAYS_ON_HOURS:
             sums.always_on += pl.gpus
@@ -371,7 +376,7 @@ class _Rules:
             sums.own_machines += machines
             sums.own_usd += machines * gpus_per_node * hours * price
 
-    def _pool(self, name: str, sums: _PoolSums, reported: PoolUsage | None) -> PoolVerdict:
+    def _pool(self, name: str, sums: _PoolSums, reported: PoolUsage | None, *, timed: bool = False) -> PoolVerdict:
         """Whole machines in pay-per-use pools (quota and machine counts) and committed constants. Reads the
         pool, its site, the placements on it (their sums), their workloads' hours and the plan's report."""
         site, pool = self.pools[name]
@@ -380,7 +385,7 @@ class _Rules:
         used, always_on, own_machines, own_usd, amortized = (sums.used, sums.always_on, sums.own_machines,
                                                               sums.own_usd, sums.amortized)
         problems: list[str] = []
-        if used > capacity:
+        if used > capacity and not timed:
             problems.append(f"pool {name}: {used} GPUs used, capacity {capacity}")
         committed_usd = pay_per_use_usd = idle_usd = 0.0
         if committed(site, pool):
@@ -391,7 +396,7 @@ class _Rules:
             shared = -(-always_on // gpus_per_node)
             machines = shared + own_machines
             usd = pay_per_use_usd = shared * gpus_per_node * ALWAYS_ON_HOURS * price + own_usd
-            if machines > capacity // gpus_per_node:
+            if machines > capacity // gpus_per_node and not timed:
                 problems.append(f"whole machines: pool {name} runs {machines} machines of {gpus_per_node} GPUs, "
                                 f"its quota of {capacity} GPUs allows {capacity // gpus_per_node}")
         if reported is None:
@@ -421,6 +426,7 @@ class _Rules:
                                       sum(v.idle_usd for v in verdicts))):
             if abs(got_usd - want) > slack:
                 yield f"{label} cost: plan says {got_usd:.2f}, the rules give {want:.2f}"
+        yield from priority_violations(self.inventory, plan, self.pair)
 
 
 def check_budget(inventory: Inventory, plan: Plan) -> list[str]:

@@ -26,6 +26,7 @@ from hybridctl.core.inventory.models import (
     WorkloadType,
 )
 from hybridctl.core.plan.model import Placement
+from hybridctl.core.plan.pricing.rates import rework_factor
 
 FIXED = "fixed"
 BURST = "burst"
@@ -121,7 +122,7 @@ def rule_inputs(w: Workload, tier: str, gpu_types: list[str], gpu_count: int) ->
     latency = w.latency
     return (tier, tuple(gpu_types), gpu_count, w.gpu.multi_node, w.type, w.preemptible, tuple(w.datasets),
             None if latency is None else (latency.region, latency.p95_ms),
-            None if w.sites is None else tuple(w.sites))
+            None if w.sites is None else tuple(w.sites), w.team)
 
 
 def placement_violations(pl: Placement, w: Workload, site: Site, pool: Pool,
@@ -140,7 +141,7 @@ def placement_violations(pl: Placement, w: Workload, site: Site, pool: Pool,
     pair = rules.violations(w, pl.degraded, gpu.types, gpu.count, site, pool)
     if pair:
         problems.extend(f"{where}: {p}" for p in pair)
-    cost = pl.replicas * gpu.count * w.hours * rules.price(pool)
+    cost = pl.replicas * gpu.count * (w.hours * rework_factor(w, site, pool, w.hours)) * rules.price(pool)
     if abs(cost - pl.usd_per_month) > TOLERANCE_USD:
         problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
     return problems, cost
@@ -167,10 +168,18 @@ def pool_violations(inventory: Inventory, w: Workload, gpu_types: list[str], sit
             problems.append(f"restricted dataset {d.name} processed in the cloud")
         if d.residency is not None and site.jurisdiction not in d.residency:
             problems.append(f"dataset {d.name} must stay in {d.residency}, site is {site.jurisdiction}")
-    if w.latency is not None and site.latency_ms.get(w.latency.region, float("inf")) > w.latency.p95_ms:
-        problems.append(f"latency to {w.latency.region} over {w.latency.p95_ms} ms")
+    if w.latency is not None:
+        measured = site.latency_ms.get(w.latency.region)
+        if measured is None:  # no figure is no proof: unmeasured is refused, and said as such
+            problems.append(f"latency to {w.latency.region} unmeasured at {site.name} (no latency_ms for it), "
+                            f"needs ≤ {w.latency.p95_ms:g} ms")
+        elif measured > w.latency.p95_ms:
+            problems.append(f"latency to {w.latency.region} {measured:g} ms at {site.name}, over "
+                            f"{w.latency.p95_ms:g} ms")
     if w.sites is not None and site.name not in w.sites:
         problems.append(f"site {site.name} not in the allow-list")
+    if site.teams is not None and w.team not in site.teams:  # revision 3: site teams
+        problems.append(f"site {site.name} runs only teams {site.teams}, the workload's team is {w.team}")
     return problems
 
 

@@ -68,6 +68,9 @@ class PoolInfo:
     capacity_gpus: int
     gpus_per_node: int = 1
     committed: bool = True
+    # GPUs of the pool held by work placed outside this plan, not counted in capacity_gpus: the work a
+    # failover keeps where it runs (failover/scope.py). Only the explanations read it.
+    held_gpus: int = 0
 
     @property
     def name(self) -> str:
@@ -164,7 +167,7 @@ def demands(inventory: Inventory) -> list[Demand]:
 class Exclusion:
     """Why a constraint removed the pools it removed."""
 
-    constraint: str  # a stable identifier: sites, gpu-type, capacity-type, sensitivity, residency, latency
+    constraint: str  # a stable identifier: sites, teams, gpu-type, capacity-type, sensitivity, residency, latency
     detail: str
 
 
@@ -199,7 +202,7 @@ class EligibilityIndex:
         latency = (w.latency.region, w.latency.p95_ms) if w.latency else None
         return (demand.gpu_types, demand.decision.capacity_types, demand.pinned_site,
                 tuple(w.sites) if w.sites is not None else None,
-                tuple(d.name for d in demand.checked_datasets), latency, demand.gpu_count, demand.multi_node)
+                tuple(d.name for d in demand.checked_datasets), latency, demand.gpu_count, demand.multi_node, w.team)
 
     def eligible(self, demand: Demand) -> tuple[int, ...]:
         return self.explain(demand)[0]
@@ -232,6 +235,15 @@ class EligibilityIndex:
             why = f"its data lives at {demand.pinned_site}" if demand.pinned_site else f"sites: {sorted(allowed_sites)}"
             found = step("sites", (p for p in candidates if p.site.name in allowed_sites),
                          f"no pool at the allowed sites ({why})")
+            if found:
+                return (), found
+        closed = sorted({p.site.name: p.site.teams or [] for p in candidates
+                         if p.site.teams is not None and w.team not in p.site.teams}.items())
+        if closed:
+            shown = "; ".join(f"{site} runs only {', '.join(teams)}" for site, teams in closed[:3])
+            found = step("teams", (p for p in candidates if p.site.teams is None or w.team in p.site.teams),
+                         f"no pool at a site its team may use ({'team ' + w.team if w.team else 'no team'}: {shown}"
+                         + (f"; {len(closed) - 3} more sites" if len(closed) > 3 else "") + ")")
             if found:
                 return (), found
         types = set(demand.gpu_types)
@@ -305,6 +317,9 @@ class _PoolFacts:
         self.gpu_code, self.gpu = codes([p.pool.gpu for p in pools])
         self.capacity_code, self.capacity_type = codes([p.pool.capacity_type.value for p in pools])
         self.zone_code, self.zone = codes([p.site.jurisdiction for p in pools])
+        self.team_open = np.array([p.site.teams is None for p in pools], dtype=np.bool_)
+        self.site_teams = [frozenset(p.site.teams or ()) for p in pools]
+        self._team_allowed: dict[str | None, npt.NDArray[np.bool_]] = {}
         self.per_node = np.array([p.gpus_per_node for p in pools], dtype=np.int64)
         self.premises = np.array([p.site.kind in _PREMISES for p in pools], dtype=np.bool_)
         self.rank = np.array([SENSITIVITY_RANK[p.site.max_sensitivity_effective] for p in pools], dtype=np.int64)
@@ -316,6 +331,14 @@ class _PoolFacts:
     def _among(codes: dict[str, int], values: Iterable[str], of: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         return np.isin(of, [codes[v] for v in values if v in codes])
 
+    def _teams(self, team: str | None) -> npt.NDArray[np.bool_]:
+        """The pools a team's workloads may use: sites without `teams`, and those that list it."""
+        allowed = self._team_allowed.get(team)
+        if allowed is None:
+            allowed = self._team_allowed[team] = self.team_open | np.array(
+                [team is not None and team in listed for listed in self.site_teams], dtype=np.bool_)
+        return allowed
+
     def eligible(self, demand: Demand) -> tuple[int, ...]:
         w = demand.workload
         keep = self._among(self.gpu_code, demand.gpu_types, self.gpu)
@@ -323,6 +346,8 @@ class _PoolFacts:
             keep &= self._among(self.site_code, w.sites, self.site)
         if demand.pinned_site is not None:
             keep &= self._among(self.site_code, (demand.pinned_site,), self.site)
+        if not self.team_open.all():
+            keep &= self._teams(w.team)
         count = demand.gpu_count
         keep &= (count <= self.per_node) | (demand.multi_node & (count % self.per_node == 0))
         keep &= self._among(self.capacity_code, (c.value for c in demand.decision.capacity_types),

@@ -36,7 +36,9 @@ from hybridctl.core.plan.pricing.arrays import (
     committed_constant,
     machine_usd_per_month,
 )
+from hybridctl.core.plan.timed import column_times, time_sharing_slots, timed_capacity_rows
 from hybridctl.core.plan.units import TIER_WEIGHT, PoolTable, Unit
+from hybridctl.core.plan.week import Week
 
 
 def penalty_per_replica(unit: Unit, max_price: float) -> float:
@@ -44,7 +46,7 @@ def penalty_per_replica(unit: Unit, max_price: float) -> float:
     higher tiers, so that everything that fits is placed and capacity goes to fixed work first.
     Kept as small as that allows: huge penalties beside small costs slow the MIP down."""
     gpus = max(unit.penalty_gpus, unit.gpu_count)
-    return gpus * unit.hours * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + unit.max_egress
+    return gpus * unit.hours * unit.rework_max * (2.0 * max_price + 1.0) * TIER_WEIGHT[unit.tier] + unit.max_egress
 
 
 def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
@@ -54,7 +56,7 @@ def _groups(keys: IntArray) -> tuple[IntArray, IntArray]:
 
 
 def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
-              move_threshold_usd: float, *, cash: bool = True) -> Model:
+              move_threshold_usd: float, *, cash: bool = True, week: Week | None = None) -> Model:
     b = Builder()
     n_units = len(units)
     gpus = np.array([u.gpu_count for u in units], dtype=np.float64)
@@ -68,17 +70,27 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     xp = np.concatenate([u.pools for u in units]) if units else np.zeros(0, dtype=np.int64)
     egress = np.concatenate([u.egress for u in units]) if units else np.zeros(0)
     x_site = table.site[xp]
-    costs = column_costs(gpus[xu], hours[xu], xp, table, cash)
+    # a preemptible replica on spot runs its hours times its rework factor (pricing): 1 elsewhere
+    column_hours = hours[xu]
+    if any(u.rework is not None for u in units):
+        column_hours = column_hours * np.concatenate(
+            [u.rework if u.rework is not None else np.ones(len(u.eligible)) for u in units])
+    # a timed week (timed.py): replicas that run their segments whole share a pay-per-use pool's machines
+    times = column_times(units, xu, len(week.segments)) if week is not None and week.timed else None
+    costs = column_costs(gpus[xu], column_hours, xp, table, cash, shared=None if times is None else times.whole)
     # a pool fits at most capacity // gpus replicas (pay-per-use: in whole machines): a tighter
     # bound than the unit's replicas
     per_node = table.per_node[xp].astype(np.float64)
     pay_per_use = ~table.committed[xp]
-    shared = pay_per_use & always_on(hours[xu])
+    shared = pay_per_use & (always_on(hours[xu]) if times is None else times.whole)
     machines_each = np.ceil(gpus[xu] / per_node)
     quota_machines = np.floor(table.capacity[xp] / per_node)
     slots = np.where(~pay_per_use, np.floor(table.capacity[xp] / gpus[xu]),
                      np.where(shared, np.floor(quota_machines * per_node / gpus[xu]),
                               np.floor(quota_machines / machines_each)))
+    if times is not None and week is not None:
+        slots = time_sharing_slots(times, week.segments, slots, np.where(pay_per_use, machines_each, gpus[xu]),
+                                   np.where(pay_per_use, quota_machines, table.capacity[xp].astype(np.float64)))
     x_upper = np.minimum(replicas[xu], slots)
 
     # data movement, per (unit, site): paid once per workload with a replica there. Where one
@@ -133,7 +145,11 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     _spread_rows(b, table, x, s, xu, xp, spread, members, member_replicas)
     _previous_rows(b, units, x, lengths, move_threshold_usd)
 
-    _capacity_rows(b, x, xp, gpus[xu], table, pay_per_use, shared, machines_each, n_units, cash)
+    if times is not None and week is not None:
+        timed_capacity_rows(b, x, xp, gpus[xu], x_upper, table, pay_per_use, machines_each, times, week.segments,
+                            n_units, cash)
+    else:
+        _capacity_rows(b, x, xp, gpus[xu], table, pay_per_use, shared, machines_each, n_units, cash)
 
     groups = sorted({u.ceiling_group for u in units if u.ceiling_group is not None})
     if groups:

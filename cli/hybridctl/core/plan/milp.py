@@ -3,7 +3,7 @@ builder that collects column and row blocks (formulation.py and patterns.py add 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 import numpy as np
@@ -21,6 +21,8 @@ class Col(IntEnum):
     MOVED = 4
     MACHINES = 5
     PATTERN = 6
+    HOURS = 7  # a deferrable column's replica-hours in one segment of the week (timed.py)
+    GANG = 8  # whether gangs of one size run in a pool's segment beside its whole-segment replicas (timed.py)
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,24 @@ def _floats(parts: list[FloatArray]) -> FloatArray:
 
 def _ints(parts: list[IntArray]) -> IntArray:
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def with_row(model: Model, cols: IntArray, coefs: FloatArray, lower: float, upper: float) -> Model:
+    """The model with one more row over distinct `cols` (its index is the largest, so each column's
+    entries stay sorted by row when it goes last)."""
+    lengths = np.diff(model.starts).astype(np.int64)
+    added = np.zeros(model.columns, dtype=np.int64)
+    added[cols] = 1
+    starts = np.zeros(model.columns + 1, dtype=np.int32)
+    np.cumsum(lengths + added, out=starts[1:])
+    index = np.empty(int(starts[-1]), dtype=np.int32)
+    value = np.empty(int(starts[-1]), dtype=np.float64)
+    shift = np.repeat(starts[:-1].astype(np.int64) - model.starts[:-1].astype(np.int64), lengths)
+    old = np.arange(model.index.size, dtype=np.int64) + shift
+    index[old] = model.index
+    value[old] = model.value
+    last = starts[cols + 1].astype(np.int64) - 1
+    index[last] = model.rows
+    value[last] = coefs
+    return replace(model, rows_lower=np.append(model.rows_lower, lower), rows_upper=np.append(model.rows_upper, upper),
+                   starts=starts, index=index, value=value)

@@ -12,7 +12,10 @@ from hybridctl.core.plan.pricing import totals
 
 # 2: the cost model (cash or amortized), committed / pay-per-use / data / idle-committed parts, and
 # per pool its machines, commitment and cash cost; placements carry their hours.
-FORMAT_VERSION = 2
+# 3: the plan's week (inventory revision 3): its ISO week and segments, and each placement's hours per
+# segment, written when the plan is timed. Files of format 2 still read (an untimed plan).
+FORMAT_VERSION = 3
+READABLE_FORMAT_VERSIONS = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,20 @@ class Placement:
     gpus_per_replica: int = 0
     degraded: bool = False  # placed in its fallback shape (failover only)
     hours_per_month: float = 0.0  # hours each replica runs; 730 means always on
+    # hours each replica runs in each segment of the plan's week (Plan.segments); () in an untimed plan
+    segment_hours: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanSegment:
+    """A stretch of the plan's week in which the same workloads may run (hours from Monday 00:00 UTC)."""
+
+    start_hour: float
+    end_hour: float
+
+    @property
+    def hours(self) -> float:
+        return self.end_hour - self.start_hour
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,9 @@ class PoolUsage:
     always_on_machines: int = 0  # pay-per-use: the machines that run all month
     usd_per_month: float = 0.0  # the pool's cash: committed constant, or its machines' cost
     amortized_usd_per_month: float = 0.0  # the amortized compute of the replicas placed in it
+    # Where usd_per_gpu_hour comes from when the inventory sets none (pricing.rates.catalog_price_note),
+    # e.g. "us-east-1 list price of 2025-06-05; set usd_per_gpu_hour for eu-west-1"; "" for its own price.
+    price_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +122,8 @@ class Plan:
     base_serial: int | None = None  # the state serial this plan was made against (plan files only)
     tool_version: str = ""
     cost_model: str = "cash"  # cash | amortized: what total_usd_per_month means
+    week: str = ""  # the ISO week the plan is for (2026-W48) when time matters to it (inventory revision 3)
+    segments: tuple[PlanSegment, ...] = ()  # the week cut at every window edge; () in an untimed plan
 
     # the totals are priced by pricing/totals.py, the one place that adds a plan's costs up
 

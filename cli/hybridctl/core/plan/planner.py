@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -34,12 +34,17 @@ from hybridctl.core.plan.pricing.rates import (
     machines_usd_per_month,
     objective_usd_per_month,
     placement_usd_per_month,
+    replica_hours,
     whole_machines,
 )
 from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
+from hybridctl.core.plan.priority import by_priority, needs_stages
 from hybridctl.core.plan.solve import solve
 from hybridctl.core.plan.tiers import classify_workload
+from hybridctl.core.plan.timed import hours_of
+from hybridctl.core.plan.timed_plan import plan_segments, plan_week, segment_hours, timed_objective
 from hybridctl.core.plan.units import PoolTable, Unit, build_units, components, distribute
+from hybridctl.core.plan.week import IsoWeek, Week
 
 DEFAULT_TIME_LIMIT_S = 30.0
 DEFAULT_GAP = 1e-4
@@ -54,6 +59,7 @@ class PlanOptions:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     gap: float = DEFAULT_GAP
     move_threshold_usd: float = DEFAULT_MOVE_THRESHOLD_USD
+    week: IsoWeek | None = None  # the ISO week the plan is for (windows in UTC at it); None: the current one
 
 
 def previous_replicas(previous: Plan | None) -> dict[str, dict[str, int]]:
@@ -86,6 +92,7 @@ class _Solved:
     methods: set[str]
     variables: int
     components: int
+    hours: dict[int, dict[int, dict[int, float]]] = field(default_factory=dict)  # unit -> pool -> segment -> hours
 
 
 @dataclass
@@ -97,21 +104,24 @@ class _Assignment:
     used_by_tier: dict[int, dict[str, int]]
     objective: float
     penalty: float
+    segment_hours: dict[tuple[str, int], tuple[float, ...]] = field(default_factory=dict)  # (demand, pool) -> hours
 
 
 def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, float], options: PlanOptions,
-                      started: float, cash: bool) -> _Solved:
+                      started: float, cash: bool, week: Week | None = None) -> _Solved:
     groups = components(units)
     total_columns = sum(len(units[i].eligible) + 1 for g in groups for i in g)
     solved = _Solved(defaultdict(dict), {}, 0.0, 0.0, [], set(), 0, len(groups))
     for group in groups:
         comp_units = [units[i] for i in group]
-        model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash)
+        model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash, week=week)
         solved.variables += model.columns
         elapsed = time.perf_counter() - started
         share = (sum(len(u.eligible) + 1 for u in comp_units) / max(total_columns, 1))
         budget = max((options.time_limit_s - elapsed) * max(share, 0.05), 0.5)
         solution = solve(model, time_limit_s=budget, gap=options.gap)
+        if needs_stages(model, solution.values):  # spec: highest tier first, then cost
+            solution = by_priority(comp_units, model, solution, time_limit_s=budget, gap=options.gap)
         solved.objective += solution.objective
         solved.bound += solution.bound
         solved.statuses.append(solution.status)
@@ -119,6 +129,10 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         placed = np.flatnonzero((model.kind == Col.PLACE) & (solution.values > 0.5))
         for col in placed.tolist():
             solved.counts[group[int(model.unit[col])]][int(model.ref[col])] = int(solution.values[col])
+        if week is not None:
+            for col, by_segment in hours_of(model.kind, model.ref, solution.values, len(week.segments)).items():
+                unit_hours = solved.hours.setdefault(group[int(model.unit[col])], {})
+                unit_hours[int(model.ref[col])] = by_segment
         followed = np.flatnonzero((model.kind == Col.PATTERN) & (solution.values > 0.5))
         for col in followed.tolist():
             u = int(model.unit[col])
@@ -130,7 +144,7 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
 
 
 def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: PoolTable,
-            options: PlanOptions, cash: bool) -> _Assignment:
+            options: PlanOptions, cash: bool, week: Week | None = None) -> _Assignment:
     """Hand replicas back to demands and price the result as the model counts it: compute under
     the cost model (pay-per-use always-on machines per pool), data movement once per site, the
     penalty on unplaced replicas and the stability term."""
@@ -147,6 +161,9 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
                  else distribute(unit, counts, table))
         for demand, p, n in dealt:
             result.assigned.append((demand, p, n))
+            if week is not None:
+                result.segment_hours[(demand.key, p)] = segment_hours(unit, p, counts.get(p, n), week,
+                                                                      solved.hours.get(u, {}).get(p))
             result.used[p] += n * demand.gpu_count
             result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
             result.objective += objective_usd_per_month(demand, pools[p], n, cash)
@@ -160,6 +177,11 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             result.objective += sum(sites_of[demand.key].values())
         for p, n in unit.previous.items():
             moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
+    if week is not None:  # priced by the week's rules instead of the month's (timed_plan.py)
+        units_of = {d.key: unit for unit in units for d in unit.members}
+        result.objective += timed_objective(result.assigned, units_of, pools, week, cash) - sum(
+            objective_usd_per_month(d, pools[p], n, cash) for d, p, n in result.assigned)
+        always_on_gpus.clear()
     if cash:
         for p, gpus in always_on_gpus.items():
             machines = whole_machines(gpus, pools[p].gpus_per_node)
@@ -191,16 +213,17 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     ceilings = {d.workload.name: d.workload.max_usd_per_month for d in all_demands
                 if d.workload.max_usd_per_month is not None}
     cash = inventory.policies.cost_model is CostModel.CASH
-    units = build_units(all_demands, index, before, table)
-    solved = _solve_components(units, table, ceilings, options, started, cash)
-    result = _assign(units, solved, pools, table, options, cash)
+    week = plan_week(inventory, options.week)
+    units = build_units(all_demands, index, before, table, week=week)
+    solved = _solve_components(units, table, ceilings, options, started, cash, week)
+    result = _assign(units, solved, pools, table, options, cash, week)
     # Twins that pay data movement are merged by a relaxation; in the rare case handing them back
     # pays more than it counted, a small model is solved again unmerged, which is exact.
     if result.objective > solved.objective * (1 + 1e-9) + 0.01 \
             and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
-        exact_units = build_units(all_demands, index, before, table, merge_egress=False)
-        exact = _solve_components(exact_units, table, ceilings, options, started, cash)
-        exact_result = _assign(exact_units, exact, pools, table, options, cash)
+        exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week)
+        exact = _solve_components(exact_units, table, ceilings, options, started, cash, week)
+        exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
         exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
         if exact_result.objective < result.objective:
             solved, result = exact, exact_result
@@ -219,6 +242,10 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
                 machines[p] += n * whole_machines(demand.gpu_count, pools[p].gpus_per_node)
     for p, gpus in always_on_gpus.items():
         machines[p] += whole_machines(gpus, pools[p].gpus_per_node)
+    holders: dict[int, dict[str, int]] = defaultdict(dict)  # who holds each pool's GPUs, for the reasons
+    for demand, p, n in result.assigned:
+        name = demand.workload.name
+        holders[p][name] = holders[p].get(name, 0) + n * demand.gpu_count
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
     reasons: dict[tuple[object, ...], str] = {}
@@ -228,12 +255,12 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         key = _reason_key(demand, p)
         reason = reasons.get(key)
         if reason is None:
-            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines)
+            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines, holders)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
             replicas=n, gpus=n * demand.gpu_count, usd_per_month=placement_usd_per_month(demand, pool, n),
             reason=reason, demand=demand.key, gpu_type=pool.pool.gpu, gpus_per_replica=demand.gpu_count,
-            hours_per_month=demand.hours))
+            hours_per_month=replica_hours(demand, pool), segment_hours=result.segment_hours.get((demand.key, p), ())))
     placements.sort(key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
 
     unplaced: list[Unplaced] = []
@@ -280,6 +307,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         teams=dict(facts.teams),
         tool_version=__version__,
         cost_model=inventory.policies.cost_model.value,
+        week=str(week.iso_week) if week is not None else "",
+        segments=plan_segments(week),
     )
 
 

@@ -30,13 +30,17 @@ from hybridctl.core.jsontext import (
 )
 from hybridctl.core.plan.model import (
     FORMAT_VERSION,
+    READABLE_FORMAT_VERSIONS,
     DataMovement,
     Placement,
     Plan,
+    PlanSegment,
     PoolUsage,
     SolverReport,
     Unplaced,
 )
+from hybridctl.core.plan.pricing.showback import showback_document
+from hybridctl.core.plan.weekusage import pool_weeks_document
 from hybridctl.errors import HybridctlError, RefusedError
 
 JsonDict = dict[str, Any]
@@ -104,7 +108,7 @@ def _document(plan: Plan, plan_file: bool) -> JsonDict:
         "idle_committed_usd_per_month": float(plan.idle_committed_usd_per_month),
         "compute_usd_per_month": float(plan.compute_usd_per_month),
         "budget_usd_per_month": None if budget is None else float(budget),
-        "placements": [_record(p) for p in plan.placements],
+        "placements": _placements(plan),
         "unplaced": [_record(u) for u in plan.unplaced],
         "data_movements": [_record(m) for m in plan.data_movements],
         "pools": [_record(p) for p in plan.pools],
@@ -113,11 +117,28 @@ def _document(plan: Plan, plan_file: bool) -> JsonDict:
         "teams": dict(sorted(plan.teams.items())),
         "solver": solver,
     }
+    if plan.segments:  # a timed plan (format 3): its week
+        document["week"] = plan.week
+        document["segments"] = [{"start_hour": float(s.start_hour), "end_hour": float(s.end_hour)}
+                                for s in plan.segments]
+        document["pool_weeks"] = pool_weeks_document(plan)
+    if not plan_file:  # derived figures, for readers of `plan --format json`; a plan file is priced again when read
+        document["showback"] = showback_document(plan)
     if plan_file:
         document["inventory_digest"] = plan.inventory_digest
         document["base_serial"] = plan.base_serial
         document["tool_version"] = plan.tool_version
     return document
+
+
+def _placements(plan: Plan) -> list[JsonDict]:
+    records = [_record(p) for p in plan.placements]
+    for record in records:  # hours per segment only in a timed plan; floats whatever was summed
+        if plan.segments:
+            record["segment_hours"] = [float(h) for h in record["segment_hours"]]
+        else:
+            del record["segment_hours"]
+    return records
 
 
 def plan_to_json(plan: Plan, *, plan_file: bool = False) -> str:
@@ -195,19 +216,23 @@ def verify_content_digest(raw: JsonDict, source: str) -> None:
 def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool = False) -> Plan:
     """A Plan from its JSON form; with verify_digest (plan files), only if unchanged since written."""
     version = raw.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_FORMAT_VERSIONS or isinstance(version, bool):
         raise PlanFileError(f"{source}: plan format_version {version!r} is not supported (this hybridctl reads "
-                            f"{FORMAT_VERSION})", hint="re-run `hybridctl plan --out` with this version")
+                            f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))})",
+                            hint="re-run `hybridctl plan --out` with this version")
     if verify_digest:
         verify_content_digest(raw, source)
     try:
         solver = dict(raw["solver"])
         solver["seconds"] = solver.get("seconds") or 0.0
         _expect(raw, source)
-        return Plan(
+        segments = _segments(raw, source)
+        placements = _parts(Placement, raw, "placements", source)
+        _check_segment_hours(placements, segments, source)
+        read = Plan(
             inventory_name=str(raw["inventory"]),
             inventory_digest=str(raw.get("inventory_digest", "")),
-            placements=_parts(Placement, raw, "placements", source),
+            placements=placements,
             unplaced=_parts(Unplaced, raw, "unplaced", source),
             data_movements=_parts(DataMovement, raw, "data_movements", source),
             pools=_parts(PoolUsage, raw, "pools", source),
@@ -222,7 +247,13 @@ def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool =
             base_serial=raw.get("base_serial"),
             tool_version=str(raw.get("tool_version", "")),
             cost_model=_cost_model(raw.get("cost_model")),
+            week=str(raw.get("week", "")),
+            segments=segments,
         )
+        if segments and raw.get("pool_weeks") != pool_weeks_document(read):
+            raise PlanFileError(f"{source}: pool_weeks are not what the placements' hours per segment give",
+                                hint=_PLAN_FILE_HINT)
+        return read
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanFileError(f"{source}: not a hybridctl plan ({type(exc).__name__}: {exc})",
                             hint=_PLAN_FILE_HINT) from None
@@ -253,6 +284,53 @@ def _expect(raw: JsonDict, source: str) -> None:
             bad = next(t for t in texts if not _encodable(t))
             raise PlanFileError(f"{source}: {name}: text with a lone surrogate ({_surrogate(bad)})",
                                 hint=_PLAN_FILE_HINT)
+
+
+_WEEK_HOURS = 168.0
+
+
+def _segments(raw: JsonDict, source: str) -> tuple[PlanSegment, ...]:
+    """The plan's week (format 3), checked: an ISO week, and segments that cut the week from hour 0 to 168
+    in order, each of positive length (untrusted input: the checker and apply read them)."""
+    week, found = raw.get("week"), raw.get("segments")
+    if week is None and found is None:
+        return ()
+    if raw.get("format_version") == 2 or not isinstance(week, str) or not isinstance(found, list) or not found:
+        raise PlanFileError(f"{source}: week and segments go together, in a plan of format 3 (week "
+                            f"{week!r}, segments {type(found).__name__})", hint=_PLAN_FILE_HINT)
+    match = re.fullmatch(r"(\d{4})-W(\d{2})", week)
+    if match is None or not 1 <= int(match.group(2)) <= 53:
+        raise PlanFileError(f"{source}: week {week!r} is not an ISO week (YYYY-Www)", hint=_PLAN_FILE_HINT)
+    segments: list[PlanSegment] = []
+    at = 0.0
+    for index, item in enumerate(found):
+        bounds = [item.get(k) if isinstance(item, dict) else None for k in ("start_hour", "end_hour")]
+        if set(item) != {"start_hour", "end_hour"} if isinstance(item, dict) else True:
+            raise PlanFileError(f"{source}: segments[{index}]: expected {{start_hour, end_hour}}", hint=_PLAN_FILE_HINT)
+        if not all(isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b) for b in bounds):
+            raise PlanFileError(f"{source}: segments[{index}]: hours must be numbers", hint=_PLAN_FILE_HINT)
+        start, end = float(bounds[0]), float(bounds[1])  # type: ignore[arg-type]
+        if abs(start - at) > 1e-9 or not start < end <= _WEEK_HOURS:
+            raise PlanFileError(f"{source}: segments[{index}]: [{start:g}, {end:g}) does not follow the previous "
+                                f"segment (ending at {at:g}) inside the week's 168 hours", hint=_PLAN_FILE_HINT)
+        segments.append(PlanSegment(start, end))
+        at = end
+    if abs(at - _WEEK_HOURS) > 1e-9:
+        raise PlanFileError(f"{source}: segments end at hour {at:g}, not at the week's end (168)", hint=_PLAN_FILE_HINT)
+    return tuple(segments)
+
+
+def _check_segment_hours(placements: tuple[Placement, ...], segments: tuple[PlanSegment, ...], source: str) -> None:
+    for index, pl in enumerate(placements):
+        if not pl.segment_hours and not segments:
+            continue
+        if len(pl.segment_hours) != len(segments):
+            raise PlanFileError(f"{source}: placements[{index}].segment_hours: {len(pl.segment_hours)} values for "
+                                f"{len(segments)} segments", hint=_PLAN_FILE_HINT)
+        for s, (hours, segment) in enumerate(zip(pl.segment_hours, segments, strict=True)):
+            if not (math.isfinite(hours) and 0.0 <= hours <= segment.hours + 1e-6):
+                raise PlanFileError(f"{source}: placements[{index}].segment_hours[{s}]: {hours!r} is not between 0 "
+                                    f"and the segment's {segment.hours:g} hours", hint=_PLAN_FILE_HINT)
 
 
 def _cost_model(raw: object) -> str:

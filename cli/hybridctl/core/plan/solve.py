@@ -155,7 +155,8 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
         reduced = np.full(model.columns, np.inf)
         reduced[columns] = np.asarray(highs.getSolution().col_dual, dtype=np.float64)  # type: ignore[attr-defined]
         return _Run(full, objective, objective, status, reduced)
-    full[columns] = np.round(values)
+    # whole numbers, but a deferrable replica's hours in a segment (timed.py), which are continuous
+    full[columns] = np.where(model.kind[columns] == Col.HOURS, values, np.round(values))
     objective = float(model.cost @ full)
     bound = float(info.mip_dual_bound) - model.offset if math.isfinite(info.mip_dual_bound) else objective
     return _Run(full, objective, bound, status)
@@ -251,6 +252,11 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
 
     if model.columns <= DIRECT_MIP_MAX_COLUMNS:
         return direct("mip")
+    # A timed model's hours (continuous, tied to their placement) and gang switches (tied to several units'
+    # placements) break the fixing's premise that leaving the free units unplaced keeps every row: the MIP
+    # takes it whole.
+    if bool(np.isin(model.kind, (int(Col.HOURS), int(Col.GANG))).any()):
+        return direct("mip-timed")
     # A column its bounds fix (a placement on a pool the events emptied or pinned work fills: a fifth of a
     # failover's) is held at its bound like any fixed column: HiGHS's presolve would drop it too, but the LP
     # takes a fifth longer over it. With no reduced cost, it is no MIP candidate, where it could hold nothing.
@@ -312,3 +318,17 @@ def relaxation_bound(model: Model) -> float:
     if run.values is None:
         raise RuntimeError(f"the LP relaxation was not solved (status {run.status})")
     return run.bound
+
+
+def improve(model: Model, start: FloatArray, *, time_limit_s: float, gap: float) -> Solution:
+    """The whole MIP from a feasible start (priority.py's stages): the start is kept when the solver
+    finds nothing better in its time, so the answer is always feasible."""
+    started = time.perf_counter()
+    run = _run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True,
+               time_limit_s=time_limit_s, gap=gap, start=start)
+    start_cost = float(model.cost @ start)
+    if run.values is None or run.objective > start_cost + 1e-9:
+        return Solution(start, start_cost, min(run.bound, start_cost), run.status, "mip-start",
+                        time.perf_counter() - started)
+    return Solution(run.values, run.objective, min(run.bound, run.objective), run.status, "mip",
+                    time.perf_counter() - started)

@@ -27,9 +27,10 @@ import numpy.typing as npt
 
 from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.plan.milp import FloatArray, IntArray
-from hybridctl.core.plan.pricing.arrays import pool_prices
+from hybridctl.core.plan.pricing.arrays import pool_prices, pool_rework, rework_factors
 from hybridctl.core.plan.pricing.rates import egress_rates, egress_usd_by_site, gpu_hours_usd_per_month
 from hybridctl.core.plan.tiers import Tier
+from hybridctl.core.plan.week import Week, WorkloadWeek
 
 TIER_WEIGHT = MappingProxyType({Tier.FIXED: 4.0, Tier.BURST: 2.0, Tier.OPPORTUNISTIC: 1.0})
 
@@ -85,6 +86,12 @@ class Unit:
     previous: dict[int, int] = field(default_factory=dict)  # pool index -> replicas in the previous plan
     pools: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # eligible, as an array
     penalty_gpus: int = 0  # GPUs a replica is charged for at most: its own machines in the widest pay-per-use pool
+    rework: FloatArray | None = None  # per eligible pool: the hours' rework factor (pricing), None when all 1
+    timing: WorkloadWeek | None = None  # when it may run in the plan's week, when the week is timed (week.py)
+
+    @property
+    def rework_max(self) -> float:
+        return float(self.rework.max()) if self.rework is not None and self.rework.size else 1.0
 
     @property
     def key(self) -> str:
@@ -106,12 +113,19 @@ class _Memo:
         self.pools = pools
         self.table = table
         self.egress_rate = egress_rates(p.site for p in pools)
+        self.interruptions, self.provision = pool_rework(pools)
         self._arrays: dict[int, tuple[IntArray, int]] = {}
         self._egress: dict[tuple[object, ...], tuple[FloatArray, tuple[object, ...] | None, float]] = {}
         self._penalty_gpus: dict[tuple[int, int], int] = {}
         self._token_by_id: dict[int, int] = {}
         self._token: dict[tuple[int, ...], int] = {}
         self._alive: list[tuple[int, ...]] = []
+
+    def rework(self, demand: Demand, array: IntArray) -> FloatArray | None:
+        """The rework factor of one replica in each eligible pool (None when no pool has any)."""
+        if not demand.workload.preemptible or not self.interruptions[array].any():
+            return None
+        return rework_factors(demand.workload, demand.hours, self.interruptions[array], self.provision[array])
 
     def token(self, eligible: tuple[int, ...]) -> int:
         """A small integer per distinct eligible list, for the keys below: hashing a list of a
@@ -160,8 +174,9 @@ class _Memo:
 
 def build_units(demands: list[Demand], index: EligibilityIndex,
                 previous: Mapping[str, Mapping[str, int]] | None = None,
-                table: PoolTable | None = None, *, merge_egress: bool = True) -> list[Unit]:
-    """One unit per demand with side constraints; one merged unit per class of twins."""
+                table: PoolTable | None = None, *, merge_egress: bool = True, week: Week | None = None) -> list[Unit]:
+    """One unit per demand with side constraints; one merged unit per class of twins. With a timed
+    `week`, each unit carries its workload's windows and hours, and twins share them."""
     pools = index.pools
     table = table if table is not None else PoolTable.of(pools)
     memo = _Memo(pools, table)
@@ -185,10 +200,14 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
                 before[p] = n
         # A spread of 2 stays exact when twins merge: each domain holding at most n(R-1) of the
         # n twins' replicas is exactly what dealing them out round-robin needs (see planner.py).
+        timing = week.workloads[demand.workload.name] if week is not None and week.timed else None
         signature: tuple[object, ...] | None = None
         if not (spread > 2 or ceiling or before or (paid and (spread > 1 or not merge_egress))):
-            signature = (memo.token(eligible), demand.gpu_count, demand.hours, demand.tier, spread,
-                         demand.replicas if spread > 1 or paid else 0, reads, passes if paid else 0.0)
+            # the checkpoint interval sets a preemptible replica's rework on spot
+            signature = (memo.token(eligible), demand.gpu_count, demand.hours,
+                         demand.workload.checkpoint_minutes if demand.workload.preemptible else None, demand.tier, spread,
+                         demand.replicas if spread > 1 or paid else 0, reads, passes if paid else 0.0,
+                         None if timing is None else (timing.segments, timing.weekly_hours, timing.deferrable))
             twin = twins.get(signature)
             if twin is not None:  # most demands of a large fleet: no unit of their own
                 twin.members.append(demand)
@@ -196,7 +215,8 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
                 continue
         unit = Unit([demand], eligible, demand.gpu_count, demand.hours, demand.tier, demand.replicas,
                     spread, demand.replicas, egress, ceiling, before, array,
-                    memo.penalty_gpus(eligible, array, demand.gpu_count))
+                    memo.penalty_gpus(eligible, array, demand.gpu_count), memo.rework(demand, array),
+                    timing=timing)
         units.append(unit)
         if signature is not None:
             twins[signature] = unit
@@ -217,7 +237,9 @@ def _binding_ceilings(demands: list[Demand], index: EligibilityIndex, memo: _Mem
             continue
         array, _ = memo.arrays(eligible)
         egress, _, _ = memo.egress(demand, eligible)
-        dearest = gpu_hours_usd_per_month(demand.gpu_count, demand.hours, float(table.price[array].max()))
+        rework = memo.rework(demand, array)
+        prices = table.price[array] if rework is None else table.price[array] * rework
+        dearest = gpu_hours_usd_per_month(demand.gpu_count, demand.hours, float(prices.max()))
         name = demand.workload.name
         worst[name] = worst.get(name, 0.0) + demand.replicas * (dearest + float(egress.max(initial=0.0)))
     return {d.workload.name for d in demands if d.workload.max_usd_per_month is not None

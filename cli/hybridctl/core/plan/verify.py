@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.models import (
@@ -30,7 +31,7 @@ from hybridctl.core.inventory.models import (
     Inventory,
 )
 from hybridctl.core.plan.checker import PlacementMemo, check_plan
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Plan, PoolUsage
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
@@ -82,6 +83,20 @@ def plan_file_violations(plan: Plan) -> list[str]:
     summaries — pools, cost totals, each placement's cost at its pool's price — must restate its placements,
     so that no table shows a figure the plan's placements do not give."""
     return _shape_violations(plan) or _arithmetic_violations(plan)
+
+
+def _segment_violations(plan: Plan, listed: Mapping[str, PoolUsage]) -> list[str]:
+    """A timed plan (format 3) holds, in every segment, at most each pool's GPUs: the GPU-hours of its
+    placements there / the segment's hours (whole-segment replicas count their GPUs)."""
+    if not plan.segments:
+        return []
+    load: dict[tuple[str, int], float] = defaultdict(float)
+    for p in plan.placements:
+        for s, hours in enumerate(p.segment_hours):
+            if hours > 0:
+                load[(p.pool, s)] += p.gpus * hours / plan.segments[s].hours
+    return [f"pool {pool}: segment {s + 1} holds {gpus:.2f} GPUs, capacity {listed[pool].capacity_gpus}"
+            for (pool, s), gpus in sorted(load.items()) if pool in listed and gpus > listed[pool].capacity_gpus + 1e-3]
 
 
 # Bounds on a plan file's numbers, from the inventory's (models.py): a plan within them cannot overflow.
@@ -192,7 +207,7 @@ def _arithmetic_violations(plan: Plan) -> list[str]:
         if usage.used_gpus != used.get(name, 0):
             problems.append(f"pool {name}: the plan lists {usage.used_gpus} GPUs used, its placements "
                             f"use {used.get(name, 0)}")
-        if used.get(name, 0) > usage.capacity_gpus:
+        if used.get(name, 0) > usage.capacity_gpus and not plan.segments:
             problems.append(f"pool {name}: {used[name]} GPUs used, capacity {usage.capacity_gpus}")
         if abs(usage.amortized_usd_per_month - amortized.get(name, 0.0)) > _TOLERANCE_USD * (1 + len(plan.placements)):
             problems.append(f"pool {name}: amortized_usd_per_month {usage.amortized_usd_per_month:.2f}, its "
@@ -210,6 +225,7 @@ def _arithmetic_violations(plan: Plan) -> list[str]:
         if abs(usage.usd_per_month - gpu_hours * usage.usd_per_gpu_hour) > _slack(gpu_hours):
             problems.append(f"pool {name}: usd_per_month {usage.usd_per_month:.2f}, {gpu_hours:,.0f} GPU-hours at "
                             f"${usage.usd_per_gpu_hour}/GPU-h cost {gpu_hours * usage.usd_per_gpu_hour:.2f}")
+    problems.extend(_segment_violations(plan, listed))
     compute = sum(p.usd_per_month for p in plan.placements)
     if abs(compute - plan.compute_usd_per_month) > _TOLERANCE_USD * max(1, len(plan.placements)):
         problems.append(f"compute_usd_per_month: {plan.compute_usd_per_month:.2f}, its placements sum "

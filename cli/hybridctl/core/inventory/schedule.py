@@ -1,0 +1,187 @@
+"""A workload's `schedule` (inventory revision 3): recurring windows in a typical week.
+
+The models read and check each window on its own (days, quarter-hour times, a known IANA zone);
+what needs the whole schedule (overlaps, the window hours W) is computed here and checked in
+checks.py. Times are wall-clock in the window's zone; `utc_intervals` reads them at one ISO week,
+so daylight saving is the one of that week.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from datetime import date, datetime, timedelta
+from types import MappingProxyType
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+MINUTES_PER_DAY = 24 * 60
+MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
+HOURS_PER_WEEK = 168
+HOURS_PER_MONTH = 730
+
+_TIME_RE = re.compile(r"([01][0-9]|2[0-4]):([0-5][0-9])\Z")
+
+
+def _day_spec(value: str) -> str:
+    parts = value.split("-")
+    if len(parts) > 2 or any(p not in DAYS for p in parts):
+        raise PydanticCustomError("day_spec", "is not a day or a range of days")
+    return value
+
+
+def _time_of_day(value: str) -> str:
+    match = _TIME_RE.fullmatch(value)
+    if match is None or (match.group(1) == "24" and match.group(2) != "00"):
+        raise PydanticCustomError("time_of_day", "is not a time of day HH:MM")
+    if int(match.group(2)) % 15:
+        raise PydanticCustomError("quarter_hour", "is not on the quarter hour")
+    return value
+
+
+def _time_zone(value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise PydanticCustomError("time_zone", "is not an IANA time zone") from None
+    return value
+
+
+def _from_time(value: str) -> str:
+    if _time_of_day(value) == "24:00":
+        raise PydanticCustomError("time_of_day", "is not a start time (24:00 ends a day; start at 00:00)")
+    return value
+
+
+_QUARTERS = "([01][0-9]|2[0-3]):(00|15|30|45)"
+DaySpec = Annotated[str, Field(strict=True), AfterValidator(_day_spec)]
+TimeOfDay = Annotated[str, Field(strict=True), AfterValidator(_time_of_day),
+                      WithJsonSchema({"type": "string", "pattern": f"^({_QUARTERS}|24:00)$"})]
+StartTime = Annotated[str, Field(strict=True), AfterValidator(_from_time),
+                      WithJsonSchema({"type": "string", "pattern": f"^{_QUARTERS}$"})]
+TimeZone = Annotated[str, Field(strict=True), AfterValidator(_time_zone)]
+
+
+def _one_or_more(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+_DAY_SCHEMA = MappingProxyType(
+    {"type": "string", "pattern": "^(mon|tue|wed|thu|fri|sat|sun)(-(mon|tue|wed|thu|fri|sat|sun))?$"})
+# One day, a range or a list of them, read as a list: an error then names the one item that is wrong.
+Days = Annotated[list[DaySpec], Field(min_length=1), BeforeValidator(_one_or_more),
+                 WithJsonSchema({"anyOf": [dict(_DAY_SCHEMA), {"type": "array", "items": dict(_DAY_SCHEMA), "minItems": 1}]})]
+
+
+class Window(BaseModel):
+    """A recurring window: on these days, from this time to that one, in a time zone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    days: Days = Field(
+        description="A day (mon ... sun), a range (mon-fri; fri-mon wraps), or a list of them.")
+    start: StartTime = Field(alias="from", description="HH:MM on the quarter hour, wall clock in tz.")
+    end: TimeOfDay = Field(alias="to", description="HH:MM on the quarter hour (24:00 allowed); not after `from`: "
+                                                   "the window runs past midnight into the next day.")
+    tz: TimeZone = Field("UTC", description="An IANA time zone name (Europe/Amsterdam); default UTC.")
+
+    def day_indexes(self) -> tuple[int, ...]:
+        """The days the window opens on, Monday 0 ... Sunday 6, each once."""
+        found: set[int] = set()
+        for spec in self.days:
+            first, _, last = spec.partition("-")
+            a, b = DAYS.index(first), DAYS.index(last or first)
+            found.update((a + k) % 7 for k in range((b - a) % 7 + 1))
+        return tuple(sorted(found))
+
+    def span_minutes(self) -> tuple[int, int]:
+        """(start, length) in minutes after the opening day's midnight; past midnight when to <= from."""
+        start, end = _minutes(self.start), _minutes(self.end)
+        return start, (end - start) if end > start else end + MINUTES_PER_DAY - start
+
+
+class Schedule(BaseModel):
+    """When a workload may run: recurring windows in a typical week."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    windows: Annotated[list[Window], Field(min_length=1)] = Field(
+        description="Recurring windows; a replica runs only inside them. Windows may not overlap.")
+
+
+def _minutes(text: str) -> int:
+    hours, minutes = text.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def window_hours(schedule: Schedule) -> float:
+    """W: the hours per week inside the windows (wall clock, as the user wrote them)."""
+    return sum(len(w.day_indexes()) * w.span_minutes()[1] for w in schedule.windows) / 60
+
+
+def default_hours_per_month(schedule: Schedule) -> float:
+    """hours_per_month's default with windows: W × 730 / 168, the whole windows."""
+    return window_hours(schedule) * HOURS_PER_MONTH / HOURS_PER_WEEK
+
+
+def monday_of(iso_year: int, iso_week: int) -> date:
+    return date.fromisocalendar(iso_year, iso_week, 1)
+
+
+def utc_intervals(window: Window, monday: date) -> list[tuple[int, int]]:
+    """The window's openings in the week of `monday`, as [start, end) minutes from Monday 00:00 UTC,
+    wrapped into the week (the typical week repeats: what spills past Sunday 24:00 UTC runs at
+    the start of the week). Daylight saving is read at each opening's own date."""
+    zone = zoneinfo.ZoneInfo(window.tz)
+    start_minutes, length = window.span_minutes()
+    week_start = datetime(monday.year, monday.month, monday.day, tzinfo=zoneinfo.ZoneInfo("UTC"))
+    out: list[tuple[int, int]] = []
+    for day in window.day_indexes():
+        local_day = monday + timedelta(days=day)
+        opens_wall = datetime(local_day.year, local_day.month, local_day.day, tzinfo=zone) \
+            + timedelta(minutes=start_minutes)
+        closes_wall = opens_wall + timedelta(minutes=length)  # wall-clock arithmetic in `zone`
+        opens = int((opens_wall - week_start).total_seconds() // 60)
+        closes = int((closes_wall - week_start).total_seconds() // 60)
+        if closes <= opens:  # a window inside the hour daylight saving skips
+            continue
+        opens_mod = opens % MINUTES_PER_WEEK
+        closes_mod = opens_mod + (closes - opens)
+        if closes_mod <= MINUTES_PER_WEEK:
+            out.append((opens_mod, closes_mod))
+        else:
+            out.append((opens_mod, MINUTES_PER_WEEK))
+            out.append((0, closes_mod - MINUTES_PER_WEEK))
+    return out
+
+
+def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, non-overlapping, touching ones joined."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+# Two weeks a year apart in daylight saving, for the overlap check: windows in different zones can
+# overlap only in summer (or only in winter), and validation must not depend on today's date.
+_OVERLAP_WEEKS = (date.fromisocalendar(2026, 3, 1), date.fromisocalendar(2026, 28, 1))
+
+
+def first_overlap(schedule: Schedule) -> tuple[int, int] | None:
+    """The indexes (i < j) of the first two windows that share a minute, or None. One window never
+    overlaps itself: it lasts at most 24 hours, so its openings on consecutive days only touch."""
+    windows = schedule.windows
+    for monday in _OVERLAP_WEEKS:
+        spans = [utc_intervals(w, monday) for w in windows]
+        for j in range(1, len(windows)):
+            for i in range(j):
+                if any(a < d and c < b for a, b in spans[i] for c, d in spans[j]):
+                    return i, j
+    return None

@@ -1,0 +1,93 @@
+"""Tier priority made exact (spec, "Tier priority"): placed GPU-hours are maximized tier by tier,
+fixed first, and only then is cost minimized.
+
+The penalties on unplaced replicas (formulation.py) already make placing work dearer to skip than
+any placement costs, and higher tiers dearer than lower ones; but a weight cannot say that one
+fixed replica outranks any number of burst GPU-hours without a weight so large that the MIP slows
+down beside small costs, and the penalty prices a replica by the machines it could hold, not by its
+GPU-hours. So the first solve keeps the penalties (a good start), and only when it leaves a replica
+unplaced beyond what a cost ceiling forces does this module solve in stages: for each tier, highest
+first, the least unplaced GPU-hours given the tiers above (a row `sum(gpu-hours × unplaced) <= best`
+then holds it; a tier already at its floor needs no solve, only the row), and last the cost under those rows. Every stage starts from the previous stage's answer, which is
+feasible for every row so far, so a stage that runs out of time still hands back a valid plan. Plans
+where everything is placed pay no extra solve.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from hybridctl.core.plan.milp import Col, FloatArray, Model, with_row
+from hybridctl.core.plan.solve import Solution, improve
+from hybridctl.core.plan.tiers import TIER_ORDER
+from hybridctl.core.plan.units import Unit
+
+_TOL = 1e-6
+
+
+def _rank(units: list[Unit], model: Model) -> tuple[FloatArray, np.ndarray, np.ndarray]:
+    """Per column: GPU-hours of one unplaced replica, the owning unit's tier rank, and the unplaced mask."""
+    rank_of = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    unit_rank = np.array([rank_of[u.tier] for u in units] + [len(TIER_ORDER)], dtype=np.int64)
+    gpu_hours = np.array([u.gpu_count * u.hours for u in units] + [0.0], dtype=np.float64)
+    # machine columns belong to no unit: their unit index is len(units)
+    owner = np.minimum(model.unit, len(units))
+    return gpu_hours[owner], unit_rank[owner], model.kind == Col.UNPLACED
+
+
+def needs_stages(model: Model, values: FloatArray) -> bool:
+    """Some replica is left unplaced that no cost ceiling forced (its unplaced column above its floor).
+    The penalties alone cannot be trusted then: they rank tiers by weight and price a replica by the
+    machines it could hold, not by its GPU-hours. (Staging only when a lower tier holds capacity
+    was tried: it breaks the spec's order inside the lowest tier, which the brute-force oracle of
+    tests/core/plan/test_planner_properties.py catches.)"""
+    short = (model.kind == Col.UNPLACED) & (values > model.lower + 0.5)
+    return bool(short.any())
+
+
+def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_s: float, gap: float) -> Solution:
+    """The lexicographic stages from `first`, a feasible answer of `model` (see the module's note)."""
+    started = time.perf_counter()
+    gpu_hours, rank, unplaced = _rank(units, model)
+    values = first.values
+    staged = model
+    statuses: list[str] = []
+    for r in range(len(TIER_ORDER)):
+        cols = np.flatnonzero(unplaced & (rank == r))
+        if not cols.size:
+            continue
+        floor = float(gpu_hours[cols] @ staged.lower[cols])
+        short = float(gpu_hours[cols] @ values[cols])
+        if short > floor + _TOL:  # not provably best yet: solve for this tier alone
+            left = time_limit_s - (time.perf_counter() - started)
+            tier_cost = np.zeros(staged.columns)
+            tier_cost[cols] = gpu_hours[cols]
+            stage = _stage(_costed(staged, tier_cost, 0.0), values, time_limit_s=max(left / 3, 0.5), gap=0.0)
+            values, short = stage.values, float(gpu_hours[cols] @ stage.values[cols])
+            statuses.append(stage.status)
+        staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
+    # last, the cost alone: every tier's GPU-hours are held by the rows, and the penalties, which
+    # price a replica by the machines it could hold, must not choose among equal GPU-hours
+    left = time_limit_s - (time.perf_counter() - started)
+    cost = staged.cost.copy()
+    cost[unplaced] = 0.0
+    final = _stage(_costed(staged, cost, model.offset), values, time_limit_s=max(left, 0.5), gap=gap)
+    penalties = float(model.cost[unplaced] @ final.values[unplaced])
+    worst = next((s for s in [*statuses, final.status] if s != "optimal"), "optimal")
+    return Solution(final.values, float(model.cost @ final.values), final.bound + penalties, worst,
+                    "priority-stages", time.perf_counter() - started + first.seconds)
+
+
+def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float) -> Solution:
+    """One stage: the whole MIP from a feasible start, which stays the answer when nothing better is
+    found in time. solve()'s LP-guided route is no help here: it rounds the LP, fixes most units and
+    lets the rest leave replicas unplaced, which the tier rows forbid (its restricted MIPs come out
+    infeasible on the 10,000-workload bench fleet)."""
+    return improve(model, start, time_limit_s=time_limit_s, gap=gap)
+
+
+def _costed(model: Model, cost: FloatArray, offset: float) -> Model:
+    return replace(model, cost=cost, offset=offset)

@@ -1,0 +1,180 @@
+"""Capacity over the week (inventory revision 3, "Time"): the rows that replace formulation.py's
+capacity rows when the plan's week is timed (more than one segment, or deferrable work).
+
+In every segment s (L_s hours) of every pool:
+- committed: GPUs of the replicas that run the whole segment + GPU-hours of deferrable replicas in
+  s / L_s <= capacity;
+- pay-per-use: shared machines m[p,s] (integer) hold the whole-segment replicas' GPUs and are paid
+  per machine-hour (m x L_s x 730 / 168); each deferrable replica pays its own machines for its
+  hours (its placement column's price, as in revision 2); the quota counts m[p,s] + each deferrable
+  replica's machines x its hours in s / L_s.
+A deferrable placement column c gets h[c,s] replica-hours in each of its segments (continuous),
+h[c,s] <= L_s x[c] and sum_s h[c,s] >= H x[c] (the solver never takes more than it needs: hours
+only cost capacity). One segment alone: h = H x, substituted. The gang rule, where it can bind:
+a binary g[p,s,k] says gangs of k GPUs run in s, and then k fits beside the whole-segment replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hybridctl.core.plan.milp import Builder, Col, FloatArray, IntArray
+from hybridctl.core.plan.pricing.arrays import segment_machine_usd_per_month
+from hybridctl.core.plan.units import PoolTable, Unit
+from hybridctl.core.plan.week import Segment
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class ColumnTimes:
+    """Per placement column: whether it runs its segments whole, its segments, and a deferrable
+    replica's weekly hours (with its pool's rework)."""
+
+    whole: BoolArray
+    segments: list[tuple[int, ...]]
+    weekly_hours: FloatArray
+
+
+def column_times(units: list[Unit], xu: IntArray, n_segments: int) -> ColumnTimes:
+    every = tuple(range(n_segments))
+    whole = np.array([u.timing is None or not u.timing.deferrable for u in units], dtype=np.bool_)[xu]
+    per_unit = [u.timing.segments if u.timing is not None else every for u in units]
+    hours = []
+    for u in units:
+        base = u.timing.weekly_hours if u.timing is not None else 168.0
+        rework = u.rework if u.rework is not None else np.ones(len(u.eligible))
+        window = u.timing.window_hours if u.timing is not None else 168.0
+        hours.append(np.minimum(base * rework, window))
+    return ColumnTimes(whole, [per_unit[int(u)] for u in xu.tolist()],
+                       np.concatenate(hours) if hours else np.zeros(0))
+
+
+def time_sharing_slots(times: ColumnTimes, segments: tuple[Segment, ...], slots: FloatArray,
+                       gpus: FloatArray, capacity: FloatArray) -> FloatArray:
+    """Replicas a column may hold: a deferrable one time-shares its windows, so as many as the GPU-hours
+    of its windows allow (a gang must still fit the pool at all: slots > 0)."""
+    window = np.array([sum(segments[s].hours for s in segs) for segs in times.segments], dtype=np.float64)
+    shared = np.floor(capacity * window / (gpus * np.maximum(times.weekly_hours, 1e-9)) + 1e-9)
+    return np.where(times.whole | (slots < 1), slots, np.maximum(slots, shared))
+
+
+def timed_capacity_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray, x_upper: FloatArray,
+                        table: PoolTable, pay_per_use: BoolArray, machines_each: FloatArray,
+                        times: ColumnTimes, segments: tuple[Segment, ...], n_units: int, cash: bool) -> None:
+    lengths = np.array([s.hours for s in segments], dtype=np.float64)
+    # entries of a column in a segment: (segment, column index into x, coefficient on x or hours)
+    by_pool_segment: dict[tuple[int, int], tuple[list[int], list[int], list[int]]] = {}
+    hours_col: dict[tuple[int, int], int] = {}  # (column, segment) -> its hours column
+    deferred = [c for c in range(x.size) if not times.whole[c] and len(times.segments[c]) > 1]
+    if deferred:
+        pairs = [(c, s) for c in deferred for s in times.segments[c]]
+        owner = np.array([c for c, _ in pairs], dtype=np.int64)
+        seg = np.array([s for _, s in pairs], dtype=np.int64)
+        # ref: the placement column and the segment, as x column x segments + segment (hours_of reads it)
+        h = b.add_columns(np.zeros(len(pairs)), lengths[seg] * x_upper[owner], False, Col.HOURS,
+                          np.full(len(pairs), n_units, dtype=np.int64), x[owner] * lengths.size + seg)
+        hours_col.update({pair: int(col) for pair, col in zip(pairs, h.tolist(), strict=True)})
+        # h[c,s] <= L_s x[c]
+        first = b.add_rows(np.full(len(pairs), -np.inf), np.zeros(len(pairs)))
+        rows = first + np.arange(len(pairs), dtype=np.int64)
+        b.add_entries(rows, h, np.ones(1))
+        b.add_entries(rows, x[owner], -lengths[seg])
+        # H x[c] - sum_s h[c,s] <= 0
+        cols = np.array(deferred, dtype=np.int64)
+        first = b.add_rows(np.full(cols.size, -np.inf), np.zeros(cols.size))
+        row_of = {c: first + i for i, c in enumerate(deferred)}
+        b.add_entries(first + np.arange(cols.size, dtype=np.int64), x[cols], times.weekly_hours[cols])
+        b.add_entries(np.array([row_of[c] for c, _ in pairs], dtype=np.int64), h, -np.ones(1))
+    for c in range(x.size):
+        for s in times.segments[c]:
+            whole, deferrable_x, deferrable_h = by_pool_segment.setdefault((int(xp[c]), s), ([], [], []))
+            if times.whole[c]:
+                whole.append(c)
+            elif (c, s) in hours_col:
+                deferrable_h.append(c)
+            else:
+                deferrable_x.append(c)
+    for (p, s), (whole, deferrable_x, deferrable_h) in sorted(by_pool_segment.items()):
+        _segment_rows(b, p, s, whole, deferrable_x, deferrable_h, x, gpus, x_upper, table, pay_per_use,
+                      machines_each, times, lengths, hours_col, n_units, cash)
+
+
+def _segment_rows(b: Builder, p: int, s: int, whole: list[int], deferrable_x: list[int], deferrable_h: list[int],
+                  x: IntArray, gpus: FloatArray, x_upper: FloatArray, table: PoolTable, pay_per_use: BoolArray,
+                  machines_each: FloatArray, times: ColumnTimes, lengths: FloatArray,
+                  hours_col: dict[tuple[int, int], int], n_units: int, cash: bool) -> None:
+    length = float(lengths[s])
+    rented = bool(pay_per_use[whole[0] if whole else (deferrable_x or deferrable_h)[0]])
+    per_node = float(table.per_node[p])
+    limit = float(np.floor(table.capacity[p] / per_node)) if rented else float(table.capacity[p])
+    size = machines_each if rented else gpus  # what one deferrable replica holds while it runs
+    row = b.add_rows(np.full(1, -np.inf), np.full(1, limit))
+    machines: IntArray | None = None
+    if whole and rented:
+        cost = segment_machine_usd_per_month(table, np.array([p], dtype=np.int64), np.full(1, length), cash)
+        machines = b.add_columns(cost, np.full(1, limit), True, Col.MACHINES, np.full(1, n_units, dtype=np.int64),
+                                 np.array([p], dtype=np.int64))
+        b.add_entries(np.full(1, row, dtype=np.int64), machines, np.ones(1))
+        link = b.add_rows(np.full(1, -np.inf), np.zeros(1))
+        cols = np.array(whole, dtype=np.int64)
+        b.add_entries(np.full(cols.size, link, dtype=np.int64), x[cols], gpus[cols])
+        b.add_entries(np.full(1, link, dtype=np.int64), machines, np.full(1, -per_node))
+    elif whole:
+        cols = np.array(whole, dtype=np.int64)
+        b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], gpus[cols])
+    if deferrable_x:  # one segment only: its hours are H, all in s
+        cols = np.array(deferrable_x, dtype=np.int64)
+        b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], size[cols] * times.weekly_hours[cols] / length)
+    if deferrable_h:
+        cols = np.array(deferrable_h, dtype=np.int64)
+        hcols = np.array([hours_col[(c, s)] for c in deferrable_h], dtype=np.int64)
+        b.add_entries(np.full(cols.size, row, dtype=np.int64), hcols, size[cols] / length)
+    if whole and (deferrable_x or deferrable_h):
+        _gang_rows(b, p, s, whole, deferrable_x + deferrable_h, set(deferrable_h), x, gpus, x_upper, size, limit,
+                   per_node, machines, rented, length, hours_col, n_units)
+
+
+def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[int], timed: set[int], x: IntArray,
+               gpus: FloatArray, x_upper: FloatArray, size: FloatArray, limit: float, per_node: float,
+               machines: IntArray | None, rented: bool, length: float, hours_col: dict[tuple[int, int], int],
+               n_units: int) -> None:
+    """A deferrable replica runs in s only where its whole gang fits beside the whole-segment replicas.
+    Left out where it cannot bind: the most the whole-segment replicas could hold plus the gang fits."""
+    most_whole = float(sum(gpus[c] * x_upper[c] for c in whole))
+    held = float(np.ceil(most_whole / per_node)) if rented else most_whole
+    for k in sorted({float(size[c]) for c in deferrable}):
+        if held + k <= limit + 1e-9:
+            continue
+        gang = b.add_columns(np.zeros(1), np.ones(1), True, Col.GANG, np.full(1, n_units, dtype=np.int64),
+                             np.array([p], dtype=np.int64))
+        # whole-segment replicas + k g <= limit
+        row = b.add_rows(np.full(1, -np.inf), np.full(1, limit))
+        if machines is not None:
+            b.add_entries(np.full(1, row, dtype=np.int64), machines, np.ones(1))
+        else:
+            cols = np.array(whole, dtype=np.int64)
+            b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], gpus[cols])
+        b.add_entries(np.full(1, row, dtype=np.int64), gang, np.full(1, k))
+        # the gangs of size k run in s only when g = 1
+        for c in (c for c in deferrable if float(size[c]) == k):
+            gated = b.add_rows(np.full(1, -np.inf), np.zeros(1))
+            col, most = (hours_col[(c, s)], length * x_upper[c]) if c in timed else (int(x[c]), x_upper[c])
+            b.add_entries(np.full(1, gated, dtype=np.int64), np.array([col], dtype=np.int64), np.ones(1))
+            b.add_entries(np.full(1, gated, dtype=np.int64), gang, np.full(1, -float(most)))
+
+
+def hours_of(model_kind: npt.NDArray[np.int8], model_ref: IntArray, values: FloatArray,
+             n_segments: int) -> dict[int, dict[int, float]]:
+    """Placement column -> segment -> replica-hours the solution gives it (deferrable columns of more
+    than one segment; the others run H, or their whole segments)."""
+    found: dict[int, dict[int, float]] = {}
+    for col in np.flatnonzero(model_kind == Col.HOURS).tolist():
+        value = float(values[col])
+        if value > 1e-9:
+            x_col, segment = divmod(int(model_ref[col]), n_segments)
+            found.setdefault(x_col, {})[segment] = value
+    return found

@@ -1,0 +1,69 @@
+"""Each pool over the plan's week, from the placements' hours per segment: what the plan file, `plan
+--format json` and the week strip show (inventory revision 3).
+
+Per pool and segment: GPUs held (whole-segment replicas' GPUs + GPU-hours of the others / L_s), machines
+(pay-per-use: the shared machines of the replicas that run the whole segment, plus each other replica's
+own machines x its share of the segment) and, for a committed pool, its idle GPU-hours (capacity x L_s
+less the GPU-hours placed). A plan file carries them; reading one re-derives them and refuses a file
+whose figures differ (serialize.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from hybridctl.core.plan.model import Plan
+
+_ROUND = 6
+
+
+@dataclass(frozen=True)
+class PoolWeek:
+    pool: str
+    gpus: tuple[float, ...]  # per segment
+    machines: tuple[float, ...]  # per segment; a committed pool's machines are its capacity's
+    idle_gpu_hours: tuple[float, ...]  # per segment; committed pools only (0 elsewhere)
+
+
+def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
+    """Every pool of the plan over its week, in the plan's pool order; () for an untimed plan."""
+    if not plan.segments:
+        return ()
+    lengths = [s.hours for s in plan.segments]
+    held: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
+    whole: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))
+    own: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
+    per_node = {u.pool: max(u.gpus_per_node, 1) for u in plan.pools}
+    for pl in plan.placements:
+        node = per_node.get(pl.pool, 1)
+        size = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
+        for s, hours in enumerate(pl.segment_hours):
+            if hours <= 0:
+                continue
+            held[pl.pool][s] += pl.gpus * hours / lengths[s]
+            if hours >= lengths[s] - 1e-9:
+                whole[pl.pool][s] += pl.gpus
+            else:
+                own[pl.pool][s] += pl.replicas * math.ceil(size / node) * hours / lengths[s]
+    out: list[PoolWeek] = []
+    for usage in plan.pools:
+        gpus = held.get(usage.pool, [0.0] * len(lengths))
+        node = per_node[usage.pool]
+        if usage.committed:
+            machines = [float(math.ceil(usage.capacity_gpus / node))] * len(lengths)
+            idle = [max(usage.capacity_gpus - g, 0.0) * length for g, length in zip(gpus, lengths, strict=True)]
+        else:
+            shared = whole.get(usage.pool, [0] * len(lengths))
+            extra = own.get(usage.pool, [0.0] * len(lengths))
+            machines = [math.ceil(w / node) + e for w, e in zip(shared, extra, strict=True)]
+            idle = [0.0] * len(lengths)
+        out.append(PoolWeek(usage.pool, tuple(round(g, _ROUND) for g in gpus),
+                            tuple(round(m, _ROUND) for m in machines), tuple(round(i, _ROUND) for i in idle)))
+    return tuple(out)
+
+
+def pool_weeks_document(plan: Plan) -> list[dict[str, object]]:
+    return [{"pool": w.pool, "gpus": list(w.gpus), "machines": list(w.machines),
+             "idle_committed_gpu_hours": list(w.idle_gpu_hours)} for w in pool_weeks(plan)]

@@ -1,0 +1,23 @@
+"""The week strip of a timed plan (render/week.py)."""
+
+from __future__ import annotations
+
+from hybridctl.core.plan.planner import plan
+from hybridctl.render.week import week_strip_lines
+from support.timed import WEEK, load
+
+
+def test_each_pool_in_use_three_hours_a_cell() -> None:
+    head, own = week_strip_lines(plan(load(100), options=WEEK))
+    assert head.startswith("week 2026-W48 (UTC, 11 segments)") and head.rstrip().endswith("Sun")
+    label, cells = own[:own.index("GPUs") + 4], own[own.index("GPUs") + 4:].strip()
+    assert label == "own 16 GPUs" and len(cells) == 56
+    # Monday 00:00-03:00: the batch's 8 of 16 GPUs; 09:00-12:00: the service's 12 of 16
+    assert (cells[0], cells[3]) == ("▄", "▆")
+
+
+def test_an_untimed_plan_has_no_strip() -> None:
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.paths import inventories_dir
+
+    assert week_strip_lines(plan(load_inventory(inventories_dir() / "cloud-burst.yaml").inventory)) == []
