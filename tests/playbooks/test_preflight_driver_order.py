@@ -6,23 +6,10 @@ these tests feed it the lines of one GPU host with driver 580.159.04; only the m
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
 import pytest
-from hybridctl.paths import playbooks_dir
+from support.preflight import preflight_plugin
 
-
-def _plugin() -> ModuleType:
-    path = playbooks_dir() / "roles" / "preflight" / "action_plugins" / "hybridctl_preflight.py"
-    spec = importlib.util.spec_from_file_location("hybridctl_preflight_driver_order", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PLUGIN = _plugin()
+PLUGIN = preflight_plugin("hybridctl_preflight_driver_order")
 SETTINGS = {"models_dir": "/var/lib/hybridctl/models", "required_gb": 1, "installable": True,
             "driver_packages": False, "nvidia_smi": "nvidia-smi", "runtime_binary": "nvidia-container-runtime",
             "smi_timeout_s": 20, "gpu": "H100", "expected_gpus": 1}

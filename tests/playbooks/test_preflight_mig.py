@@ -6,27 +6,16 @@ these tests feed it the real lines, no Ansible run."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-from hybridctl.paths import playbooks_dir
+from support.preflight import preflight_plugin
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "nvidia-h100"
 
 
-def _plugin() -> ModuleType:
-    path = playbooks_dir() / "roles" / "preflight" / "action_plugins" / "hybridctl_preflight.py"
-    spec = importlib.util.spec_from_file_location("hybridctl_preflight_under_test", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PLUGIN = _plugin()
+PLUGIN = preflight_plugin("hybridctl_preflight_under_test")
 SETTINGS: dict[str, Any] = {
     # installable: the real host has no container toolkit, which node.yml would install (to_install)
     "models_dir": "/var/lib/hybridctl/models", "required_gb": 1, "installable": True, "driver_packages": False,
