@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from hybridctl.drivers.state import (
     current_serial,
     journal_problems,
     resolve_state_dir,
+    stop_leftover_processes,
 )
 from hybridctl.errors import ExitCode, StateLockedError
 
@@ -253,6 +255,21 @@ class TestLock:
         assert recovered.leftovers_stopped == 1
         assert not _alive(child_pid), "the dead holder's child should have been stopped"
         lock.release()
+
+    def test_a_child_caught_in_exec_is_stopped_too(self) -> None:
+        # Right after Popen returns, a child may still be inside execve(): its /proc environ reads empty
+        # for a moment (two reads in three, read at once, on this machine). A dead holder's child in that
+        # state was missed: how the test above once saw 0 leftovers stopped instead of 1. The moment is
+        # stretched here to 0.3 s: a shell with no environment at all that then execs into the holder's
+        # child, token and all.
+        token = uuid.uuid4().hex
+        child = subprocess.Popen(["env", "-i", "/bin/sh", "-c", f"sleep 0.3; exec env {HOLDER_ENV}={token} sleep 600"])
+        try:
+            assert stop_leftover_processes(token) == 1
+            assert child.wait(timeout=10) == -signal.SIGKILL
+        finally:
+            child.kill()
+            child.wait()
 
 
 def _alive(pid: int) -> bool:

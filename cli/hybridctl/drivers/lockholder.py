@@ -16,6 +16,7 @@ import socket
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,26 +104,52 @@ def holder_alive(holder: LockHolder) -> bool | None:
     return True
 
 
-def _kill_matching(match: Any) -> int:
-    """SIGKILL every process for which match(proc entry) is true, a few rounds (dying workers fork);
+# A process caught in execve() reads an empty environ and cmdline until the kernel has laid out
+# its new stack (measured here: two reads in three right after Popen returned). A dead holder's
+# child in that state is not yet recognisable; it is read again, for at most this long.
+_EXEC_SETTLE_S = 2.0
+_PF_KTHREAD = 0x00200000  # stat's flags: kernel threads have no environment, ever
+
+
+def _mid_exec(pid: int) -> bool:
+    """Whether a process whose environ or cmdline read empty may still show them: not a kernel thread
+    (never has them), not a zombie (has them no more)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0] not in ("Z", "X") and not int(fields[6]) & _PF_KTHREAD  # fields 3 and 9 of stat
+    except (OSError, IndexError, ValueError):
+        return False  # gone, or unreadable: nothing to wait for
+
+
+def _kill_matching(field: str, matches: Callable[[bytes], bool]) -> int:
+    """SIGKILL every process whose /proc/PID/<field> matches, a few rounds (dying workers fork);
     how many processes were stopped.
 
     Each process is counted and signalled once: a process SIGKILLed in one round may still be there in
     the next (on a loaded machine, or a CPU-throttled container, it has not yet run to its exit), and
     it is the same process, not a new one. A new process in a later round has a pid (or a start time)
-    not seen before."""
+    not seen before. A process whose field reads empty, and is no kernel thread, is mid-exec: read
+    again until it can be told (see _EXEC_SETTLE_S)."""
     proc = Path("/proc")
     if not proc.is_dir():
         return 0
     killed: set[tuple[int, str]] = set()
-    for _ in range(3):
-        found = 0
-        for entry in proc.iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    settle_until = time.monotonic() + _EXEC_SETTLE_S
+    rescans = 3
+    pids: list[int] | None = None  # None: scan all of /proc
+    while True:
+        found, unsettled = 0, []
+        candidates = pids if pids is not None else [int(e.name) for e in proc.iterdir() if e.name.isdigit()]
+        for pid in candidates:
+            if pid == os.getpid():
                 continue
-            pid = int(entry.name)
             try:
-                if match(entry):
+                content = (proc / str(pid) / field).read_bytes()
+                if not content:
+                    if _mid_exec(pid):
+                        unsettled.append(pid)
+                    continue
+                if matches(content):
                     identity = (pid, process_start(pid))
                     if identity in killed:
                         continue
@@ -131,7 +158,12 @@ def _kill_matching(match: Any) -> int:
                     found += 1
             except OSError:
                 continue
-        if not found:
+        if found and rescans > 1:
+            rescans -= 1
+            pids = None  # what was killed may have forked meanwhile: look at everything again
+        elif unsettled and time.monotonic() < settle_until:
+            pids = unsettled
+        else:
             break
         time.sleep(0.05)
     return len(killed)
@@ -150,6 +182,10 @@ def control_dirs(token: str) -> list[Path]:
     return sorted(Path(tempfile.gettempdir()).glob(f"{CONTROL_DIR_PREFIX}{token[:CONTROL_TOKEN_CHARS]}-*"))
 
 
+def _containing(marker: bytes) -> Callable[[bytes], bool]:
+    return lambda content: marker in content
+
+
 def stop_leftover_processes(token: str) -> int:
     """SIGKILL what a dead holder started and left running, and remove its ssh control directories.
 
@@ -160,10 +196,9 @@ def stop_leftover_processes(token: str) -> int:
     if not token:
         return 0
     needle = f"{HOLDER_ENV}={token}".encode()
-    stopped = _kill_matching(lambda entry: needle in (entry / "environ").read_bytes().split(b"\0"))
+    stopped = _kill_matching("environ", lambda environ: needle in environ.split(b"\0"))
     for directory in control_dirs(token):
-        marker = str(directory).encode()
-        stopped += _kill_matching(lambda entry, marker=marker: marker in (entry / "cmdline").read_bytes())
+        stopped += _kill_matching("cmdline", _containing(str(directory).encode()))
         with contextlib.suppress(OSError):
             shutil.rmtree(directory)
     return stopped
