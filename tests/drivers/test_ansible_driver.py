@@ -39,7 +39,9 @@ def when_running_everywhere(
     """In a thread: wait until `command` runs on every host (seen from inside it), then call `then`."""
 
     def watch() -> None:
-        deadline = time.monotonic() + 60
+        # Ansible reaches the hosts' task in seconds on a quiet machine, and in over a minute on one
+        # loaded 15 deep (seen in CI): wait long, but less than the 300 s the tasks sleep.
+        deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             if all(command in h.exec("ps -eo args=", check=False).stdout for h in hosts):
                 then()

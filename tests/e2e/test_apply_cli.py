@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hybridctl.core.plan.serialize import content_digest
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems
-from support.apply_cli import cli_env, hybridctl_argv, run_cli, start_cli, write_inventory
+from support.apply_cli import StreamTail, cli_env, hybridctl_argv, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.recording_cloud import RecordingCloud
 from support.text import flat
@@ -234,15 +234,17 @@ class TestFailureAndResume:
 class TestConcurrency:
     def test_a_second_apply_fails_cleanly_naming_the_holder(self, lab: Lab) -> None:
         plan = lab.make_plan()
-        # Long enough that the second CLI starts (imports and all) while the first still holds the lock,
-        # even on a loaded machine.
-        env = cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="8")
+        release = lab.root / "release"  # the first apply's cloud steps wait for it: it holds the lock till then
+        env = cli_env(HYBRIDCTL_RECORDING_CLOUD_HOLD=str(release))
         first = start_cli("apply", plan, "--inventory", lab.inventory, "--state", lab.state, "--auto-approve",
                           env=env, cwd=lab.root)
-        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
-        holder = lab.store().lock.holder()
-        assert holder is not None
-        second = lab.apply(plan, "--inventory", lab.inventory, "--auto-approve")
+        try:
+            wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
+            holder = lab.store().lock.holder()
+            assert holder is not None
+            second = lab.apply(plan, "--inventory", lab.inventory, "--auto-approve")
+        finally:
+            release.touch()
         assert second.returncode == 3, second.stdout + second.stderr
         assert f"pid {first.pid}" in flat(second.stderr) and holder.host in flat(second.stderr)
         assert holder.started_at in flat(second.stderr) and "--lock-timeout" in flat(second.stderr)
@@ -253,13 +255,22 @@ class TestConcurrency:
         lab.journal_is_consistent()
 
     def test_with_lock_timeout_the_second_apply_waits_its_turn(self, lab: Lab) -> None:
-        env = cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="2")
-        first = start_cli("apply", lab.inventory, "--state", lab.state, "--auto-approve", env=env, cwd=lab.root)
-        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
-        second = lab.apply(lab.inventory, "--auto-approve", "--lock-timeout", "2m")
+        release = lab.root / "release"  # the first apply holds the lock until the second is seen waiting
+        first = start_cli("apply", lab.inventory, "--state", lab.state, "--auto-approve",
+                          env=cli_env(HYBRIDCTL_RECORDING_CLOUD_HOLD=str(release)), cwd=lab.root)
+        try:
+            wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
+            second = start_cli("apply", lab.inventory, "--state", lab.state, "--auto-approve", "--lock-timeout", "2m",
+                               env=cli_env(), cwd=lab.root)
+            assert second.stderr is not None
+            errors = StreamTail(second.stderr)
+            wait_for(lambda: "waiting up to 120s" in flat(errors.text()), "the second apply to wait", timeout_s=60)
+        finally:
+            release.touch()
         assert first.wait(timeout=120) == 0
-        assert second.returncode == 0, second.stdout + second.stderr
-        assert "waiting up to 120s" in flat(second.stderr)
+        assert second.stdout is not None
+        out = second.stdout.read()  # its stderr is the tail's
+        assert second.wait(timeout=120) == 0, out + errors.finish()
         state = lab.store().read()
         assert state.serial == 2 and [r.status for r in state.history] == ["succeeded", "succeeded"]
         lab.journal_is_consistent()

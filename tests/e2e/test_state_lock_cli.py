@@ -33,9 +33,9 @@ class Lab:
     def cli(self, *args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
         return run_cli(*args, env=cli_env(**env), cwd=self.root)
 
-    def start_apply(self, delay_s: str) -> subprocess.Popen[str]:
+    def start_apply(self, **knobs: str) -> subprocess.Popen[str]:
         return start_cli("apply", self.inventory, "--state", self.state, "--auto-approve",
-                         env=cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S=delay_s), cwd=self.root)
+                         env=cli_env(**knobs), cwd=self.root)
 
 
 @pytest.fixture
@@ -44,7 +44,8 @@ def lab(tmp_path: Path) -> Lab:
 
 
 def test_deleting_the_lock_file_under_a_running_apply_does_not_let_a_second_one_in(lab: Lab) -> None:
-    first = lab.start_apply("8")  # two cloud steps of 8 s: long enough for the two commands below
+    release = lab.root / "release"  # the first apply's cloud steps wait for it: it runs until then
+    first = lab.start_apply(HYBRIDCTL_RECORDING_CLOUD_HOLD=str(release))
     wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
     holder = lab.store().lock.holder()
     assert holder is not None
@@ -55,6 +56,7 @@ def test_deleting_the_lock_file_under_a_running_apply_does_not_let_a_second_one_
 
     (lab.state / "lock").unlink()
     second = lab.cli("apply", lab.inventory, "--state", lab.state, "--auto-approve")
+    release.touch()
     assert second.returncode == 3, second.stdout + second.stderr
     # Refused either way: the holder may already have taken the new lock file back (at its next
     # journal record), or the second run finds the live holder's record. Never "recovered".
@@ -68,7 +70,7 @@ def test_deleting_the_lock_file_under_a_running_apply_does_not_let_a_second_one_
 
 
 def test_after_sigkill_status_says_interrupted_and_how_to_resume(lab: Lab) -> None:
-    process = lab.start_apply("1")
+    process = lab.start_apply(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="1")
     journal = lab.store().journal
     wait_for(lambda: any(r.event == JournalEvent.STEP_STARTED for r in journal.records()), "a started step",
              timeout_s=60)

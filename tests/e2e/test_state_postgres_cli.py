@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from hybridctl.drivers.state import JournalEvent, StateStore, journal_problems, open_state
-from support.apply_cli import cli_env, run_cli, start_cli, write_inventory
+from support.apply_cli import StreamTail, cli_env, run_cli, start_cli, write_inventory
 from support.apply_inventories import hybrid_document
 from support.pgserver import PASSWORD, PgServer
 from support.recording_cloud import RecordingCloud
@@ -119,9 +119,13 @@ class TestLoop:
 class TestSharing:
     def test_two_applies_one_exits_3_naming_the_holder_and_nothing_is_corrupted(self, lab: Lab) -> None:
         lab.make_plan()
-        first = lab.start(*lab.apply_args(), HYBRIDCTL_RECORDING_CLOUD_DELAY_S="2")
-        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
-        second = lab.cli(*lab.apply_args())
+        release = lab.root / "release"  # the first apply's cloud steps wait for it: it holds the lock till then
+        first = lab.start(*lab.apply_args(), HYBRIDCTL_RECORDING_CLOUD_HOLD=str(release))
+        try:
+            wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
+            second = lab.cli(*lab.apply_args())
+        finally:
+            release.touch()
         assert second.returncode == 3, second.stdout + second.stderr
         assert f"pid {first.pid}" in flat(second.stderr) and "--lock-timeout" in flat(second.stderr)
         out, err = first.communicate(timeout=120)
@@ -131,13 +135,20 @@ class TestSharing:
         lab.journal_is_consistent()
 
     def test_with_lock_timeout_the_second_waits_its_turn(self, lab: Lab) -> None:
+        release = lab.root / "release"  # the first apply holds the lock until the second is seen waiting
         first = lab.start("apply", lab.inventory, "--state", lab.url, "--auto-approve",
-                          HYBRIDCTL_RECORDING_CLOUD_DELAY_S="2")
-        wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
-        second = lab.cli("apply", lab.inventory, "--state", lab.url, "--auto-approve", "--lock-timeout", "2m")
+                          HYBRIDCTL_RECORDING_CLOUD_HOLD=str(release))
+        try:
+            wait_for(lambda: lab.store().lock.holder() is not None, "the first apply to hold the lock", timeout_s=60)
+            second = lab.start("apply", lab.inventory, "--state", lab.url, "--auto-approve", "--lock-timeout", "2m")
+            assert second.stderr is not None and second.stdout is not None
+            errors = StreamTail(second.stderr)
+            wait_for(lambda: "waiting up to 120s" in flat(errors.text()), "the second apply to wait", timeout_s=60)
+        finally:
+            release.touch()
         assert first.wait(timeout=120) == 0
-        assert second.returncode == 0, second.stdout + second.stderr
-        assert "waiting up to 120s" in flat(second.stderr)
+        out = second.stdout.read()  # its stderr is the tail's
+        assert second.wait(timeout=120) == 0, out + errors.finish()
         assert lab.store().read().serial == 2
         lab.journal_is_consistent()
 

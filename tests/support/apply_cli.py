@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 
 SUPPORT_DIR = Path(__file__).resolve().parent
 # `hybridctl` with the apply commands registered, whether or not the lead's _register() lists them yet.
@@ -39,6 +41,27 @@ def run_cli(*args: str | Path, env: Mapping[str, str] | None = None, cwd: Path |
 def start_cli(*args: str | Path, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(hybridctl_argv(*args), env=dict(env if env is not None else cli_env()), cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+
+
+class StreamTail:
+    """Everything a running process has written to one of its pipes so far, read by a thread (a test
+    waits for a line without blocking on the pipe)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._parts: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._parts.append(line)
+
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def finish(self, timeout_s: float = 120) -> str:
+        self._thread.join(timeout_s)
+        return self.text()
 
 
 def write_inventory(path: Path, document: Mapping[str, object]) -> Path:

@@ -8,7 +8,10 @@ Files, under <state dir>/recording-cloud/ (or $HYBRIDCTL_RECORDING_CLOUD_DIR):
   stacks.json    stack name -> the config it was last brought up with (deleted on destroy)
   drift/<stack>  present: a refresh reports that stack as drifted (a test creates it)
 Knobs: HYBRIDCTL_RECORDING_CLOUD_FAIL=<stack name>[,<stack name>] makes `up` of those stacks
-fail; HYBRIDCTL_RECORDING_CLOUD_DELAY_S=<seconds> makes every call take that long.
+fail; HYBRIDCTL_RECORDING_CLOUD_DELAY_S=<seconds> makes every call take that long;
+HYBRIDCTL_RECORDING_CLOUD_HOLD=<path> makes every call wait until that file exists (a test that needs
+a run to be still at work while it does something else releases it when done: no race with a loaded
+machine's start-up times, as a fixed delay has).
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ class RecordingCloud:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
     def _record(self, operation: str, spec: StackSpec) -> None:
+        hold = os.environ.get("HYBRIDCTL_RECORDING_CLOUD_HOLD", "")
+        deadline = time.monotonic() + 600  # a test that never releases fails by its own timeout first
+        while hold and not os.path.exists(hold) and time.monotonic() < deadline:
+            time.sleep(0.05)
         delay = float(os.environ.get("HYBRIDCTL_RECORDING_CLOUD_DELAY_S", "0") or 0)
         if delay:
             time.sleep(delay)
