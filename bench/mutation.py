@@ -47,6 +47,7 @@ SCOPES: dict[str, tuple[list[str], list[str], list[str]]] = {
                                    "tests/core/plan/test_planner_cases.py", "tests/core/plan/test_cost_model_cases.py",
                                    "tests/commands/test_cost_by_hand.py",
                                    "tests/commands/test_plans_are_checked.py",  # plan/verify.py
+                                   "tests/commands/test_hostile_plan_numbers.py",  # plan/serialize.py
                                    "tests/render/test_plan_summary.py"], []),  # plan/diff.py
     "core/inventory": (["core/inventory/"], ["tests/core/inventory", "tests/commands/test_validate_rules.py",
                                              "tests/commands/test_validate_revision2.py",

@@ -174,7 +174,9 @@ _DEGRADED = attrgetter("degraded")
 
 
 def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int], after: dict[str, int],
-            returning: bool, unplaced_of: Mapping[str, list[Unplaced]]) -> str:
+            returning: bool, unplaced_of: Mapping[str, list[Unplaced]], unplaced_before: int) -> str:
+    """Why a workload's placement changed. `unplaced_before`: its replicas the applied plan had left unplaced,
+    which are no loss of these events (and, if they run now, the change itself)."""
     disruption = replan.disruption
     if returning:
         return "returns to its pre-failover placement"
@@ -193,6 +195,9 @@ def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int
         parts.append(f"its capacity changed: {', '.join(causes)}")
     elif repriced:
         parts.append(f"under the new prices ({', '.join(repriced)}) moving saves more than the move threshold")
+    elif status is Status.MOVED and unplaced_before and all(after.get(p, 0) >= n for p, n in before.items()):
+        # nothing left its pool: replicas the applied plan could not place run now
+        parts.append(f"{sum(after.values()) - sum(before.values())} replica(s) unplaced before these events now run")
     elif status in (Status.MOVED, Status.DEGRADED):
         prices_changed = any(c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before for c in disruption.pool_changes)
         parts.append("moved to make room for workloads the events displaced"
@@ -202,7 +207,10 @@ def _reason(status: Status, workload: str, replan: Replan, before: dict[str, int
         parts.append("capacity freed by the replan lets it run")
     if unplaced:
         why = unplaced[0].reason.removeprefix(f"{cut[0]}; ") if cut else unplaced[0].reason
-        parts.append(f"{sum(u.replicas for u in unplaced)} replica(s) unplaced: {why}")
+        count = sum(u.replicas for u in unplaced)
+        already = min(count, unplaced_before)
+        parts.append(f"{count} replica(s) unplaced{f', {already} of them before these events too' if already else ''}"
+                     f": {why}")
     return "; ".join(parts)
 
 
@@ -246,6 +254,9 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False,
     unplaced_of: dict[str, list[Unplaced]] = defaultdict(list)
     for u in replan.after.unplaced:
         unplaced_of[u.workload].append(u)
+    unplaced_before: dict[str, int] = defaultdict(int)
+    for u in replan.before.unplaced:
+        unplaced_before[u.workload] += u.replicas
     fallbacks = {key.split("@")[0]: shape for key, shape in replan.fallbacks.items()}
     result: list[WorkloadImpact] = []
     for w in named(inventory.workloads, changed, run_memo):
@@ -282,7 +293,8 @@ def impacts(inventory: Inventory, replan: Replan, *, returning: bool = False,
             before=dict(sorted(before.items())), after=dict(sorted(after.items())),
             replicas_wanted=_wanted(w, site_of), replicas_running=running_after, arrivals=arrivals,
             fallback=fallbacks.get(w.name) if degraded else None,
-            reason=_reason(status, w.name, replan, before, after, returning, unplaced_of) + _spread_note(
+            reason=_reason(status, w.name, replan, before, after, returning, unplaced_of,
+                           unplaced_before.get(w.name, 0)) + _spread_note(
                 replan.after.tiers.get(w.name, ""), before, after, pool_site, inventory.policies.spread_fixed_across),
             outage_minutes=outage, recovery_minutes=recovery, rto_minutes=w.rto_minutes,
             work_lost_minutes_max=w.checkpoint_minutes if moved and stateful and w.checkpoint_minutes else None,
