@@ -46,6 +46,11 @@ SKIPS_EFA = {
     "CKV_K8S_16": "upstream's EFA plugin runs privileged to open /dev/infiniband (AWS's chart default)",
     "CKV_K8S_19": "upstream's EFA plugin uses the host network, as AWS's chart does",
     "CKV_K8S_20": "privileged (CKV_K8S_16) implies privilege escalation; AWS's chart sets it",
+    # containerd (EKS's runtime) gives a privileged container every capability and applies a container's
+    # `capabilities` only when it is not privileged: a drop list here would satisfy checkov and change nothing.
+    "CKV_K8S_28": "privileged (CKV_K8S_16): the runtime grants every capability, NET_RAW included, and "
+                  "ignores a drop list",
+    "CKV_K8S_37": "privileged (CKV_K8S_16): the runtime grants every capability and ignores a drop list",
 }
 
 

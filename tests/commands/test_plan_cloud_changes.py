@@ -21,7 +21,9 @@ def test_first_plan_creates_node_groups_and_queues(tmp_path: Path) -> None:
     assert cloud["source"] == "config-diff"
     groups = {c["name"]: c for c in cloud["changes"] if c["kind"] == "node-group"}
     assert groups["use1-p5-od"]["action"] == "create"
-    assert groups["use1-p5-od"]["detail"] == "p5.48xlarge min 0, desired 3, max 16"
+    # 16 + 16 + 8 burst GPUs planned on p5.48xlarge (8 each): foundation-pretrain, long-context-pretrain,
+    # support-finetune
+    assert groups["use1-p5-od"]["detail"] == "p5.48xlarge min 0, desired 5, max 16"
     queues = {(c["stack"], c["name"]) for c in cloud["changes"] if c["kind"] == "cluster-queue"}
     # One queue per tier and reach: a workload reaches only its GPU types, spot only if preemptible; the
     # on-prem cluster gets queues too, and the manager a dispatching queue (-mk) for the burst work it spills.

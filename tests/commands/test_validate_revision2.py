@@ -62,6 +62,10 @@ ERRORS = [
      "budget-below-committed", "monthly_budget_usd: 1000", "below the committed pools' cost, $26,280.00"),
     ("spread-any-tier", with_workload(H100_WORKLOAD + "    replicas: 2\n    spread: 2\n    sites: [dc-a]\n"),
      "spread-unsatisfiable", "  - name: train", "burst tier with 2 replicas must span 2 failure domains"),
+    # issue 33: what a reservation is, said without a reservation
+    ("reservation-type-without-id", BASE.replace("max_gpus: 64, capacity_type: on_demand}",
+                                                 "max_gpus: 64, capacity_type: on_demand, reservation_type: capacity_block}"),
+     "reservation-type-without-id", "reservation_type: capacity_block", "and it has none"),
     ("huge-replicas", with_workload(H100_WORKLOAD + "    replicas: 1000000000000000000000000000000\n"),
      "out-of-range", "replicas: 1000", "is above the upper bound of 100000"),
     ("huge-price", BASE.replace("usd_per_gpu_hour: 0.5}", "usd_per_gpu_hour: 1e308}"),

@@ -8,6 +8,7 @@ from hybridctl.core.inventory.models import (
     CapacityType,
     CostModel,
     Inventory,
+    ReservationType,
     Sensitivity,
     SiteKind,
     TierChoice,
@@ -30,8 +31,8 @@ def test_every_schema_field_is_documented() -> None:
 
 def test_every_enumerated_value_is_documented() -> None:
     text = DOC.read_text(encoding="utf-8")
-    missing = [f"{enum.__name__}.{v.value}" for enum in (CapacityType, CostModel, Sensitivity, SiteKind, TierChoice,
-                                                        WorkloadType) for v in enum if f"`{v.value}`" not in text]
+    missing = [f"{enum.__name__}.{v.value}" for enum in (CapacityType, CostModel, ReservationType, Sensitivity,
+                                                        SiteKind, TierChoice, WorkloadType) for v in enum if f"`{v.value}`" not in text]
     assert missing == []
 
 

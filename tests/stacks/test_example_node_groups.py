@@ -8,13 +8,15 @@ import base64
 from functools import cache
 
 import pytest
+from eks_model import reservation_errors
 from hybridctl.core.deploy.stackconfig import stack_configs
-from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.core.inventory.documents import Source
+from hybridctl.core.inventory.loader import load_inventory, load_sources
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.planner import plan
 from hybridctl.drivers.synth import ProgramRun, synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
-from support.examples import EXAMPLE_PATHS
+from support.examples import BASE, EXAMPLE_PATHS
 from test_synth_contracts import create_launch_template, create_nodegroup, validate
 
 NODE_GROUP, LAUNCH_TEMPLATE = "aws:eks/nodeGroup:NodeGroup", "aws:ec2/launchTemplate:LaunchTemplate"
@@ -65,35 +67,44 @@ def test_every_gpu_node_as_an_eks_operator_expects_it(name: str) -> None:
             assert "hybridctl:plan-digest" not in str(inputs), template.name
 
 
-@cache
-def efa_variant() -> list[ProgramRun]:
-    """cloud-burst with 16-GPU pretraining replicas (each spans two p5.48xlarge) and its on-demand p5 pool in
-    use1-az4: the variant the issue's review synthesized. The example keeps 8-GPU replicas, which the
-    spillover tests rely on."""
-    inventory = load_inventory(inventories_dir() / "cloud-burst.yaml").inventory
-    sites = [s.model_copy(update={"pools": [p.model_copy(update={"failure_domain": "use1-az4"}) if p.name == "use1-p5-od"
-                                            else p for p in s.pools]}) for s in inventory.sites]
-    workloads = [w.model_copy(update={"gpu": w.gpu.model_copy(update={"count": 16}), "replicas": 3})
-                 if w.name == "foundation-pretrain" else w for w in inventory.workloads]
-    return synth_pools(inventory.model_copy(update={"sites": sites, "workloads": workloads}))
-
-
-def test_an_efa_pool_launches_in_a_placement_group_in_its_zone() -> None:
-    (run,) = efa_variant()
+def test_the_cloud_burst_efa_pool_launches_in_a_placement_group_in_its_zone() -> None:
+    """long-context-pretrain's 16-GPU replicas each span two p5.48xlarge: use1-p5-od, pinned to use1-az4,
+    gets 32 EFA interfaces per node and one cluster placement group, so a gang's nodes share a spine."""
+    (run,) = example_runs("cloud-burst.yaml")
     template = run.one(LAUNCH_TEMPLATE, "use1-p5-od-lt").inputs
     assert len(template["networkInterfaces"]) == 32
     assert template["placement"] == {"groupName": "<unknown: name of PlacementGroup use1-p5-od-pg>"}
     assert run.one(PLACEMENT_GROUP, "use1-p5-od-pg").inputs["strategy"] == "cluster"
     assert run.one(NODE_GROUP, "use1-p5-od").inputs["subnetIds"] == ["<unknown: the cluster's subnets in use1-az4>"]
     assert [t.name for t in run.of_type(PLACEMENT_GROUP)] == ["use1-p5-od-pg"]
+    # single-node work stays out of the fabric: the spot and L40S pools have neither EFA nor a group
+    for name in ("use1-p5-spot-lt", "use1-g6e-od-lt"):
+        assert not run.one(LAUNCH_TEMPLATE, name).inputs.get("networkInterfaces"), name
 
 
-@pytest.mark.parametrize("variant", ["efa", *CLOUD_EXAMPLES])
-def test_node_groups_and_launch_templates_are_valid_aws_requests(variant: str) -> None:
-    runs = efa_variant() if variant == "efa" else example_runs(variant)
+@pytest.mark.parametrize("name", CLOUD_EXAMPLES)
+def test_node_groups_and_launch_templates_are_valid_aws_requests(name: str) -> None:
+    runs = example_runs(name)
     groups = [g for r in runs for g in r.of_type(NODE_GROUP)]
     templates = [t for r in runs for t in r.of_type(LAUNCH_TEMPLATE)]
     assert groups and len(templates) == len(groups)
     assert {g.name: validate("eks", "CreateNodegroup", create_nodegroup(g)) for g in groups} == {g.name: [] for g in groups}
     assert {t.name: validate("ec2", "CreateLaunchTemplate", create_launch_template(t)) for t in templates} == {
         t.name: [] for t in templates}
+
+
+def test_a_capacity_block_marked_in_the_inventory_is_launched_as_one() -> None:
+    """`reservation_type: capacity_block` reaches EC2 and EKS as AWS documents a Capacity Block node group
+    (eks_model.reservation_errors): the `capacity-block` market type, CAPACITY_BLOCK, the reservation's zone."""
+
+    on_demand = "{name: use1-p5, gpu: H100, instance_type: p5.48xlarge, max_gpus: 64, capacity_type: on_demand}"
+    block = ("{name: use1-p5, gpu: H100, instance_type: p5.48xlarge, max_gpus: 16, capacity_type: reserved, "
+             "usd_per_gpu_hour: 3.1, reservation_id: cr-0fedcba9876543210, failure_domain: use1-az4, "
+             "reservation_type: capacity_block}")
+    text = BASE.replace(on_demand, block) + "    sites: [aws-use1]\n"  # the training workload, on the block
+    (run,) = synth_pools(load_sources([Source("inv.yaml", text)]).inventory)
+    group, template = run.one(NODE_GROUP, "use1-p5").inputs, run.one(LAUNCH_TEMPLATE, "use1-p5-lt").inputs
+    zones = {s: "use1-az4" for s in group["subnetIds"] if s == "<unknown: the cluster's subnets in use1-az4>"}
+    assert reservation_errors(template, group, "use1-az4", zones, capacity_block=True) == []
+    assert validate("eks", "CreateNodegroup", create_nodegroup(run.one(NODE_GROUP, "use1-p5"))) == []
+    assert validate("ec2", "CreateLaunchTemplate", create_launch_template(run.one(LAUNCH_TEMPLATE, "use1-p5-lt"))) == []

@@ -54,19 +54,20 @@ class TestTheCheckerCountsEveryPlacement:
             assert check_plan(inventory, plan_from_dict(document)) == []
             assert plan_file_violations(plan_from_dict(document)) == []
 
-    def test_13_more_p5_under_a_demand_the_workload_does_not_have(
+    def test_more_p5_up_to_the_quota_under_a_demand_the_workload_does_not_have(
             self, cloud_burst: tuple[Inventory, dict[str, Any]]) -> None:
         inventory, document = cloud_burst
         forged = copy(document)
         placed_copy(forged, {"workload": "foundation-pretrain", "pool": "use1-p5-od"},
-                    demand="foundation-pretrain@x", replicas=13)
+                    demand="foundation-pretrain@x", replicas=11)
         forged_plan = plan_from_dict(resummarize(forged))
         pool = next(p for p in forged_plan.pools if p.pool == "use1-p5-od")
-        assert (pool.used_gpus, pool.machines) == (128, 16)  # the forgery: the quota filled, 13 machines more
+        # the forgery: the quota filled, 11 machines more than the 5 planned
+        assert (pool.used_gpus, pool.machines) == (128, 16)
         problems = check_plan(inventory, forged_plan)
         assert "foundation-pretrain in use1-p5-od: demand 'foundation-pretrain@x' is not one of " \
                "foundation-pretrain's (a placement of it at aws-us-east-1 places 'foundation-pretrain')" in problems
-        assert "foundation-pretrain@x: 13 replicas placed under a demand foundation-pretrain does not have" in problems
+        assert "foundation-pretrain@x: 11 replicas placed under a demand foundation-pretrain does not have" in problems
 
     def test_a_federated_trainer_without_its_site(self, federated: tuple[Inventory, dict[str, Any]]) -> None:
         inventory, document = federated

@@ -271,6 +271,14 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                                   f"{site.region}'s", at((*pbase, "failure_domain") if pool.failure_domain else pbase),
                                   "set `failure_domain:` to the reservation's zone, by zone ID (e.g. use1-az4) or "
                                   "name, as `aws ec2 describe-capacity-reservations` shows it")
+            if pool.reservation_type is not None and pool.reservation_id is None:
+                # It says what the reservation is (a Capacity Block is launched into differently): without one,
+                # it is a mistake, never a default to ignore.
+                diagnostics.error("reservation-type-without-id", f"pool {pool.name}: `reservation_type` says what "
+                                  "the pool's `reservation_id` names, and it has none",
+                                  at((*pbase, "reservation_type"), key=True),
+                                  "add `reservation_id:` (the reservation's cr-… id) on a reserved cloud pool, "
+                                  "or remove `reservation_type`")
             if cloud and pool.gpus_per_node is not None:
                 diagnostics.error("onprem-only-field", f"pool {pool.name}: a cloud pool's GPUs per node come from "
                                   "its instance type", at((*pbase, "gpus_per_node"), key=True),

@@ -80,6 +80,14 @@ class CapacityType(StrEnum):
     SPOT = "spot"
 
 
+class ReservationType(StrEnum):
+    """What a reserved cloud pool's `reservation_id` names: EC2 launches into a Capacity Block only with
+    the `capacity-block` market type, and EKS only as a CAPACITY_BLOCK node group."""
+
+    CAPACITY_RESERVATION = "capacity_reservation"
+    CAPACITY_BLOCK = "capacity_block"
+
+
 class Sensitivity(StrEnum):
     PUBLIC = "public"
     INTERNAL = "internal"
@@ -202,6 +210,13 @@ class Pool(_Model):
     reservation_id: Annotated[str, Field(strict=True, pattern=r"^cr-[0-9a-f]{8,17}$")] | None = Field(
         None, description="Reserved cloud pools only: the EC2 capacity reservation or Capacity Block "
                           "(cr-...) its machines launch into.")
+    reservation_type: ReservationType | None = Field(
+        None, description="With reservation_id only: what it names, capacity_reservation (an On-Demand Capacity "
+                          "Reservation) or capacity_block (a Capacity Block for ML); default capacity_reservation.")
+
+    @property
+    def reservation_type_effective(self) -> ReservationType:
+        return self.reservation_type or ReservationType.CAPACITY_RESERVATION
 
 
 class Site(_Model):
