@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -33,6 +34,17 @@ def _unavailable(reason: str) -> None:
     if os.environ.get("HYBRIDCTL_REQUIRE_HOSTS") == "1":
         pytest.fail(message + " (HYBRIDCTL_REQUIRE_HOSTS=1 makes this a failure)", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (the README's `-n 2 --dist loadgroup`): the real-host tests in one worker,
+    every other module a unit of its own (support/xdist_hosts.py says why)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from support.xdist_hosts import HostsInOneWorker
+
+    return HostsInOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")
