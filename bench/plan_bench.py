@@ -1,6 +1,7 @@
 """How fast and how good the planner is, against its LP bound and a greedy baseline.
 
-Run:  .venv/bin/python bench/plan_bench.py [--seeds 1 2 3] [--sizes 1000x100 10000x300]
+Run:  .venv/bin/python bench/plan_bench.py [--seeds 1 2 3] [--sizes 1000x100 10000x300] [--scheduled 0 0.3]
+      .venv/bin/python bench/plan_bench.py --cost-of-time --scheduled 0.3 [--sizes ...] [--seeds ...]
 
 For each size (workloads x pools) and seed, a fresh interpreter generates the seeded
 inventory (bench/inventory_gen.py), loads it as the CLI does (parse, validate, checks), plans
@@ -10,7 +11,12 @@ planner proved, unplaced workloads, the process's peak memory (maxrss: generatio
 and planning together), the violations check_plan() finds (must be 0), and, on the same
 inventory, the cost and unplaced count of the greedy baseline (bench/greedy.py). Then the
 validation time of the inventories and the time of `hybridctl --help` (best of 5), which
-are issue 2's figures. Prints markdown tables.
+are issue 2's figures. Prints markdown tables. `--scheduled 0 0.3` measures today's fleets (0) beside
+fleets with 30 % of their workloads scheduled (inventory revision 3).
+
+`--cost-of-time`: the cost of time, for each scheduled share above 0: the same fleet planned with its
+windows and without them (each workload keeps its hours a month), the saving in dollars and in rented
+GPU-hours a month (pay-per-use pools' cash / their price per GPU-hour; committed pools are paid either way).
 
 CPU time is shown beside wall time because the benchmark machine is often shared: the
 solver runs in one thread, so CPU time is what the plan costs when the machine is idle.
@@ -93,6 +99,58 @@ def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0) -> dict[s
     }
 
 
+def _rented_gpu_hours(result: object) -> float:
+    """GPU-hours a month the plan pays in pay-per-use pools (their cash / price per GPU-hour)."""
+    from hybridctl.core.plan.model import Plan
+
+    assert isinstance(result, Plan)
+    return sum(p.usd_per_month / p.usd_per_gpu_hour for p in result.pools if not p.committed and p.usd_per_gpu_hour)
+
+
+def cost_of_time(workloads: int, pools: int, seed: int, scheduled: float) -> dict[str, object]:
+    """The same scheduled fleet planned with its windows and without them (each workload keeps its hours a
+    month, and runs them anywhere in the month: revision 2's model, where a part-time replica holds its GPUs
+    all month): what planning with a clock saves. Run in a fresh interpreter per instance."""
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import plan
+    from inventory_gen import generate, to_yaml
+
+    fleet = generate(workloads, pools, seed, scheduled)
+    figures: dict[str, object] = {"workloads": workloads, "pools": pools, "seed": seed, "scheduled": scheduled}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "inventory.yaml"
+        path.write_text(to_yaml(fleet))
+        timed = load_inventory(path).inventory
+        hours = {w.name: w.hours for w in timed.workloads}  # the windows' default hours made explicit
+        for w in fleet["workloads"]:
+            if w.pop("schedule", None) is not None:
+                w["hours_per_month"] = hours[w["name"]]
+        path.write_text(to_yaml(fleet))
+        untimed = load_inventory(path).inventory
+    for label, inventory in (("timed", timed), ("untimed", untimed)):
+        began = time.perf_counter()
+        result = plan(inventory)
+        figures[f"{label}_s"] = time.perf_counter() - began
+        figures[f"{label}_usd"] = result.total_usd_per_month
+        figures[f"{label}_rented_gpu_hours"] = _rented_gpu_hours(result)
+        figures[f"{label}_unplaced_replicas"] = sum(u.replicas for u in result.unplaced)
+        figures[f"{label}_status"] = result.solver.status
+    return figures
+
+
+def _print_cost_of_time(rows: list[dict[str, object]]) -> None:
+    print("| workloads × pools | scheduled | seed | with windows $/month | without $/month | saving $/month | "
+          "rented GPU-h/month with | without | saving GPU-h | unplaced replicas with / without | plan s with / without |")
+    print("|" + "---|" * 11)
+    for r in rows:
+        t_usd, u_usd = float(r["timed_usd"]), float(r["untimed_usd"])  # type: ignore[arg-type]
+        t_gh, u_gh = float(r["timed_rented_gpu_hours"]), float(r["untimed_rented_gpu_hours"])  # type: ignore[arg-type]
+        print(f"| {r['workloads']:,} × {r['pools']} | {100 * float(r['scheduled']):.0f} % | {r['seed']} | "  # type: ignore[arg-type]
+              f"{t_usd:,.0f} | {u_usd:,.0f} | {u_usd - t_usd:,.0f} ({100 * (u_usd - t_usd) / u_usd:.1f} %) | "
+              f"{t_gh:,.0f} | {u_gh:,.0f} | {u_gh - t_gh:,.0f} | {r['timed_unplaced_replicas']} / "
+              f"{r['untimed_unplaced_replicas']} | {float(r['timed_s']):.2f} / {float(r['untimed_s']):.2f} |")  # type: ignore[arg-type]
+
+
 def _help_seconds(runs: int) -> float:
     exe = Path(sys.executable).with_name("hybridctl")
     command = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "hybridctl", "--help"]
@@ -110,10 +168,28 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["1000x100", "10000x300"])
     parser.add_argument("--scheduled", type=float, nargs="+", default=[0.0], metavar="SHARE",
                         help="shares of the fleet with schedule windows (0.3: 30 %%), each measured beside the others")
+    parser.add_argument("--cost-of-time", action="store_true",
+                        help="for each scheduled share above 0: the fleet planned with and without its windows")
+    parser.add_argument("--time-cost-one", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=4, metavar=("WORKLOADS", "POOLS", "SEED", "SCHEDULED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(int(args.one[0]), int(args.one[1]), int(args.one[2]), float(args.one[3]))))
+        return
+    if args.time_cost_one:
+        print(json.dumps(cost_of_time(int(args.time_cost_one[0]), int(args.time_cost_one[1]),
+                                      int(args.time_cost_one[2]), float(args.time_cost_one[3]))))
+        return
+    if args.cost_of_time:
+        costs = []
+        for size in args.sizes:
+            workloads, pools = (int(n) for n in size.split("x"))
+            for share in (s for s in args.scheduled if s > 0):
+                for seed in args.seeds:
+                    out = subprocess.run([sys.executable, __file__, "--time-cost-one", str(workloads), str(pools),
+                                          str(seed), str(share)], check=True, capture_output=True, text=True).stdout
+                    costs.append(json.loads(out.strip().splitlines()[-1]))
+        _print_cost_of_time(costs)
         return
     rows = []
     for size in args.sizes:

@@ -9,6 +9,9 @@ The launch template's data holds nothing that changes with unrelated plan change
 digest): a node group follows its template's latest version, and a new version rolls every
 node of the group.
 
+Scheduled scaling (a timed plan's pay-per-use pools): one `aws.autoscaling.Schedule` per weekly resize on
+the node group's Auto Scaling group, in UTC; the node group's min is the week's floor.
+
 Desired size: the plan's at creation; after that the live one (Cluster Autoscaler's), read from
 EKS at each deployment and only moved into the new [min, max], so a deployment never scales
 live nodes down to a stale number and never sends what EKS rejects (min <= desired <= max).
@@ -286,6 +289,16 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
                 f"{pool.name}-ca-" + key.removeprefix(f"{CA_PREFIX}/node-template/").replace("/", "-"),
                 autoscaling_group_name=asg_name,
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+            )
+        # A timed plan's pay-per-use pool follows the week: each resize a scheduled action on the group's ASG,
+        # weekly in UTC (the plan's segments are UTC, cut at the plan's week). Between resizes Cluster
+        # Autoscaler moves desired inside the action's [min, max].
+        for action in pool.schedule:
+            name = f"{pool.name}-{action.action_name}"
+            aws.autoscaling.Schedule(
+                name, scheduled_action_name=name, autoscaling_group_name=asg_name, recurrence=action.recurrence,
+                time_zone="Etc/UTC", min_size=action.min_size, desired_capacity=action.desired_size,
+                max_size=action.max_size,
             )
         node_groups[pool.name] = {
             "name": group.node_group_name,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pulumi
@@ -22,8 +22,33 @@ _ZONE_ID = re.compile(r"^[a-z]{2,4}\d-az\d+$")  # a zone ID: use1-az1, the same 
 DISK_MIN_GIB, DISK_MAX_GIB = 20, 16_384
 
 
+# Scheduled actions of one Auto Scaling group: AWS allows 125 (Service Quotas, "Scheduled actions per Auto
+# Scaling group"); a longer list is refused here rather than half-applied.
+MAX_SCHEDULE_ACTIONS = 125
+_RECURRENCE = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* (\d)\Z")  # "M H * * D", weekly, UTC
+
+
 class ConfigError(ValueError):
     """The stack configuration does not match the schema in stacks/README.md."""
+
+
+@dataclass(frozen=True)
+class ScheduledSize:
+    """A weekly resize of a node group's Auto Scaling group: from `recurrence` (cron, UTC) on, these sizes."""
+
+    recurrence: str
+    min_size: int
+    desired_size: int
+    max_size: int
+
+    @property
+    def action_name(self) -> str:
+        """A name that says when (`mon-0730`): the same time keeps its action across plans."""
+        minute, hour, day = (int(f) for f in _RECURRENCE.match(self.recurrence).groups())  # type: ignore[union-attr]
+        return f"{_DAYS[day]}-{hour:02d}{minute:02d}"
+
+
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # cron's day numbers
 
 
 @dataclass(frozen=True)
@@ -42,6 +67,7 @@ class NodePool:
     availability_zone: str | None = None  # only the cluster's subnets in this zone (a name or a zone ID)
     capacity_block: bool = False  # the reservation is a Capacity Block for ML
     local_nvme: bool = False  # instance-store NVMe: one RAID0 array for containerd and kubelet
+    schedule: tuple[ScheduledSize, ...] = ()  # pay-per-use pools of a timed plan: weekly resizes
 
     @property
     def zone_is_id(self) -> bool:
@@ -70,7 +96,41 @@ def _field(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
 
 
 _REQUIRED = {"name", "instanceTypes", "capacityType", "gpuType", "gpusPerNode", "minSize", "desiredSize", "maxSize"}
-_OPTIONAL = {"diskGiB", "efaInterfaces", "reservationId", "availabilityZone", "capacityBlock", "localNvme"}
+_OPTIONAL = {"diskGiB", "efaInterfaces", "reservationId", "availabilityZone", "capacityBlock", "localNvme", "schedule"}
+_ACTION_FIELDS = {"recurrence", "minSize", "desiredSize", "maxSize"}
+
+
+def parse_schedule(raw: object, pool: NodePool, where: str) -> tuple[ScheduledSize, ...]:
+    """A pool's weekly resizes: each a weekly cron in range, sizes with min <= desired <= max inside the node
+    group's [minSize, maxSize], each time once; only pay-per-use pools (reserved machines are always paid)."""
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}: expected a non-empty list of scheduled sizes")
+    if len(raw) > MAX_SCHEDULE_ACTIONS:
+        raise ConfigError(f"{where}: {len(raw)} scheduled sizes, AWS allows {MAX_SCHEDULE_ACTIONS} per Auto Scaling group")
+    if pool.capacity_type == "reserved":
+        raise ConfigError(f"{where}: a reserved pool keeps its size (its machines are paid whether they run or not)")
+    actions = []
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping) or set(item) != _ACTION_FIELDS:
+            raise ConfigError(f"{at}: expected an object with exactly {', '.join(sorted(_ACTION_FIELDS))}, got {item!r}")
+        recurrence = _field(item, "recurrence", str, at)
+        match = _RECURRENCE.match(recurrence)
+        if match is None or int(match.group(1)) > 59 or int(match.group(2)) > 23 or int(match.group(3)) > 6:
+            raise ConfigError(f"{at}.recurrence: expected a weekly cron 'M H * * D' (minute 0-59, hour 0-23, "
+                              f"day 0-6 with 0 Sunday), got {recurrence!r}")
+        action = ScheduledSize(recurrence, _field(item, "minSize", int, at), _field(item, "desiredSize", int, at),
+                               _field(item, "maxSize", int, at))
+        if not pool.min_size <= action.min_size <= action.desired_size <= action.max_size <= pool.max_size:
+            raise ConfigError(
+                f"{at}: sizes must satisfy minSize {pool.min_size} <= min <= desired <= max <= maxSize {pool.max_size} "
+                f"of the pool, got min={action.min_size} desired={action.desired_size} max={action.max_size}")
+        actions.append(action)
+    names = [a.action_name for a in actions]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"{where}: two sizes at the same time: {', '.join(repeated)}")
+    return tuple(actions)
 
 
 def parse_node_pool(raw: object, where: str) -> NodePool:
@@ -128,6 +188,8 @@ def parse_node_pool(raw: object, where: str) -> NodePool:
         raise ConfigError(f"{where}.availabilityZone: a pool with reservationId needs the reservation's zone")
     if pool.capacity_block and reservation is None:
         raise ConfigError(f"{where}.capacityBlock: only a pool with reservationId launches into a Capacity Block")
+    if "schedule" in raw:
+        pool = replace(pool, schedule=parse_schedule(raw["schedule"], pool, f"{where}.schedule"))
     return pool
 
 

@@ -49,3 +49,21 @@ def test_the_pr_comment_leads_with_the_cost_change(tmp_path: Path) -> None:
     first = changes.splitlines()[0]
     assert first.startswith("**+$11,680.00/month ($"), first
     assert first.endswith("): pool ash-h100 +$11,680.00 (price $1.85 → $2.35/GPU-h)**"), first
+
+
+def test_resizes_moved_by_daylight_saving_are_a_change_and_not_called_no_change(tmp_path: Path) -> None:
+    # The same timed fleet at a winter and a summer week: the same placements, but day-service's window
+    # (Amsterdam time) opens an hour earlier in UTC, so the node group's scheduled resizes move.
+    from support.clock import CLOCK
+
+    inventory = tmp_path / "clock.yaml"
+    inventory.write_text(CLOCK)
+    winter = tmp_path / "w44.json"
+    assert run_cli("plan", str(inventory), "--week", "2026-W44", "--out", str(winter),
+                   "--state", str(tmp_path / "state")).code == 0
+    summer = run_cli("plan", str(inventory), "--week", "2026-W43", "--previous", str(winter), "--detailed-exitcode",
+                     "--state", str(tmp_path / "state"))
+    assert summer.code == 2, summer.output
+    assert "No changes." not in summer.stdout
+    assert "No placement changes against the previous plan; 1 stack configuration change(s), below." in \
+        " ".join(summer.stdout.split())

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -427,14 +428,16 @@ class TestRehearsal:
         inventory = write_inventory(tmp_path / "inv.yaml", two_regions())
         plan_file = tmp_path / "plan.json"
         assert cli("plan", inventory, "--out", plan_file).returncode in (0, 2)
+        # one moment for both (`at` says when the runbook acts; the default, now, differs between the runs)
+        at = datetime.now(UTC).replace(microsecond=0).isoformat()
         rehearsed = cli("failover", "site-lost", "aws-a", "--plan", plan_file, "-i", inventory, "--format", "json",
-                        cwd=tmp_path)
+                        "--at", at, cwd=tmp_path)
         assert rehearsed.returncode == 0, rehearsed.stderr
         assert not (tmp_path / ".hybridctl").exists()  # no state was made or read
         state = tmp_path / "state"
         applied = cli("apply", plan_file, "--inventory", inventory, "--state", state, "--auto-approve")
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        real = cli("failover", "site-lost", "aws-a", "--state", state, "--format", "json")
+        real = cli("failover", "site-lost", "aws-a", "--state", state, "--format", "json", "--at", at)
         assert real.returncode == 0, real.stderr
         mine, theirs = json.loads(rehearsed.stdout), json.loads(real.stdout)
         assert mine.pop("base_serial") is None and theirs.pop("base_serial") == 1

@@ -70,12 +70,17 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, 
     work = tmp_path_factory.mktemp("report")
     plan_file, previous, drill = work / "plan.json", work / "previous.json", work / "drill.json"
     assert run_cli("plan", ENTERPRISE, "--out", str(plan_file), "--state", str(work / "s")).code == 0
-    smaller = work / "smaller"  # the previous plan: llm-pretrain had 2 replicas instead of 4
+    # the previous plan: llm-pretrain had 2 replicas instead of 4, and eu-central-1's p5 cost $6.91 a GPU-hour
+    # (the example has a week: 2 more deferrable replicas fit the owned H100s' free hours at no cost)
+    smaller = work / "smaller"
     shutil.copytree(ENTERPRISE, smaller)
     workloads = (smaller / "workloads.yaml").read_text()
     assert workloads.count("replicas: 4\n    hours_per_month: 500") == 1
     (smaller / "workloads.yaml").write_text(workloads.replace("replicas: 4\n    hours_per_month: 500",
                                                               "replicas: 2\n    hours_per_month: 500"))
+    sites = (smaller / "sites.yaml").read_text()
+    assert sites.count("capacity_type: on_demand, usd_per_gpu_hour: 7.91}") == 1
+    (smaller / "sites.yaml").write_text(sites.replace("usd_per_gpu_hour: 7.91}", "usd_per_gpu_hour: 6.91}"))
     assert run_cli("plan", str(smaller), "--out", str(previous), "--state", str(work / "s")).code == 0
     run_cli("drill", ENTERPRISE, "--format", "json", "--json-out", str(drill))  # exit 1 when a scenario fails
     assert json.loads(drill.read_text())["scenarios"]

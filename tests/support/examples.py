@@ -21,6 +21,14 @@ def planned_enterprise() -> tuple[Inventory, Plan]:
     inventory = load_inventory(EXAMPLES / "enterprise").inventory
     return inventory, plan(inventory)
 
+
+def without_windows(inventory: Inventory) -> Inventory:
+    """The same fleet with every `schedule` removed, each workload keeping its hours a month: revision 2's
+    model, where part-time work holds its GPUs all month (what the windows of the examples save against)."""
+    return inventory.model_copy(update={"workloads": [
+        w if w.schedule is None else w.model_copy(update={"schedule": None, "hours_per_month": w.hours})
+        for w in inventory.workloads]})
+
 BASE = """\
 version: 1
 name: test

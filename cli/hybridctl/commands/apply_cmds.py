@@ -93,15 +93,22 @@ def status(
     lock_timeout: str = typer.Option("0", "--lock-timeout", help=LOCK_HELP),
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
+    at: str = typer.Option("now", "--at", metavar="TIME", help="With a timed plan: the moment whose segment of the "
+                           "plan's week is shown, with what should run in it: `now`, or an ISO 8601 date-time "
+                           "with its offset (2026-11-30T10:00+01:00, ...Z)."),
 ) -> None:
-    """Show the applied plan, each site and pool, the last run, and drift."""
+    """Show the applied plan, each site and pool, the last run, and drift; with a timed plan, the current
+    segment of its week and what should be running in it."""
+    from hybridctl.commands.moments import parse_moment
     from hybridctl.operations.status import run_status
 
     code = run_status(state=state, drift=drift, detailed_exitcode=detailed_exitcode, as_json=output_format is
                       StatusFormat.json, lock_timeout_s=parse_duration(lock_timeout), known_hosts=known_hosts,
-                      ssh_key=ssh_key)
+                      ssh_key=ssh_key, at=parse_moment(at))
     if code:
         raise typer.Exit(code)
+
+
 
 
 @app.command()

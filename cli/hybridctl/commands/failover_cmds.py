@@ -57,18 +57,28 @@ def failover(
     plan_file: Path | None = typer.Option(None, "--plan", help="Rehearse: fail over this plan file (with "
                                           "--inventory, the inventory it was made from) instead of the applied "
                                           "state. The same runbook, never executed; no state is read."),
+    at: str = typer.Option("now", "--at", metavar="TIME", help="When the events strike: `now`, or an ISO 8601 "
+                           "date-time with its offset (2026-11-27T02:30+01:00, ...Z). The runbook names the "
+                           "segment of the plan's week its first steps act in, and the steps needed only later."),
 ) -> None:
     """Replan from the applied plan with the events applied, and print (or --execute) the runbook."""
     from hybridctl.commands.apply_cmds import parse_duration
+    from hybridctl.commands.moments import parse_moment_within
     from hybridctl.operations.failover import ExecOptions, run_failover
 
+    moment = parse_moment_within(at, MOMENT_RANGE_DAYS,
+                                 why="a failover acts now; a rehearsal names a moment within a year of now")
     code = run_failover(
         events, state=state, inventory=inventory, output_format=output_format.value, out=out, execute=execute,
         move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
-                            parse_duration(lock_timeout), parallelism), plan_file=plan_file)
+                            parse_duration(lock_timeout), parallelism), plan_file=plan_file, at=moment)
     if code:
         raise typer.Exit(code)
+
+
+# a failover happens now; a rehearsal names a moment of the past or the coming year, never further
+MOMENT_RANGE_DAYS = 366
 
 
 @app.command()

@@ -15,6 +15,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,13 @@ def _applied(state: State, store: StateStore) -> Plan:
     applied = applied_of(store, state)
     assert applied is not None
     return applied
+
+
+def _timed(runbook: Runbook, at: datetime) -> Runbook:
+    """The runbook with when it acts in its plan's week (core/failover/timing.py)."""
+    from hybridctl.core.failover.timing import runbook_timing
+
+    return replace(runbook, timing=runbook_timing(runbook, at))
 
 
 def _emit(runbook: Runbook, output_format: str, run_memo: RunMemo | None = None) -> None:
@@ -259,7 +267,8 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
 
 def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | None, output_format: str,
                  out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
-                 options: ExecOptions, plan_file: Path | None = None) -> int:
+                 options: ExecOptions, plan_file: Path | None = None, at: datetime | None = None) -> int:
+    """`at`: when the events strike (default: now); the runbook says which segment of its week that is."""
     from hybridctl.core.failover.events import check_events, parse_events
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.serialize import runbook_to_json
@@ -268,10 +277,11 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
 
     check_output_path(out, "--out")
     events = parse_events(words)
+    at = at or datetime.now(UTC)
     if plan_file is not None:
         return _rehearse_failover(events, plan_file, inventory, state=state, execute=execute,
                                   output_format=output_format, out=out,
-                                  options=FailoverOptions(move_threshold_usd, time_limit_s), bundles=options)
+                                  options=FailoverOptions(move_threshold_usd, time_limit_s), bundles=options, at=at)
     store = open_store(state)
     run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
@@ -283,6 +293,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
                                     public_key=options.bundle_public_key,
                                     options=FailoverOptions(move_threshold_usd, time_limit_s), run_memo=run_memo)
+        runbook = _timed(runbook, at)
         if runbook.before.inventory_digest and runbook.before.inventory_digest != runbook.after.inventory_digest:
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
                            "replans the applied placements against the inventory as it is now")
@@ -296,7 +307,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
 
 def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: str | None,
                        execute: bool, output_format: str, out: Path | None, options: FailoverOptions,
-                       bundles: ExecOptions) -> int:
+                       bundles: ExecOptions, at: datetime) -> int:
     """The runbook the applied state would give, from a plan file: nothing is read from a state or run."""
     from hybridctl.core.failover.events import check_events
     from hybridctl.core.failover.serialize import runbook_to_json
@@ -319,6 +330,7 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     runbook = checked_failover(the_inventory, applied, events, options=options, digest=applied.inventory_digest,
                                steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
                                                        applied=applied, run_memo=run_memo), run_memo=run_memo)
+    runbook = _timed(runbook, at)
     _emit(runbook, output_format, run_memo)
     if out is not None:
         atomic_write_text(out, runbook_to_json(runbook, run_memo))

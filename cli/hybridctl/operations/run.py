@@ -205,7 +205,7 @@ def failover_base(store: StateStore) -> str | None:
 
 def _active(store: StateStore) -> dict[str, Any]:
     """runbooks/active.json, checked: {"failovers": [runbook ids], "before_plan": content digest}."""
-    from hybridctl.core.plan.serialize import json_object
+    from hybridctl.core.plan.jsonread import json_object
     from hybridctl.drivers.state import StateFileError
 
     text = store.read_document(ACTIVE_FAILOVERS)

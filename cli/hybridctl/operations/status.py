@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
 
 from hybridctl.core.deploy.steps import Step, StepKind, make_step
-from hybridctl.drivers.ansible import SshOptions
+from hybridctl.drivers.ansible import PlaybookResult, SshOptions
 from hybridctl.drivers.state import Deployed, State, StateStore
-from hybridctl.errors import CHANGES, ExitCode, PrerequisiteError, RefusedError
+from hybridctl.errors import CHANGES, ExitCode, HybridctlError, PrerequisiteError, RefusedError
 from hybridctl.render.console import stderr, stdout
 
 _CLOUD = (StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES)
@@ -78,13 +80,19 @@ def _cloud_drift(store: StateStore, cloud: list[Deployed], notes: list[str]) -> 
 
 
 def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions, notes: list[str]) -> list[DriftItem]:
+    from hybridctl import runners
+    from hybridctl.executor import DEFAULT_PARALLELISM
     from hybridctl.paths import playbooks_dir
-    from hybridctl.runners import run_ansible_step
 
+    def check(deployed: Deployed) -> PlaybookResult:
+        return runners.run_ansible_step(_step_of(deployed), None, playbooks=playbooks_dir(), ssh=ssh,
+                                        work_dir=store.ansible_dir, check=True, diff=True)
+
+    # All sites at once, as apply configures them: each run waits mostly on its own hosts.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), DEFAULT_PARALLELISM))) as pool:
+        results = list(pool.map(check, nodes))
     items = []
-    for deployed in nodes:
-        result = run_ansible_step(_step_of(deployed), None, playbooks=playbooks_dir(), ssh=ssh,
-                                  work_dir=store.ansible_dir, check=True, diff=True)
+    for deployed, result in zip(nodes, results, strict=True):
         hosts: dict[str, str] = {}
         unknown = False
         for host in result.hosts:
@@ -178,8 +186,24 @@ def resume_command(operation: str, state_option: str, command: str | None) -> st
     return f"hybridctl {command or operation} --state {state_option}"
 
 
+def _running_now(state: State, at: datetime) -> dict[str, object] | None:
+    """A timed applied plan's segment at `at`, and what it wants running (core/plan/running.py); None otherwise."""
+    from hybridctl.core.plan.running import RUNNING_VERSION, running_at, running_document
+    from hybridctl.core.plan.serialize import plan_from_dict
+
+    if not state.applied_plan or not state.applied_plan.get("segments"):
+        return None
+    try:
+        applied = plan_from_dict(dict(state.applied_plan), "the state's applied plan")
+    except HybridctlError as exc:  # status still shows the rest of the state, and says why not this
+        return {"version": RUNNING_VERSION, "error": exc.message}
+    now = running_at(applied, at)
+    return None if now is None else running_document(now)
+
+
 def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
-                  ssh_factory: Callable[[StateStore], SshOptions]) -> int:
+                  ssh_factory: Callable[[StateStore], SshOptions], at: datetime | None = None) -> int:
+    """`at`: the moment whose segment of a timed plan's week is shown (aware; default: now)."""
     if not store.exists():
         raise RefusedError(f"nothing has been applied with the state in {store.location}",
                            hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
@@ -198,12 +222,19 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
     doc = status_document(store, state, report)
     if models is not None:
         doc["models"] = models
+    now = _running_now(state, at or datetime.now(UTC))
+    if now is not None:
+        doc["now"] = now
     if as_json:
         typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
     else:
         from hybridctl.render.status import render_model_versions, render_status
 
         render_status(stdout(), doc)
+        if now is not None:
+            from hybridctl.render.status_week import render_running_now
+
+            render_running_now(stdout(), now)
         render_model_versions(stdout(), models or [])
     models_differ = any(m["state"] not in ("as planned", "unknown") for m in models or [])
     if ((report is not None and report.found) or models_differ) and detailed_exitcode:
@@ -214,8 +245,9 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
 
 
 def run_status(*, state: str | None, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
-               known_hosts: Path | None, ssh_key: Path | None) -> int:
+               known_hosts: Path | None, ssh_key: Path | None, at: datetime | None = None) -> int:
     from hybridctl.operations.run import open_store, ssh_options
 
     return status_report(open_store(state), drift=drift, detailed_exitcode=detailed_exitcode, as_json=as_json,
-                         lock_timeout_s=lock_timeout_s, ssh_factory=lambda store: ssh_options(store, known_hosts, ssh_key))
+                         lock_timeout_s=lock_timeout_s, ssh_factory=lambda store: ssh_options(store, known_hosts, ssh_key),
+                         at=at)

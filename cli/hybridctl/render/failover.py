@@ -10,6 +10,8 @@ from rich.text import Text
 from hybridctl.core.failover.drill import DrillReport, ScenarioResult
 from hybridctl.core.failover.impact import Status, WorkloadImpact
 from hybridctl.core.failover.runbook import Runbook
+from hybridctl.core.failover.timing import later_text, timing_summary
+from hybridctl.core.failover.worst import worst_segment_text
 from hybridctl.render.listing import Cell, print_table
 from hybridctl.render.templates import render
 
@@ -94,6 +96,10 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
     what = "Failover" if runbook.kind.value == "failover" else "Rollback"
     console.print(f"[bold]{what} runbook {runbook.id}[/] for {escape(runbook.inventory)}: "
                   f"{escape(', '.join(runbook.events))}")
+    if runbook.timing is not None:
+        console.print(escape(timing_summary(runbook.timing, runbook.after)))
+        for later in runbook.timing.later:
+            console.print(f"later: {escape(later.step)} {escape(later_text(later, runbook.timing.at))}")
     if runbook.impacts:
         # a lost site's thousand rows come out as plain columns (listing.py): rich took 1.3 s over them
         print_table(console, "Effect on workloads", _IMPACT_COLUMNS, [_impact_row(i) for i in runbook.impacts])
@@ -133,7 +139,8 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
 def runbook_markdown(runbook: Runbook) -> str:
     return render("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
                   cash_text=cash_text, unlisted_text=unlisted_text, teams_text=teams_text,
-                  recovery_text=recovery_text, work_lost_text=work_lost_text)
+                  recovery_text=recovery_text, work_lost_text=work_lost_text, timing_summary=timing_summary,
+                  later_text=later_text)
 
 
 def delta_text(r: ScenarioResult) -> str:
@@ -162,7 +169,8 @@ def rto_text(r: ScenarioResult) -> str:
     return text + (f" ({len(others)} other tier(s) missed, not gated)" if others else "")
 
 
-def _result_cells(r: ScenarioResult) -> list[str]:
+def _result_cells(r: ScenarioResult, timed: bool = False) -> list[str]:
+    """The row's cells after its name; `timed` (a base plan with a week): with its worst segment after `lost`."""
     worst = r.worst_outage_minutes
     fixed_down = len(r.unexpected_fixed_losses)
     other_down = sum(1 for i in r.lost if not r.expected(i) and i.tier != "fixed")
@@ -175,6 +183,7 @@ def _result_cells(r: ScenarioResult) -> list[str]:
         ", ".join(f"{i.workload} ({i.fallback or f'{i.replicas_running}/{i.replicas_wanted}'})" for i in r.degraded)
         or "—",
         ", ".join(f"{i.workload} ({i.tier}{', expected' if r.expected(i) else ''})" for i in r.lost) or "—",
+        *([worst_segment_text(r.worst_segment)] if timed else []),
         delta_text(r),
         over_budget_text(r),
         # a workload down never recovers in this plan: the moved ones' time is not the scenario's
@@ -186,13 +195,15 @@ def _result_cells(r: ScenarioResult) -> list[str]:
 def render_drill(console: Console, report: DrillReport) -> None:
     table = Table(title=f"Drill: {report.inventory} (base {usd(report.base.total_usd_per_month)}/month)",
                   title_justify="left")
+    timed = bool(report.base.segments)
     for column, justify in (("scenario", "left"), ("moves", "right"), ("degraded (fallback)", "left"),
-                            ("lost", "left"), ("Δ cost/mo", "right"), ("over budget", "right"),
+                            ("lost", "left"), *((("worst segment (UTC)", "left"),) if timed else ()),
+                            ("Δ cost/mo", "right"), ("over budget", "right"),
                             ("recovery", "right"), ("RTO", "left"),
                             ("gate", "left")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify)
     for r in report.results:
-        cells = [escape(c) for c in _result_cells(r)]
+        cells = [escape(c) for c in _result_cells(r, timed)]
         table.add_row(r.scenario.name, *cells, "[green]pass[/]" if r.passed else "[red]FAIL[/]")
     console.print(table)
     for r in report.results:
@@ -205,5 +216,6 @@ def render_drill(console: Console, report: DrillReport) -> None:
 
 
 def drill_markdown(report: DrillReport) -> str:
-    rows = [(r, _result_cells(r)) for r in report.results]
-    return render("drill.md.j2", report=report, rows=rows, usd=usd)
+    timed = bool(report.base.segments)
+    rows = [(r, _result_cells(r, timed)) for r in report.results]
+    return render("drill.md.j2", report=report, rows=rows, usd=usd, timed=timed)

@@ -64,7 +64,7 @@ def render_plan(console: Console, plan: Plan, diff: PlanDiff | None = None, max_
     if detailed:
         render_details(console, plan, max_rows)
     if diff is not None:
-        render_diff(console, diff)
+        render_diff(console, diff, stack_changes=sum(1 for r in cloud.rows if r.action != "same") if cloud else 0)
 
 
 def placements_footer(costs: PlacementCosts) -> str:
@@ -92,9 +92,13 @@ def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
                      max_rows, "data movements")
 
 
-def render_diff(console: Console, diff: PlanDiff) -> None:
+def render_diff(console: Console, diff: PlanDiff, stack_changes: int = 0) -> None:
     if not diff.has_changes:
-        console.print("[green]No changes.[/] The plan matches the previous one.")
+        if stack_changes:  # e.g. a schedule's resizes moved with the week: a change all the same
+            console.print(f"No placement changes against the previous plan; {stack_changes} stack configuration "
+                          "change(s), below.", markup=False)
+        else:
+            console.print("[green]No changes.[/] The plan matches the previous one.")
         return
     if diff.workloads or diff.pools:
         print_table(console, "Changes against the previous plan", ("workload", "change", "before → after"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybridctl import __version__
+from hybridctl.core.failover.worst import gpus_text
 from hybridctl.core.plan.diff import PlanDiff, diff_plans
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.showback import placement_costs
@@ -21,6 +22,7 @@ from hybridctl.errors import HybridctlError
 from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart
 from hybridctl.render.report_finance import budget_text, finance_view, tiers_used
+from hybridctl.render.report_week import figure, heat_map
 from hybridctl.render.templates import render_html
 
 DRILL_FORMAT_VERSION = 1
@@ -54,6 +56,7 @@ class DrillRow:
     over_budget_usd_per_month: float = 0.0  # cash above the monthly budget
     over_budget_allowed_usd_per_month: float | None = None  # the scenario file's allowance; None: a warning only
     fixed_down: int = 0  # fixed-tier workloads that lose service, not expected: the gate's failures
+    worst_segment: str = ""  # a timed drill's: the segment of the week where most is lost ("—": none)
 
     @property
     def over_budget_text(self) -> str:
@@ -73,6 +76,7 @@ class DrillView:
     passed: bool
     workloads: tuple[str, ...]  # the workloads some scenario touches
     rows: tuple[DrillRow, ...]
+    timed: bool = False  # the drill's base plan has a week: its rows name their worst segment
 
 
 def _number(value: Any) -> float | None:
@@ -104,6 +108,17 @@ def _impact_detail(impact: Mapping[str, Any]) -> str:
     if impact.get("reason"):
         parts.append(str(impact["reason"]))
     return "\n".join(parts)
+
+
+def _worst_segment(raw: object) -> str:
+    """A scenario's `worst_segment` as the drill table shows it (`—`: none)."""
+    if not isinstance(raw, dict):
+        return "—"
+    lost, usd = _number(raw.get("lost_gpus")) or 0.0, _number(raw.get("usd_per_hour_delta")) or 0.0
+    parts = [f"{gpus_text(lost)} GPU{'s' * (lost != 1)} lost"] if lost > 0 else []
+    if usd:
+        parts.append(f"{'+' if usd > 0 else '−'}${abs(usd):,.2f}/h")
+    return f"{raw.get('index')}/{raw.get('of')} {raw.get('clock')}: {', '.join(parts)}"
 
 
 def drill_view(text: str, source: str) -> DrillView:
@@ -144,8 +159,11 @@ def drill_view(text: str, source: str) -> DrillView:
                              int(_number(lost.get("gpus")) or 0), _number(lost.get("usd_per_month")) or 0.0,
                              _number(scenario.get("over_budget_usd_per_month")) or 0.0,
                              _number(scenario.get("over_budget_allowed_usd_per_month")),
-                             len(scenario.get("unexpected_fixed_losses") or ())))
-    return DrillView(str(raw.get("inventory", "")), bool(raw.get("passed")), tuple(sorted(touched)), tuple(rows))
+                             len(scenario.get("unexpected_fixed_losses") or ()),
+                             _worst_segment(scenario.get("worst_segment"))))
+    timed = any(isinstance(s, dict) and "worst_segment" in s for s in raw["scenarios"])
+    return DrillView(str(raw.get("inventory", "")), bool(raw.get("passed")), tuple(sorted(touched)), tuple(rows),
+                     timed)
 
 
 def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan | None = None,
@@ -161,7 +179,8 @@ def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan 
         total_line=total_line(summary.costs), idle_line=idle_line(summary.costs), change_line=change_line(summary),
         objective=note.describe(), objective_differs=note.differs,
         cost_charts=cost_charts(plan),
-        idle_usd=summary.costs.idle_committed_usd_per_month, pools=pool_chart(plan), matrix=placement_matrix(plan),
+        idle_usd=summary.costs.idle_committed_usd_per_month, pools=pool_chart(plan), heat=heat_map(plan), figure=figure,
+        matrix=placement_matrix(plan),
         usd=usd, signed_usd=signed_usd, minutes=_minutes, marks=STATUS_MARKS,
         finance=finance_view(plan, planned_on), tiers=tiers_used(plan), budget_text=budget_text,
         placement_rows=list(zip(plan.placements, placement_costs(plan).placements, strict=True)),

@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.weekclock import DAYS
 from hybridctl.core.plan.weekusage import pool_weeks
 
 _SHADES = " ▁▂▃▄▅▆▇█"
 _CELL_HOURS = 3
 _CELLS = 168 // _CELL_HOURS
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def week_strip_lines(plan: Plan) -> list[str]:
@@ -40,7 +40,7 @@ def week_strip_lines(plan: Plan) -> list[str]:
         return []
     head = f"week {plan.week} (UTC, {len(plan.segments)} segments)"
     width = max(len(head), *(len(label) for label, _ in rows)) + 2
-    days = "".join(day.ljust(24 // _CELL_HOURS) for day in _DAYS)
+    days = "".join(day.ljust(24 // _CELL_HOURS) for day in DAYS)
     return [head.ljust(width) + days, *(label.ljust(width) + cells for label, cells in rows)]
 
 

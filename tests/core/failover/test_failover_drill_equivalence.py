@@ -110,10 +110,14 @@ def test_a_pool_whose_gpus_per_tier_change_gets_its_node_group_derived_again(ent
     from hybridctl.core.deploy.stackreuse import StackConfigMemo
 
     inventory, base, _ = enterprise
-    cloud = {s.name for s in inventory.sites if s.kind.value == "cloud"}
-    target = next(p for p in base.placements if p.site in cloud and p.tier != "fixed" and p.gpus)
+    # a pay-per-use node group's minimum reads the tiers (a reserved one's is its reservation); the example's
+    # pay-per-use work is all fixed-tier, its burst work is on owned and reserved GPUs: a fixed replica turns burst
+    pay_per_use = {pool.name for s in inventory.sites if s.kind.value == "cloud" for pool in s.pools
+                   if pool.capacity_type.value != "reserved"}
+    target = next(p for p in base.placements if p.pool in pay_per_use and p.gpus)
     variant = dataclasses.replace(base, placements=tuple(
-        dataclasses.replace(p, tier="fixed") if p is target else p for p in base.placements))
+        dataclasses.replace(p, tier="burst" if p.tier == "fixed" else "fixed") if p is target else p
+        for p in base.placements))
     memo = StackConfigMemo()
     before = stack_configs(inventory, base, "sha256:x", memo=memo)
     got = stack_configs(inventory, variant, "sha256:x", memo=memo)

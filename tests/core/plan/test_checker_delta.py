@@ -42,11 +42,12 @@ def test_every_standard_scenario_is_judged_as_a_whole_check_judges_it(path) -> N
 
 @pytest.fixture(scope="module")
 def failover() -> tuple[PlanCheck, Inventory, Plan]:
-    """The enterprise example after the loss of its busiest site."""
+    """The enterprise example after the loss of its EU cloud region. (Not its busiest site: the example has a
+    week, and a timed replan frees all work that shares a pool with what moved (scope._timed_scope), which
+    after the loss of the Frankfurt data centre is every workload, leaving nothing to keep.)"""
     inventory = load_inventory(EXAMPLES / "enterprise").inventory
     base = plan(inventory)
-    site = max({p.site for p in base.placements}, key=lambda s: sum(p.gpus for p in base.placements if p.site == s))
-    scenario = next(s for s in standard_scenarios(inventory) if s.name == f"site-lost-{site}")
+    scenario = next(s for s in standard_scenarios(inventory) if s.name == "site-lost-aws-eu-central-1")
     result = replan(inventory, base, scenario.events)
     return check(inventory, base), replanned_inventory(result), result.after
 

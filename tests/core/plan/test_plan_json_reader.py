@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hybridctl.core.plan.serialize import json_object
+from hybridctl.core.plan.jsonread import json_object
 from hybridctl.errors import HybridctlError
 from hypothesis import given, settings
 from hypothesis import strategies as st

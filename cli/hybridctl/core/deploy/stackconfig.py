@@ -9,7 +9,8 @@ driver: StackSpec(c.project, c.stack_name, c.values()).
 Node group sizing (node_group_sizes): min = the machines the fixed tier needs (always on),
 desired = every machine the plan uses (fixed, burst and opportunistic: the planned steady
 state; the cluster autoscaler owns it after creation), max = the pool's quota in whole
-machines, never below desired.
+machines, never below desired. A timed plan's pay-per-use pools also get weekly resizes of their
+Auto Scaling group, and min becomes the week's floor (scaling_schedule.py).
 
 Queues: each workload's LocalQueue points at a ClusterQueue that reaches only the flavors of
 its GPU types, and spot flavors only when the workload is preemptible (queue_key).
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
+from hybridctl.core.deploy.scaling_schedule import with_schedules
 from hybridctl.core.deploy.stackplanned import (
     MultiKueue,
     PlanIndex,
@@ -67,7 +69,15 @@ from hybridctl.core.deploy.stackvalues import (
 )
 from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.inventory.catalog import Catalog, catalog
-from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, Site, SiteKind, Workload
+from hybridctl.core.inventory.models import (
+    CapacityType,
+    Inventory,
+    Pool,
+    ReservationType,
+    Site,
+    SiteKind,
+    Workload,
+)
 from hybridctl.core.inventory.zones import zone_of
 from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.plan.model import Placement, Plan
@@ -162,6 +172,8 @@ def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: M
         disk_gib=disk_gib(workloads, instance.local_nvme_gb), local_nvme=instance.local_nvme_gb > 0,
         efa_interfaces=EFA_NETWORK_CARDS.get(pool.instance_type or "", 0) if multi_node else 0,
         reservation_id=pool.reservation_id if pool.capacity_type is CapacityType.RESERVED else None,
+        capacity_block=(pool.capacity_type is CapacityType.RESERVED and pool.reservation_id is not None
+                        and pool.reservation_type_effective is ReservationType.CAPACITY_BLOCK),
         availability_zone=_zone(planned.site, pool),
     )
 
@@ -383,9 +395,9 @@ def derive(inventory: Inventory, plan: Plan, digest: str, cat: Catalog) -> Deriv
     machines = planned_machines(plan)
     known = {w.name: w for w in inventory.workloads}
     dataset_gb = {d.name: d.size_gb for d in inventory.datasets}
-    node_pools = {(p.site.name, p.pool.name): node_pool(p, known, dataset_gb, cat,
-                                                         machines.get((p.site.name, p.pool.name)))
-                  for p in planned}
+    node_pools = with_schedules(inventory, plan, {
+        (p.site.name, p.pool.name): node_pool(p, known, dataset_gb, cat, machines.get((p.site.name, p.pool.name)))
+        for p in planned})
     gpu_pools = tuple(gpu_pools_config(inventory, digest, site_pools,
                                        (node_pools[(p.site.name, p.pool.name)] for p in site_pools))
                       for _, site_pools in sorted(by_site(planned).items()))

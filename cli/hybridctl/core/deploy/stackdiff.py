@@ -21,6 +21,7 @@ from hybridctl.core.deploy.stackvalues import (
     PROJECT_QUEUES,
     NodePoolConfig,
     QueuesStackConfig,
+    ScalingAction,
     StackConfigs,
 )
 
@@ -29,7 +30,8 @@ from hybridctl.core.deploy.stackvalues import (
 class CloudChange:
     project: str
     stack: str
-    kind: str  # stack | node-group | resource-flavor | cluster-queue | local-queue | namespace | multikueue
+    # stack | node-group | scaling-schedule | resource-flavor | cluster-queue | local-queue | namespace | multikueue
+    kind: str
     name: str
     action: str  # create | resize | update | roll | replace | delete | release
     detail: str = ""
@@ -41,9 +43,18 @@ class CloudChange:
         return self.action in ("roll", "replace", "delete")
 
 
-_KIND_ORDER = ("stack", "node-group", "resource-flavor", "cluster-queue", "namespace", "local-queue", "multikueue")
+_KIND_ORDER = ("stack", "node-group", "scaling-schedule", "resource-flavor", "cluster-queue", "namespace", "local-queue", "multikueue")
 # EKS launches reserved capacity as ON_DEMAND (stacks/aws-gpu-pools): on_demand <-> reserved is no replace.
 _EKS_CAPACITY = MappingProxyType({"on_demand": "ON_DEMAND", "reserved": "ON_DEMAND", "spot": "SPOT"})
+
+
+def _eks_capacity(pool: NodePoolConfig) -> str:
+    """The node group's EKS capacity type (stacks/aws-gpu-pools): a Capacity Block is a type of its own."""
+    return "CAPACITY_BLOCK" if pool.capacity_block else _EKS_CAPACITY[pool.capacity_type]
+
+
+def _capacity(pool: NodePoolConfig) -> str:
+    return f"{'/'.join(pool.types)} {pool.capacity_type}" + (" (capacity block)" if pool.capacity_block else "")
 
 
 def _arrow(label: str, old: object, new: object) -> str:
@@ -59,9 +70,8 @@ def _node_group_change(project: str, stack: str, name: str, a: NodePoolConfig | 
         return CloudChange(project, stack, "node-group", name, "delete", f"{a.instance_type} ×{a.desired_size}",
                            removes_machines=a.desired_size > 0)
     assert a is not None and b is not None
-    if (a.types, _EKS_CAPACITY[a.capacity_type]) != (b.types, _EKS_CAPACITY[b.capacity_type]):
-        return CloudChange(project, stack, "node-group", name, "replace",
-                           f"{'/'.join(a.types)} {a.capacity_type}→{'/'.join(b.types)} {b.capacity_type}",
+    if (a.types, _eks_capacity(a)) != (b.types, _eks_capacity(b)):
+        return CloudChange(project, stack, "node-group", name, "replace", f"{_capacity(a)}→{_capacity(b)}",
                            removes_machines=a.desired_size > 0)
     if a.availability_zone != b.availability_zone:
         # Other subnets: the provider replaces the node group (subnet_ids cannot change in place).
@@ -91,8 +101,49 @@ def _node_group_change(project: str, stack: str, name: str, a: NodePoolConfig | 
     return None
 
 
+_DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_SHOWN_RESIZES = 6  # a week of windows can hold dozens: the first few, then how many more
+
+
+def _when(minute: int) -> str:
+    day, rest = divmod(minute, 24 * 60)
+    return f"{_DAY_NAMES[day]} {rest // 60:02d}:{rest % 60:02d}"
+
+
+def _resize(a: ScalingAction | None, b: ScalingAction | None) -> str:
+    """One weekly resize that changes: `to 2` (new), `gone`, or its sizes `desired 2→3` (min, max likewise)."""
+    if b is None:
+        return "gone"
+    if a is None:
+        return f"to {b.desired_size}" + (f" (min {b.min_size})" if b.min_size != b.desired_size else "")
+    return ", ".join(f"{label} {x}→{y}" for label, x, y in (
+        ("desired", a.desired_size, b.desired_size), ("min", a.min_size, b.min_size), ("max", a.max_size, b.max_size))
+        if x != y)
+
+
+def _schedule_change(project: str, stack: str, name: str, a: NodePoolConfig | None,
+                     b: NodePoolConfig | None) -> CloudChange | None:
+    """The weekly resizes of a node group that stays or is created (scaling_schedule.py); a deleted group's
+    go with it. Times in UTC, each with the desired size from then on."""
+    old = {s.minute: s for s in a.schedule} if a is not None else {}
+    new = {s.minute: s for s in b.schedule} if b is not None else {}
+    if b is None or old == new:
+        return None
+    if not new:
+        # an update, not a delete: no machine stops (the group keeps its live size, within min and max)
+        return CloudChange(project, stack, "scaling-schedule", name, "update",
+                           "no weekly resizes: the group keeps its live size, within min and max")
+    moved = [f"{_when(m)} {_resize(old.get(m), new.get(m))}" for m in sorted(old.keys() | new.keys())
+             if old.get(m) != new.get(m)]
+    more = f" (+{len(moved) - _SHOWN_RESIZES} more)" if len(moved) > _SHOWN_RESIZES else ""
+    return CloudChange(project, stack, "scaling-schedule", name, "create" if not old else "update",
+                       f"{len(new)} weekly resizes (UTC): " + ", ".join(moved[:_SHOWN_RESIZES]) + more)
+
+
 def _node_group_changes(project: str, stack: str, old: dict[str, NodePoolConfig], new: dict[str, NodePoolConfig]) -> list[CloudChange]:
-    found = (_node_group_change(project, stack, n, old.get(n), new.get(n)) for n in sorted(old.keys() | new.keys()))
+    names = sorted(old.keys() | new.keys())
+    found = [_node_group_change(project, stack, n, old.get(n), new.get(n)) for n in names]
+    found += [_schedule_change(project, stack, n, old.get(n), new.get(n)) for n in names]
     return [c for c in found if c is not None]
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import TypeVar, cast
 
+from hybridctl.core.deploy.scaling_schedule import with_schedules
 from hybridctl.core.deploy.stackconfig import (
     Derivation,
     ReachCache,
@@ -143,8 +144,8 @@ class _Base:
 
     def vary(self, plan: Plan, run_memo: RunMemo) -> StackConfigs | None:
         """`plan`'s configurations, from the first plan's and what changed; None when that cannot be shown equal."""
-        if self.mixed_tiers or self.onprem_clusters:
-            return None
+        if self.mixed_tiers or self.onprem_clusters or plan.segments != self.plan.segments:
+            return None  # (another week: every scheduled node group's resizes may move)
         delta = placement_delta(self.plan, plan, run_memo)
         if 2 * len(delta.removed) > len(self.plan.placements):
             return None  # most of the fleet changed (a plan read from another file): patching costs more
@@ -175,10 +176,14 @@ class _Base:
             if p is not None:
                 planned.append(p)
         new_sites = {p for p, _ in touched} | {p for p, _ in refit}
+        # a node group derived again gets its weekly resizes again (a timed plan's; the others' are the
+        # first plan's: the same placements in the same segments)
+        fresh = with_schedules(self.inventory, plan, {
+            k: node_pool(p, base.known, base.dataset_gb, self.cat, machines.get(k))
+            for p in planned if (k := (p.site.name, p.pool.name)) in touched or k in refit})
         gpu_pools = tuple(
-            gpu_pools_config(self.inventory, self.digest, pools, (
-                node_pool(p, base.known, base.dataset_gb, self.cat, machines.get(k))
-                if (k := (p.site.name, p.pool.name)) in touched or k in refit else base.node_pools[k] for p in pools))
+            gpu_pools_config(self.inventory, self.digest, pools,
+                             (fresh.get(key) or base.node_pools[key] for key in ((p.site.name, p.pool.name) for p in pools)))
             if site in new_sites else self.gpu_pools[site]
             for site, pools in sorted(by_site(planned).items()))
 

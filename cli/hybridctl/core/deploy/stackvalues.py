@@ -15,7 +15,26 @@ DISK_FLOOR_GIB = 200  # a node's root volume never below this (stackconfig.disk_
 # The root volume of a type with local NVMe: the OS and its logs only (containerd and kubelet live on the NVMe)
 ROOT_WITH_NVME_GIB = 100
 
+MINUTES_PER_DAY = 24 * 60
+_CRON_DAYS = ("1", "2", "3", "4", "5", "6", "0")  # Monday first, as the week is counted; cron: 0 = Sunday
+
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+@dataclass(frozen=True, order=True)
+class ScalingAction:
+    """From `minute` of every week (from Monday 00:00 UTC) on: the node group's Auto Scaling group sizes."""
+
+    minute: int
+    min_size: int
+    desired_size: int
+    max_size: int
+
+    @property
+    def recurrence(self) -> str:
+        """The weekly cron of the action, in UTC: "M H * * D"."""
+        day, rest = divmod(self.minute, MINUTES_PER_DAY)
+        return f"{rest % 60} {rest // 60} * * {_CRON_DAYS[day]}"
 
 
 @dataclass(frozen=True)
@@ -36,6 +55,9 @@ class NodePoolConfig:
     # the type has instance-store NVMe: nodeadm puts it in one RAID0 array for containerd and kubelet
     # (images, emptyDir model and data caches)
     local_nvme: bool = False
+    capacity_block: bool = False  # reservation_id names a Capacity Block for ML, not a capacity reservation
+    # pay-per-use pools of a timed plan: the weekly resizes of its Auto Scaling group (scaling_schedule.py)
+    schedule: tuple[ScalingAction, ...] = ()
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -56,6 +78,11 @@ class NodePoolConfig:
             values["availabilityZone"] = self.availability_zone
         if self.local_nvme:
             values["localNvme"] = True
+        if self.capacity_block:
+            values["capacityBlock"] = True
+        if self.schedule:
+            values["schedule"] = [{"recurrence": a.recurrence, "minSize": a.min_size, "desiredSize": a.desired_size,
+                                   "maxSize": a.max_size} for a in self.schedule]
         return values
 
 

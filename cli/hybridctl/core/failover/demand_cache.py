@@ -258,18 +258,19 @@ class UsageMemo:
 
     def pinned(self, pools: Sequence[PoolInfo], applied: Plan, free_workloads: Collection[str],
                pinned: Sequence[Placement], unpinned: Sequence[Placement],
-               run_memo: RunMemo | None = None) -> tuple[PoolUsage, ...]:
-        """What pool_usage(pools, pinned) gives, for `pinned`: the applied placements of the workloads that are
-        not free; `unpinned`: those of the free ones. `run_memo` keeps the applied placements by pool."""
+               run_memo: RunMemo | None = None, segments: Sequence[float] = ()) -> tuple[PoolUsage, ...]:
+        """What pool_usage(pools, pinned, segments) gives, for `pinned`: the applied placements of the workloads
+        that are not free; `unpinned`: those of the free ones; `segments`: the hours of the segments of the
+        applied plan's week. `run_memo` keeps the applied placements by pool."""
         if self._applied is None:
             self._applied = applied
         if self._applied is not applied:
-            return pool_usage(pools, pinned)
+            return pool_usage(pools, pinned, segments)
         on_pools = by_pool_and_workload(applied.placements, run_memo)[0]
         freed = set(map(_POOL, unpinned))
         # the pinned placements on those pools, each pool's in the applied order (its sums add up alike)
         staying = [pl for name in freed for pl in on_pools.get(name, ()) if pl.workload not in free_workloads]
-        fresh = {u.pool: u for u in pool_usage([p for p in pools if p.name in freed], staying)}
+        fresh = {u.pool: u for u in pool_usage([p for p in pools if p.name in freed], staying, segments)}
         usage: list[PoolUsage] = []
         for p in pools:
             counted = fresh.get(p.name)
@@ -277,7 +278,7 @@ class UsageMemo:
                 key = (id(p.pool), p.site.name, p.usd_per_gpu_hour, p.capacity_gpus, p.gpus_per_node, p.committed)
                 known = self._known.get(key)
                 if known is None:
-                    known = self._known[key] = (p.pool, pool_usage([p], on_pools.get(p.name, ()))[0])
+                    known = self._known[key] = (p.pool, pool_usage([p], on_pools.get(p.name, ()), segments)[0])
                 counted = known[1]
             usage.append(counted)
         return tuple(usage)

@@ -30,6 +30,7 @@ from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts, plan
 from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, replanned_inventory
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
+from hybridctl.core.failover.worst import WorstSegment, worst_segment
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check
@@ -58,6 +59,7 @@ class ScenarioResult:
     # the cash change per team (pricing/incident.py), adding up to usd_per_month_delta; teams with none left out
     usd_per_month_delta_by_team: tuple[tuple[str, float], ...] = ()
     over_budget_usd_per_month: float = 0.0  # the scenario's cash above the monthly budget (0: within it)
+    worst_segment: WorstSegment | None = None  # of a timed plan's week: where most is lost (worst.py)
 
     def with_status(self, *statuses: Status) -> list[WorkloadImpact]:
         return [i for i in self.impacts if i.status in statuses]
@@ -211,6 +213,7 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
         committed_lost_gpus=cash.lost_gpus, committed_lost_usd_per_month=cash.lost_usd_per_month,
         usd_per_month_delta_by_team=tuple(cash.by_team(base.teams).items()),
         over_budget_usd_per_month=_over_by(base, cash.after_usd_per_month),
+        worst_segment=worst_segment(base, result.after),
     )
 
 

@@ -22,7 +22,7 @@ from operator import attrgetter
 from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
-from hybridctl.core.failover.scope import Scope, demands_of
+from hybridctl.core.failover.scope import Scope, applied_week, demands_of
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.nameindex import by_name
@@ -161,7 +161,9 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     run_memo = RunMemo() if run_memo is None else run_memo
     disruption = disrupt(inventory, events, applied, demand_cache)
     disrupted = disruption.inventory
-    plan_options = options.plan_options()
+    # the week the applied plan was made for, whatever week the failover runs in: the pinned work's hours per
+    # segment are that week's, and a zone's daylight saving moves the segments from week to week
+    plan_options = dataclasses.replace(options.plan_options(), week=applied_week(applied))
     all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
     # what a drill's scenarios share: the pinned work's data movements and use of pools, the workloads' tiers
     # and facts; a replan's passes share the first two

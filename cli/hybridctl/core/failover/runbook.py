@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from hybridctl.core.deploy.steps import Step as ExecStep
 from hybridctl.core.deploy.steps import StepGraph, StepKind, canonical_json, make_step
@@ -26,6 +27,9 @@ from hybridctl.core.failover.impact import WorkloadImpact, transfer_minutes
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.incident import CashChange, cash_change
+
+if TYPE_CHECKING:
+    from hybridctl.core.failover.timing import RunbookTiming
 
 RUNBOOK_FORMAT_VERSION = 1
 MANUAL_KIND = "runbook-manual"  # an operator's action: shown, then confirmed (or auto-approved)
@@ -92,6 +96,8 @@ class Runbook:
     steps: tuple[RunbookStep, ...]  # in execution order
     deferred: tuple[Deferred, ...]
     notes: tuple[str, ...]
+    # when it acts in the plan's week (failover --at; timing.py); outside the id: the same steps at any time
+    timing: RunbookTiming | None = None
 
     @property
     def id(self) -> str:

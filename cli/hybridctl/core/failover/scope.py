@@ -36,6 +36,8 @@ from hybridctl.core.plan.pricing.pools import pool_usage
 from hybridctl.core.plan.pricing.rates import usd_per_gpu_hour_for
 from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
 from hybridctl.core.plan.tiers import Tier
+from hybridctl.core.plan.timed_plan import plan_segments, plan_week
+from hybridctl.core.plan.week import IsoWeek, Week, WeekError, parse_iso_week
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
@@ -88,8 +90,12 @@ class Scope:
         free |= _unplaced_in_play(applied, changes, demands)
         if stale:
             free |= {key_of(p.demand, p.workload) for p in applied.placements if p.workload in stale}
+        free = _whole_workloads(free, demands)
+        timed = week_of_replan(disruption.inventory, applied)
+        if timed is not None:
+            free = _timed_scope(free, timed, disruption.inventory, demands, pools, applied)
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
-                     frozenset(_whole_workloads(free, demands)), disruption, movements,
+                     frozenset(free), disruption, movements,
                      workload_tiers(disruption.inventory, demands) if tiers is None else tiers, usage,
                      facts or WorkloadFacts.of(disruption.inventory), run_memo)
 
@@ -134,6 +140,11 @@ class Scope:
         return workloads_of(self.free)
 
     @property
+    def segment_hours(self) -> tuple[float, ...]:
+        """The hours of each segment of the applied plan's week (the replan's: week_of_replan); () untimed."""
+        return tuple(s.hours for s in self.applied.segments)
+
+    @property
     def everything(self) -> bool:
         return len(self.free) >= len(self.demands)
 
@@ -155,9 +166,10 @@ class Scope:
         unpinned = tuple(compress(applied, of_free))
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
-        pinned_usage = (pool_usage(self.pools, pinned) if self.usage is None
+        segments = self.segment_hours
+        pinned_usage = (pool_usage(self.pools, pinned, segments) if self.usage is None
                         else self.usage.pinned(self.pools, self.applied, free_workloads, pinned, unpinned,
-                                               self.run_memo))
+                                               self.run_memo, segments))
         taken = {u.pool: u.used_gpus if u.committed else u.machines * u.gpus_per_node for u in pinned_usage}
         residual = [dataclasses.replace(p, capacity_gpus=max(0, p.capacity_gpus - taken.get(p.name, 0)),
                                         held_gpus=min(p.capacity_gpus, taken.get(p.name, 0)))
@@ -194,7 +206,7 @@ class Scope:
         # a pool's usage depends on its own placements alone: only the pools the free work went to change
         touched = {p.pool for p in partial.placements}
         fresh = {u.pool: u for u in pool_usage([p for p in self.pools if p.name in touched],
-                                                list(_on_pools(placements, touched)))}
+                                                list(_on_pools(placements, touched)), self.segment_hours)}
         pools = tuple(fresh.get(u.pool, u) for u in placed.pinned_usage)
         demands = placed.demands
         movements = (self.movements.movements(self.inventory, demands, placements,
@@ -208,6 +220,61 @@ class Scope:
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
         return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
+
+
+def applied_week(applied: Plan) -> IsoWeek | None:
+    """The applied plan's week (None for an untimed plan, or one whose week is unreadable: the current one)."""
+    try:
+        return parse_iso_week(applied.week) if applied.week else None
+    except WeekError:
+        return None
+
+
+def week_of_replan(inventory: Inventory, applied: Plan) -> Week | bool | None:
+    """The week a replan of `applied` plans in (the applied plan's, read in the disrupted inventory), or None
+    when neither has one. False when the pinned work's hours cannot be kept: the inventory's week is cut
+    otherwise than the applied plan's (a window edited since the apply), or only one of them has a week."""
+    week = plan_week(inventory, applied_week(applied)) if applied.segments or any(
+        w.schedule is not None for w in inventory.workloads) else None
+    if week is None and not applied.segments:
+        return None
+    if week is None or plan_segments(week) != applied.segments:
+        return False
+    return week
+
+
+def _timed_scope(free: set[str], week: Week | bool, inventory: Inventory, demands: Sequence[Demand],
+                 pools: Sequence[PoolInfo], applied: Plan) -> set[str]:
+    """The free work of a timed replan: with it, every placement on a pool the free work may use.
+
+    Pinned work is taken off a pool's capacity as one number of GPUs (Scope.place), which is right for a
+    month and wrong for a week: a nightly batch and a daytime service hold the same GPUs at different
+    hours, and their sum would leave no room by day where most of it is free. The pinned work of a timed
+    replan is therefore only what sits on pools no free work can use, whose capacity nothing reads; the
+    rest is planned with the free work under the stability term, which keeps it where it runs (its hours
+    within its windows may be chosen again). Until no pinned work shares a pool with free work.
+    """
+    if week is False:  # the pinned work's hours are not the replan's week's: nothing can be pinned
+        return {d.key for d in demands}
+    index = EligibilityIndex(inventory, list(pools))
+    names = [p.name for p in pools]
+    reached: set[str] = set()
+    while True:
+        wanted = {names[p] for d in demands_of(demands, free) for shape in _shapes(d) for p in index.eligible(shape)}
+        wanted |= {p.pool for p in applied.placements if key_of(p.demand, p.workload) in free}
+        if wanted <= reached:
+            return free
+        reached |= wanted
+        extra = {key_of(p.demand, p.workload) for p in _on_pools(applied.placements, reached)}
+        free = _whole_workloads(free | extra, demands)
+
+
+def _shapes(demand: Demand) -> tuple[Demand, ...]:
+    """The demand, and in its fallback's GPU types when it has one (the replan may place it so)."""
+    fallback = demand.workload.fallback
+    if fallback is None or fallback.gpu is None:
+        return (demand,)
+    return demand, dataclasses.replace(demand, gpu_types=tuple(fallback.gpu.types), gpu_count=fallback.gpu.count)
 
 
 def _merged(pinned: list[Placement], placed: Sequence[Placement]) -> tuple[Placement, ...]:

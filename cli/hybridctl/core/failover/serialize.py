@@ -22,10 +22,13 @@ from hybridctl.core.failover.runbook import (
     RunbookStep,
     System,
 )
+from hybridctl.core.failover.timing import timing_from_dict, timing_to_dict
+from hybridctl.core.failover.worst import worst_segment_to_dict
 from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.jsontext import dumps_indented
 from hybridctl.core.memo import RunMemo, Slot
-from hybridctl.core.plan.serialize import json_object, plan_from_dict, plan_to_dict
+from hybridctl.core.plan.jsonread import json_object
+from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
 from hybridctl.errors import HybridctlError
 
 DRILL_FORMAT_VERSION = 1
@@ -99,6 +102,7 @@ def runbook_to_dict(runbook: Runbook) -> JsonDict:
         "deferred": [asdict(d) for d in runbook.deferred],
         "workloads": [impact_to_dict(i) for i in runbook.impacts],
         "notes": list(runbook.notes),
+        "at": timing_to_dict(runbook.timing),
         "before_plan": plan_to_dict(runbook.before, plan_file=True),
         "after_plan": plan_to_dict(runbook.after, plan_file=True),
     }
@@ -208,7 +212,7 @@ def runbook_from_dict(raw: Mapping[str, object], source: str = "runbook") -> Run
             steps=tuple(_step(s, source) for s in raw_steps),
             deferred=tuple(Deferred(_str(d, "step_id"), _str(d, "site"), _str(d, "reason"))
                            for d in _list(raw, "deferred") if isinstance(d, dict)),
-            notes=tuple(str(n) for n in _list(raw, "notes")))
+            notes=tuple(str(n) for n in _list(raw, "notes")), timing=timing_from_dict(raw.get("at")))
     except (KeyError, TypeError, ValueError) as exc:
         raise RunbookFileError(f"{source}: not a hybridctl runbook ({type(exc).__name__}: {exc})",
                                hint="pass a file written by `hybridctl failover --format json`") from None
@@ -220,7 +224,7 @@ def runbook_from_json(text: str, source: str = "runbook") -> Runbook:
     return runbook_from_dict(raw, source)
 
 
-def _scenario_to_dict(r: ScenarioResult) -> JsonDict:
+def _scenario_to_dict(r: ScenarioResult, timed: bool) -> JsonDict:
     return {
         "name": r.scenario.name,
         "description": r.scenario.description,
@@ -255,6 +259,8 @@ def _scenario_to_dict(r: ScenarioResult) -> JsonDict:
         "solver_status": r.solver_status,
         "seconds": r.seconds,
         "workloads": [impact_to_dict(i) for i in r.impacts],
+        # a timed base plan's only (an untimed drill's JSON is as it was)
+        **({"worst_segment": worst_segment_to_dict(r.worst_segment)} if timed else {}),
     }
 
 
@@ -264,7 +270,7 @@ def drill_to_dict(report: DrillReport) -> JsonDict:
         "inventory": report.inventory,
         "passed": report.passed,
         "usd_per_month_base": report.base.total_usd_per_month,
-        "scenarios": [_scenario_to_dict(r) for r in report.results],
+        "scenarios": [_scenario_to_dict(r, bool(report.base.segments)) for r in report.results],
         "failed": [r.scenario.name for r in report.failed],
         "seconds": report.seconds,
     }

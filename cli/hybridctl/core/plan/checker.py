@@ -150,11 +150,12 @@ def _finished(parts: Generator[None, None, PlanCheck]) -> PlanCheck:
 class _PoolSums:
     """What a pool's verdict adds up over the placements on it (_Rules._add)."""
 
-    __slots__ = ("always_on", "amortized", "own_machines", "own_usd", "used")
+    __slots__ = ("always_on", "amortized", "own_machines", "own_usd", "used", "week")
 
     def __init__(self) -> None:
         self.used = self.always_on = self.own_machines = 0
         self.own_usd = self.amortized = 0.0
+        self.week: list[tuple[tuple[float, ...], int, int]] = []  # timed: (hours per segment, GPUs, own machines)
 
 
 class _Rules:
@@ -210,9 +211,10 @@ class _Rules:
                 yield
                 left = workloads_per_step or -1
         reported = {u.pool: u for u in plan.pools}
+        lengths = [s.end_hour - s.start_hour for s in plan.segments]
         by_pool = dict(known.pools) if known else {}
         for name, pool_sums in sums.items():
-            by_pool[name] = self._pool(name, pool_sums, reported.get(name), timed=bool(plan.segments))
+            by_pool[name] = self._pool(name, pool_sums, reported.get(name), lengths=lengths)
         candidates = {*workloads, *(known.searched if known else ())}
         searched = frozenset(name for name in candidates if name in by_workload and by_workload[name].searched)
         # with names unchanged and a clean reference, only the parts named again can hold unknown names
@@ -369,14 +371,17 @@ class _Rules:
         site, pool = self.pools[pl.pool]
         hours = w.hours * rework_factor(w, site, pool, w.hours)  # the spec's rework, priced by pricing/
         sums.amortized += pl.gpus * hours * price
+        machines = pl.replicas * -(-(pl.gpus // pl.replicas) // gpus_per_node)
+        if pl.segment_hours:
+            sums.week.append((pl.segment_hours, pl.gpus, machines))
         if hours == ALWAYS_ON_HOURS:
             sums.always_on += pl.gpus
         else:
-            machines = pl.replicas * -(-(pl.gpus // pl.replicas) // gpus_per_node)
             sums.own_machines += machines
             sums.own_usd += machines * gpus_per_node * hours * price
 
-    def _pool(self, name: str, sums: _PoolSums, reported: PoolUsage | None, *, timed: bool = False) -> PoolVerdict:
+    def _pool(self, name: str, sums: _PoolSums, reported: PoolUsage | None, *,
+              lengths: Sequence[float] = ()) -> PoolVerdict:
         """Whole machines in pay-per-use pools (quota and machine counts) and committed constants. Reads the
         pool, its site, the placements on it (their sums), their workloads' hours and the plan's report."""
         site, pool = self.pools[name]
@@ -384,6 +389,7 @@ class _Rules:
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
         used, always_on, own_machines, own_usd, amortized = (sums.used, sums.always_on, sums.own_machines,
                                                               sums.own_usd, sums.amortized)
+        timed = bool(lengths)
         problems: list[str] = []
         if used > capacity and not timed:
             problems.append(f"pool {name}: {used} GPUs used, capacity {capacity}")
@@ -396,6 +402,9 @@ class _Rules:
             shared = -(-always_on // gpus_per_node)
             machines = shared + own_machines
             usd = pay_per_use_usd = shared * gpus_per_node * ALWAYS_ON_HOURS * price + own_usd
+            if timed:  # paid by the segment (revision 3): the week's machine-hours, every week of the month
+                usd = pay_per_use_usd = _week_machine_hours(sums, gpus_per_node, lengths) * 730 / 168 \
+                    * gpus_per_node * price
             if machines > capacity // gpus_per_node and not timed:
                 problems.append(f"whole machines: pool {name} runs {machines} machines of {gpus_per_node} GPUs, "
                                 f"its quota of {capacity} GPUs allows {capacity // gpus_per_node}")
@@ -427,6 +436,20 @@ class _Rules:
             if abs(got_usd - want) > slack:
                 yield f"{label} cost: plan says {got_usd:.2f}, the rules give {want:.2f}"
         yield from priority_violations(self.inventory, plan, self.pair)
+
+
+def _week_machine_hours(sums: _PoolSums, gpus_per_node: int, lengths: Sequence[float]) -> float:
+    """A pay-per-use pool's machine-hours in the plan's week: in each segment, the replicas that run it
+    whole share ceil(their GPUs / GPUs per machine) machines; the others run their own for their hours."""
+    whole = [0] * len(lengths)
+    own = 0.0
+    for hours, gpus, machines in sums.week:
+        for s, h in enumerate(hours[:len(lengths)]):
+            if h >= lengths[s] - 1e-9:
+                whole[s] += gpus
+            elif h > 0:
+                own += machines * h
+    return own + sum(-(-g // gpus_per_node) * length for g, length in zip(whole, lengths, strict=True))
 
 
 def check_budget(inventory: Inventory, plan: Plan) -> list[str]:

@@ -47,7 +47,9 @@ def spec_tier(workload: Workload) -> str:
     if workload.preemptible:  # rule 1
         return OPPORTUNISTIC
     hours = workload.hours_per_month if workload.hours_per_month is not None else ALWAYS_ON_HOURS
-    if workload.type is WorkloadType.REALTIME_INFERENCE or hours >= ALWAYS_ON_HOURS:  # rule 2
+    # with a schedule, rule 2 is realtime_inference's alone: "always on" means every hour of the week
+    always_on = workload.schedule is None and hours >= ALWAYS_ON_HOURS
+    if workload.type is WorkloadType.REALTIME_INFERENCE or always_on:  # rule 2
         return FIXED
     if workload.type.value in _BURST_WORKLOAD_TYPES:  # rule 3
         return BURST

@@ -36,6 +36,7 @@ from hybridctl.core.plan.pricing.arrays import (
     committed_constant,
     machine_usd_per_month,
 )
+from hybridctl.core.plan.segment_classes import segment_classes
 from hybridctl.core.plan.timed import column_times, time_sharing_slots, timed_capacity_rows
 from hybridctl.core.plan.units import TIER_WEIGHT, PoolTable, Unit
 from hybridctl.core.plan.week import Week
@@ -76,7 +77,8 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
         column_hours = column_hours * np.concatenate(
             [u.rework if u.rework is not None else np.ones(len(u.eligible)) for u in units])
     # a timed week (timed.py): replicas that run their segments whole share a pay-per-use pool's machines
-    times = column_times(units, xu, len(week.segments)) if week is not None and week.timed else None
+    classes = segment_classes(units, week) if week is not None and week.timed else None
+    times = column_times(units, xu, classes.of_unit) if classes is not None else None
     costs = column_costs(gpus[xu], column_hours, xp, table, cash, shared=None if times is None else times.whole)
     # a pool fits at most capacity // gpus replicas (pay-per-use: in whole machines): a tighter
     # bound than the unit's replicas
@@ -88,8 +90,8 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     slots = np.where(~pay_per_use, np.floor(table.capacity[xp] / gpus[xu]),
                      np.where(shared, np.floor(quota_machines * per_node / gpus[xu]),
                               np.floor(quota_machines / machines_each)))
-    if times is not None and week is not None:
-        slots = time_sharing_slots(times, week.segments, slots, np.where(pay_per_use, machines_each, gpus[xu]),
+    if times is not None and classes is not None:
+        slots = time_sharing_slots(times, classes.lengths, slots, np.where(pay_per_use, machines_each, gpus[xu]),
                                    np.where(pay_per_use, quota_machines, table.capacity[xp].astype(np.float64)))
     x_upper = np.minimum(replicas[xu], slots)
 
@@ -145,8 +147,8 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     _spread_rows(b, table, x, s, xu, xp, spread, members, member_replicas)
     _previous_rows(b, units, x, lengths, move_threshold_usd)
 
-    if times is not None and week is not None:
-        timed_capacity_rows(b, x, xp, gpus[xu], x_upper, table, pay_per_use, machines_each, times, week.segments,
+    if times is not None and classes is not None:
+        timed_capacity_rows(b, x, xu, xp, gpus[xu], x_upper, table, pay_per_use, machines_each, times, classes.lengths,
                             n_units, cash)
     else:
         _capacity_rows(b, x, xp, gpus[xu], table, pay_per_use, shared, machines_each, n_units, cash)

@@ -39,9 +39,9 @@ from hybridctl.core.plan.pricing.rates import (
 )
 from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
 from hybridctl.core.plan.priority import by_priority, needs_stages
+from hybridctl.core.plan.segment_classes import column_segment_hours, segment_classes
 from hybridctl.core.plan.solve import solve
 from hybridctl.core.plan.tiers import classify_workload
-from hybridctl.core.plan.timed import hours_of
 from hybridctl.core.plan.timed_plan import plan_segments, plan_week, segment_hours, timed_objective
 from hybridctl.core.plan.units import PoolTable, Unit, build_units, components, distribute
 from hybridctl.core.plan.week import IsoWeek, Week
@@ -130,7 +130,8 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         for col in placed.tolist():
             solved.counts[group[int(model.unit[col])]][int(model.ref[col])] = int(solution.values[col])
         if week is not None:
-            for col, by_segment in hours_of(model.kind, model.ref, solution.values, len(week.segments)).items():
+            classes = segment_classes(comp_units, week)  # as formulate() counted them
+            for col, by_segment in column_segment_hours(model, solution.values, comp_units, week, classes).items():
                 unit_hours = solved.hours.setdefault(group[int(model.unit[col])], {})
                 unit_hours[int(model.ref[col])] = by_segment
         followed = np.flatnonzero((model.kind == Col.PATTERN) & (solution.values > 0.5))
@@ -271,7 +272,7 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
                                                                               machines),
                                      missing, demand.tier.value, demand.key))
     movements = data_movements(inventory, all_demands, placements)
-    usage = pool_usage(pools, placements)
+    usage = pool_usage(pools, placements, [s.hours for s in week.segments] if week is not None else ())
     # the committed pools are a constant the model leaves out: the reported objective and bound
     # carry it, so that they read as the total under the cost model (plus tie-break and penalties)
     constant = committed_total_usd_per_month(pools) if cash else 0.0

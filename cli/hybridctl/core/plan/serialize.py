@@ -11,7 +11,6 @@ import hashlib
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from functools import cache
@@ -19,8 +18,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from hybridctl.core.jsontext import (
     dumps_canonical_numbers_as_floats,
@@ -28,6 +26,7 @@ from hybridctl.core.jsontext import (
     dumps_indented_utf8,
     dumps_indented_with_digest,
 )
+from hybridctl.core.plan.jsonread import encodable, json_object, surrogate, unrepresentable
 from hybridctl.core.plan.model import (
     FORMAT_VERSION,
     READABLE_FORMAT_VERSIONS,
@@ -175,7 +174,7 @@ def _checked(cls: type[Any], items: Sequence[Any], where: Callable[[int], str]) 
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if not first["loc"]:  # not a field's value but the text: a lone surrogate (a plan read from a state)
-            found = _unrepresentable(list(items)) or f"[0]: {first['msg'].lower()}"
+            found = unrepresentable(list(items)) or f"[0]: {first['msg'].lower()}"
             position, _, rest = found.partition("]")
             raise PlanFileError(f"{where(int(position.lstrip('[')))}{rest}", hint=_PLAN_FILE_HINT) from None
         at, *field = first["loc"]
@@ -185,7 +184,8 @@ def _checked(cls: type[Any], items: Sequence[Any], where: Callable[[int], str]) 
 
 @cache  # one per part of a plan: static, as the code is (made when first needed: 0.2 s for all of them)
 def _adapter(cls: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(cls)
+    # no NaN or infinity in any amount: a plan read from a state was parsed by a reader that takes them
+    return TypeAdapter(cls, config=ConfigDict(allow_inf_nan=False))
 
 
 def content_digest(document: JsonDict) -> str:
@@ -267,12 +267,20 @@ _TOP_LEVEL: MappingProxyType[str, tuple[type, ...]] = MappingProxyType({
     "placements": (list,), "unplaced": (list,), "data_movements": (list,), "pools": (list,),
 })
 
+_SUMMARY_AMOUNTS = ("total_usd_per_month", "committed_usd_per_month", "pay_per_use_usd_per_month",
+                    "data_usd_per_month", "idle_committed_usd_per_month", "compute_usd_per_month",
+                    "budget_usd_per_month")
+
 
 def _expect(raw: JsonDict, source: str) -> None:
     for name, types in _TOP_LEVEL.items():
         if name in raw and (not isinstance(raw[name], types) or isinstance(raw[name], bool)):
             raise PlanFileError(f"{source}: {name} has the wrong type ({type(raw[name]).__name__})",
                                 hint=_PLAN_FILE_HINT)
+    for name in _SUMMARY_AMOUNTS:  # a plan read from a state may hold NaN or infinity (a plan file's text may not)
+        value = raw.get(name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PlanFileError(f"{source}: {name}: {value!r} is not a finite number", hint=_PLAN_FILE_HINT)
     for name in ("tiers", "workload_types", "teams"):
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.get(name, {}).items()):
             raise PlanFileError(f"{source}: {name} maps workload names to text", hint=_PLAN_FILE_HINT)
@@ -280,9 +288,9 @@ def _expect(raw: JsonDict, source: str) -> None:
     for name in ("inventory", "tool_version", "inventory_digest", "tiers", "workload_types", "teams"):
         value = raw.get(name, "")
         texts = [value] if isinstance(value, str) else [*value, *value.values()]
-        if not _encodable("".join(texts)):
-            bad = next(t for t in texts if not _encodable(t))
-            raise PlanFileError(f"{source}: {name}: text with a lone surrogate ({_surrogate(bad)})",
+        if not encodable("".join(texts)):
+            bad = next(t for t in texts if not encodable(t))
+            raise PlanFileError(f"{source}: {name}: text with a lone surrogate ({surrogate(bad)})",
                                 hint=_PLAN_FILE_HINT)
 
 
@@ -337,157 +345,6 @@ def _cost_model(raw: object) -> str:
     if raw not in ("cash", "amortized"):
         raise ValueError(f"cost_model {raw!r} is not cash or amortized")
     return str(raw)
-
-
-def json_object(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> JsonDict:
-    """A JSON document that must be an object, with the line and column of a syntax error.
-
-    What JSON allows but no hybridctl file holds is refused too, each with one message naming the file
-    (and the field, where it is known): a key twice in one object (the last would silently win, and the
-    content digest is of what was read), NaN and Infinity, numbers beyond a float (1e400 reads as
-    infinity) or of more than 4,300 digits, lone surrogates (text no file can be written back with), and
-    nesting deeper than a reader's stack."""
-    raw = _fast(text)
-    if raw is None:
-        raw = _strict(text, source, error, what, hint)
-    if not isinstance(raw, dict):
-        raise error(f"{source}: not a hybridctl {what}", hint=hint)
-    if _SURROGATE_ESCAPE.search(text):  # rare (hybridctl writes no escapes but control characters'): a walk
-        where = _unrepresentable(raw)
-        if where is not None:
-            raise error(f"{source}: {where}", hint=hint)
-    return raw
-
-
-def _fast(text: str) -> Any:
-    """The document as orjson reads it (a fleet's plan file: a third of json's time), when that is what the
-    strict reading gives too: orjson refuses NaN, numbers beyond a float, lone surrogates and deep nesting
-    as the strict reading does (which then says where), but keeps the last of a key given twice — so the
-    keys are counted, and a document whose text holds more keys than it read is read strictly. An int
-    beyond 64 bits reads as the float nearest it (as the state's reader has it; no field of a plan file or
-    runbook takes one, and the content digest reads ints as floats). None: read it strictly."""
-    if '\\":' in text or _SPACED_KEY.search(text):  # then `":` would not count the keys: read it strictly
-        return None
-    try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    # each key ends with `":` (no string value can hold `":`: its quotes are escaped, and `\":` was ruled out),
-    # in the text read and in the document's own compact text
-    return document if text.count('":') == orjson.dumps(document).count(b'":') else None
-
-
-_SPACED_KEY = re.compile(r'"\s+:')
-
-
-def _strict(text: str, source: str, error: type[HybridctlError], what: str, hint: str) -> Any:
-    """The document as json reads it, refusing what no hybridctl file holds, with where it is."""
-    try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int,
-                          object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise error(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=hint) from None
-    except _DuplicateKey as exc:
-        raise error(f"{source}: key {exc.args[0]!r} appears twice in one object", hint=hint) from None
-    except _OutOfRange:  # read again, marking the number, to say where it is
-        marked = json.loads(text, parse_constant=_no_constant, parse_float=_Marked, parse_int=_marked_int)
-        raise error(f"{source}: {_unrepresentable(marked)}", hint=hint) from None
-    except RecursionError:
-        raise error(f"{source}: nested too deeply to be a hybridctl {what}", hint=hint) from None
-    except ValueError as exc:  # NaN or Infinity
-        raise error(f"{source}: not valid JSON: {exc}", hint=hint) from None
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> JsonDict:
-    document = dict(pairs)
-    if len(document) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return document
-
-
-# What may stand for a lone surrogate: its escape (json reads "\ud800" as one; no file can hold it).
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-# Numbers beyond a float: 1e400 reads as infinity; an int of more digits than a float's range is refused
-# before it is read (Python reads one of at most 4,300 digits, and printing it would fail as well).
-_MAX_INT_DIGITS = 300
-
-
-class _OutOfRange(ValueError):
-    pass
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        raise _OutOfRange(text)
-    return value
-
-
-def _int(text: str) -> int:
-    if len(text) > _MAX_INT_DIGITS:
-        raise _OutOfRange(text)
-    return int(text)
-
-
-class _Marked(str):
-    """A number beyond a float's range, as written (json_object's second reading, to say where it is)."""
-
-
-def _marked_int(text: str) -> int | _Marked:
-    return _Marked(text) if len(text) > _MAX_INT_DIGITS else int(text)
-
-
-_FLOAT_MAX = sys.float_info.max
-
-
-def _unrepresentable(document: Any) -> str | None:
-    """Where the parsed document holds a number that is not finite or text with a lone surrogate, and what."""
-    stack: list[tuple[str, Any]] = [("", document)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, _Marked):  # a number as written (the second reading): out of range, or fine
-            if len(value) > _MAX_INT_DIGITS or float(value) in (math.inf, -math.inf):
-                shown = value if len(value) <= 40 else f"{value[:20]}…({len(value):,} characters)"
-                return f"{path or 'the document'}: a number beyond the range of a float ({shown})"
-            continue
-        if (isinstance(value, float) and not math.isfinite(value)) or (type(value) is int and abs(value) > _FLOAT_MAX):
-            return f"{path or 'the document'}: a number beyond the range of a float"
-        if isinstance(value, str) and not _encodable(value):
-            return f"{path or 'the document'}: text with a lone surrogate ({_surrogate(value)})"
-        if isinstance(value, dict):
-            for key, item in value.items():
-                inner = f"{path}.{key}" if path else str(key)
-                if not _encodable(key):
-                    return f"{path or 'the document'}: a key with a lone surrogate ({_surrogate(key)})"
-                stack.append((inner, item))
-        elif isinstance(value, list):
-            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
-    return None
-
-
-def _surrogate(text: str) -> str:
-    return next(f"\\u{ord(c):04x}" for c in text if "\ud800" <= c <= "\udfff")
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _no_constant(name: str) -> float:
-    # NaN and Infinity are Python's extensions to JSON; no hybridctl file holds them.
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def plan_from_json(text: str, source: str = "plan", *, verify_digest: bool = False) -> Plan:

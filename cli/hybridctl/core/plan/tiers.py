@@ -45,7 +45,8 @@ def decide_tier(workload: Workload) -> tuple[Tier, str, str]:
         return Tier.OPPORTUNISTIC, "1", "preemptible: true"
     if workload.type is WorkloadType.REALTIME_INFERENCE:
         return Tier.FIXED, "2", "realtime_inference is always on"
-    if workload.hours >= DEFAULT_REALTIME_HOURS:
+    # the spec: with a schedule, a workload that runs its whole windows follows rules 3 and 4
+    if workload.schedule is None and workload.hours >= DEFAULT_REALTIME_HOURS:
         return Tier.FIXED, "2", f"runs {workload.hours:g} h/month (always on) and is not preemptible"
     if workload.type in _BURST_TYPES:
         return Tier.BURST, "3", f"{workload.type.value} runs in bursts"

@@ -24,7 +24,6 @@ import numpy.typing as npt
 from hybridctl.core.plan.milp import Builder, Col, FloatArray, IntArray
 from hybridctl.core.plan.pricing.arrays import segment_machine_usd_per_month
 from hybridctl.core.plan.units import PoolTable, Unit
-from hybridctl.core.plan.week import Segment
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -39,10 +38,10 @@ class ColumnTimes:
     weekly_hours: FloatArray
 
 
-def column_times(units: list[Unit], xu: IntArray, n_segments: int) -> ColumnTimes:
-    every = tuple(range(n_segments))
+def column_times(units: list[Unit], xu: IntArray, of_unit: tuple[tuple[int, ...], ...]) -> ColumnTimes:
+    """`of_unit`: the segments (segment_classes.py: classes of alike segments) each unit may run in."""
     whole = np.array([u.timing is None or not u.timing.deferrable for u in units], dtype=np.bool_)[xu]
-    per_unit = [u.timing.segments if u.timing is not None else every for u in units]
+    per_unit = of_unit
     hours = []
     for u in units:
         base = u.timing.weekly_hours if u.timing is not None else 168.0
@@ -53,19 +52,20 @@ def column_times(units: list[Unit], xu: IntArray, n_segments: int) -> ColumnTime
                        np.concatenate(hours) if hours else np.zeros(0))
 
 
-def time_sharing_slots(times: ColumnTimes, segments: tuple[Segment, ...], slots: FloatArray,
+def time_sharing_slots(times: ColumnTimes, lengths: FloatArray, slots: FloatArray,
                        gpus: FloatArray, capacity: FloatArray) -> FloatArray:
     """Replicas a column may hold: a deferrable one time-shares its windows, so as many as the GPU-hours
     of its windows allow (a gang must still fit the pool at all: slots > 0)."""
-    window = np.array([sum(segments[s].hours for s in segs) for segs in times.segments], dtype=np.float64)
+    window = np.array([float(lengths[list(segs)].sum()) for segs in times.segments], dtype=np.float64)
     shared = np.floor(capacity * window / (gpus * np.maximum(times.weekly_hours, 1e-9)) + 1e-9)
     return np.where(times.whole | (slots < 1), slots, np.maximum(slots, shared))
 
 
-def timed_capacity_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray, x_upper: FloatArray,
+def timed_capacity_rows(b: Builder, x: IntArray, xu: IntArray, xp: IntArray, gpus: FloatArray, x_upper: FloatArray,
                         table: PoolTable, pay_per_use: BoolArray, machines_each: FloatArray,
-                        times: ColumnTimes, segments: tuple[Segment, ...], n_units: int, cash: bool) -> None:
-    lengths = np.array([s.hours for s in segments], dtype=np.float64)
+                        times: ColumnTimes, lengths: FloatArray, n_units: int, cash: bool) -> None:
+    """`lengths`: the hours of each segment the model counts (segment_classes.py). An hours column belongs
+    to its placement's unit (a unit left unplaced leaves its hours at 0: timed_start.py)."""
     # entries of a column in a segment: (segment, column index into x, coefficient on x or hours)
     by_pool_segment: dict[tuple[int, int], tuple[list[int], list[int], list[int]]] = {}
     hours_col: dict[tuple[int, int], int] = {}  # (column, segment) -> its hours column
@@ -74,9 +74,9 @@ def timed_capacity_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray,
         pairs = [(c, s) for c in deferred for s in times.segments[c]]
         owner = np.array([c for c, _ in pairs], dtype=np.int64)
         seg = np.array([s for _, s in pairs], dtype=np.int64)
-        # ref: the placement column and the segment, as x column x segments + segment (hours_of reads it)
-        h = b.add_columns(np.zeros(len(pairs)), lengths[seg] * x_upper[owner], False, Col.HOURS,
-                          np.full(len(pairs), n_units, dtype=np.int64), x[owner] * lengths.size + seg)
+        # ref: the placement column and the segment, as x column x segments + segment (segment_classes.column_segment_hours reads it)
+        h = b.add_columns(np.zeros(len(pairs)), lengths[seg] * x_upper[owner], False, Col.HOURS, xu[owner],
+                          x[owner] * lengths.size + seg)
         hours_col.update({pair: int(col) for pair, col in zip(pairs, h.tolist(), strict=True)})
         # h[c,s] <= L_s x[c]
         first = b.add_rows(np.full(len(pairs), -np.inf), np.zeros(len(pairs)))
@@ -165,16 +165,3 @@ def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[in
             col, most = (hours_col[(c, s)], length * x_upper[c]) if c in timed else (int(x[c]), x_upper[c])
             b.add_entries(np.full(1, gated, dtype=np.int64), np.array([col], dtype=np.int64), np.ones(1))
             b.add_entries(np.full(1, gated, dtype=np.int64), gang, np.full(1, -float(most)))
-
-
-def hours_of(model_kind: npt.NDArray[np.int8], model_ref: IntArray, values: FloatArray,
-             n_segments: int) -> dict[int, dict[int, float]]:
-    """Placement column -> segment -> replica-hours the solution gives it (deferrable columns of more
-    than one segment; the others run H, or their whole segments)."""
-    found: dict[int, dict[int, float]] = {}
-    for col in np.flatnonzero(model_kind == Col.HOURS).tolist():
-        value = float(values[col])
-        if value > 1e-9:
-            x_col, segment = divmod(int(model_ref[col]), n_segments)
-            found.setdefault(x_col, {})[segment] = value
-    return found

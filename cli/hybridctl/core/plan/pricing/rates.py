@@ -29,6 +29,7 @@ from hybridctl.core.inventory.models import (
     Site,
     Workload,
 )
+from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.plan.pricing.priced import PricedDemand, PricedPool
 
 # Under the cash cost model, among plans of (nearly) equal cash the lowest amortized compute wins. The
@@ -112,6 +113,12 @@ def committed_total_usd_per_month(pools: Iterable[PricedPool]) -> float:
 def machines_usd_per_month(pool: PricedPool, machines: int, hours: float) -> float:
     """Whole machines of a pool, each running `hours` a month."""
     return machines * pool.gpus_per_node * hours * pool.usd_per_gpu_hour
+
+
+def machine_hours_usd_per_month(pool: PricedPool, machine_hours_per_week: float) -> float:
+    """A timed plan's machines of a pay-per-use pool (revision 3): the machine-hours they run in a week of
+    the plan, every week of the month (730 / 168 of them)."""
+    return machines_usd_per_month(pool, 1, machine_hours_per_week * HOURS_PER_MONTH / HOURS_PER_WEEK)
 
 
 def gpu_hours_usd_per_month(gpus: int, hours: float, usd_per_gpu_hour: float) -> float:

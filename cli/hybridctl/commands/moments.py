@@ -1,0 +1,32 @@
+"""`--at TIME` of `status` and `failover`: a moment of the plan's week, parsed once for both."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hybridctl.errors import UsageError
+
+_HINT = "write `now`, or a date-time with its offset, such as 2026-11-27T02:30+01:00 or 2026-11-27T01:30Z"
+
+
+def parse_moment(text: str) -> datetime | None:
+    """None for `now` (the operation reads the clock), else an aware date-time in UTC. A moment without an
+    offset is refused: it would depend on this machine's zone."""
+    if text.strip().lower() == "now":
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"--at: '{text}' is not an ISO 8601 date-time", hint=_HINT) from None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise UsageError(f"--at: '{text}' has no offset: the moment would depend on this machine's zone", hint=_HINT)
+    return moment.astimezone(UTC)
+
+
+def parse_moment_within(text: str, days: int, *, why: str, now: datetime | None = None) -> datetime:
+    """parse_moment, `now` read here, and the moment within `days` of now (`why` says why, as the hint)."""
+    now = now or datetime.now(UTC)
+    moment = parse_moment(text) or now
+    if abs(moment - now) > timedelta(days=days):
+        raise UsageError(f"--at: '{text}' is more than {days} days from now ({now:%Y-%m-%d} UTC)", hint=why)
+    return moment

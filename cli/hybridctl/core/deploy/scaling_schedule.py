@@ -1,0 +1,161 @@
+"""Scheduled scaling of pay-per-use node groups over the plan's week (inventory revision 3, "Time").
+
+Pure: a timed plan and its inventory in, per cloud pool the weekly actions that resize its node group's
+Auto Scaling group (stacks/aws-gpu-pools declares one `aws.autoscaling.Schedule` per action).
+
+What a pool needs in each segment of the week:
+- min: the shared machines of the replicas that run the whole segment (ceil(their GPUs / GPUs per node)):
+  the plan pays for them every hour of the segment, so they stay up;
+- desired: min plus the own machines (ceil(gpu.count / GPUs per node) each) of every deferrable replica
+  that has hours in the segment: the queue (Kueue) chooses which hours it runs, so its machines are there
+  for the whole segment and Cluster Autoscaler may remove them while idle.
+Both are clamped to the node group's max (its quota in machines).
+
+A segment's need starts `provision_minutes` (the site's, rounded up to the minute) before the segment
+opens, so its machines are in service when it opens, and ends when it closes: at minute t of the week the
+group holds the largest need of the segment at t and of every segment opening in (t, t + lead]. An action
+is set where that changes, so actions at the same minute are one and a need that does not change sets
+nothing. The segments are in UTC, cut at the plan's week (daylight saving is that week's), so the actions
+are weekly cron recurrences in UTC.
+
+Committed pools (reserved cloud capacity) keep their fixed size: no schedule. An untimed plan: none.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from hybridctl.core.deploy.stackvalues import NodePoolConfig, ScalingAction
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.inventory.schedule import MINUTES_PER_WEEK
+from hybridctl.core.plan.model import Placement, Plan, PlanSegment
+
+PoolKey = tuple[str, str]  # (site, pool)
+# AWS allows 125 scheduled actions per Auto Scaling group (stacks/aws-gpu-pools refuses more): a week
+# that needs more is coarsened, holding the larger size through the shortest stretches (_within).
+MAX_ACTIONS = 125
+
+
+Need = tuple[int, int]  # (min, desired) machines
+
+
+def segment_needs(segments: Sequence[PlanSegment], placements: Iterable[Placement],
+                  gpus_per_node: int) -> tuple[Need, ...]:
+    """(min, desired) machines of a pay-per-use pool in each segment of the plan's week, from the
+    placements on it."""
+    node = max(gpus_per_node, 1)
+    lengths = [s.hours for s in segments]
+    whole_gpus = [0] * len(lengths)
+    own = [0] * len(lengths)
+    for pl in placements:
+        size = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
+        for s, hours in enumerate(pl.segment_hours):
+            if hours <= 0:
+                continue
+            if hours >= lengths[s] - 1e-9:
+                whole_gpus[s] += pl.gpus
+            else:
+                own[s] += pl.replicas * math.ceil(size / node)
+    return tuple((math.ceil(g / node), math.ceil(g / node) + e) for g, e in zip(whole_gpus, own, strict=True))
+
+
+def weekly_actions(starts: tuple[int, ...], needs: tuple[Need, ...], lead_minutes: int,
+                   max_size: int) -> tuple[ScalingAction, ...]:
+    """The actions that give the group, at each minute of the week, the need of the segment it is in and of
+    every segment opening within `lead_minutes` after it (`starts`: each segment's first minute, the first 0).
+    () when that never changes."""
+    if not needs:
+        return ()
+    n = len(starts)
+
+    def need_at(t: int) -> Need:
+        current = bisect_right(starts, t) - 1
+        low, high = needs[current]
+        # the segments opening within the lead after t, in order round the week (each at most once)
+        for step in range(1, n):
+            k = (current + step) % n
+            if lead_minutes < MINUTES_PER_WEEK and (starts[k] - t) % MINUTES_PER_WEEK > lead_minutes:
+                break
+            low, high = max(low, needs[k][0]), max(high, needs[k][1])
+        return min(low, max_size), min(high, max_size)
+
+    # The held need changes only where a segment opens or where one's lead time begins.
+    moments = sorted({s for s in starts} | {(s - lead_minutes) % MINUTES_PER_WEEK for s in starts})
+    held = [need_at(t) for t in moments]
+    actions = []
+    for k, t in enumerate(moments):
+        if held[k] != held[k - 1]:  # k = 0 compares with the week's last moment: the week repeats
+            low, high = held[k]
+            actions.append(ScalingAction(t, low, high, max_size))
+    return _within(actions, MAX_ACTIONS)
+
+
+def _sizes(a: ScalingAction) -> Need:
+    return a.min_size, a.desired_size
+
+
+def _added(actions: list[ScalingAction], span: list[int], i: int) -> int:
+    """The machine-minutes a fold of stretch i into the one before it adds."""
+    before, this = actions[i - 1], actions[i]
+    top = max(before.desired_size, this.desired_size)
+    return span[i - 1] * (top - before.desired_size) + span[i] * (top - this.desired_size)
+
+
+def _within(actions: list[ScalingAction], limit: int) -> tuple[ScalingAction, ...]:
+    """At most `limit` actions: a stretch is folded into the one before it, the two holding the larger of
+    their sizes (never fewer machines than a segment needs: more, for a while), the fold that adds the
+    fewest machine-minutes first, until it fits."""
+    out = list(actions)
+    while len(out) > limit:
+        n = len(out)
+        span = [(out[(i + 1) % n].minute - out[i].minute) % MINUTES_PER_WEEK or MINUTES_PER_WEEK for i in range(n)]
+        k = min(range(n), key=lambda i: (_added(out, span, i), i))
+        before, folded = out[(k - 1) % n], out[k]
+        out[(k - 1) % n] = replace(before, min_size=max(before.min_size, folded.min_size),
+                                   desired_size=max(before.desired_size, folded.desired_size))
+        del out[k]
+        # a stretch now the same as the one before it sets nothing
+        out = [a for i, a in enumerate(out) if _sizes(a) != _sizes(out[i - 1])] if len(out) > 1 else []
+    return tuple(out)
+
+
+def pool_schedules(inventory: Inventory, plan: Plan, max_sizes: Mapping[PoolKey, int]
+                   ) -> dict[PoolKey, tuple[ScalingAction, ...]]:
+    """(site, pool) -> its weekly scaling actions, for the pay-per-use cloud pools in `max_sizes` (each
+    node group's max size) whose need changes over the plan's week; {} for an untimed plan."""
+    if not plan.segments:
+        return {}
+    sites = {s.name: s for s in inventory.sites}
+    starts = tuple(round(s.start_hour * 60) for s in plan.segments)
+    out: dict[PoolKey, tuple[ScalingAction, ...]] = {}
+    usages = {(u.site, u.pool): u for u in plan.pools}
+    on_pool: dict[PoolKey, list[Placement]] = defaultdict(list)
+    for pl in plan.placements:
+        on_pool[(pl.site, pl.pool)].append(pl)
+    for key, maximum in sorted(max_sizes.items()):
+        usage, site = usages.get(key), sites.get(key[0])
+        if usage is None or site is None or usage.committed:
+            continue
+        lead = math.ceil(site.provision_minutes_effective)
+        needs = segment_needs(plan.segments, on_pool.get(key, ()), usage.gpus_per_node)
+        actions = weekly_actions(starts, needs, lead, maximum)
+        if actions:
+            out[key] = actions
+    return out
+
+
+def with_schedules(inventory: Inventory, plan: Plan, node_pools: dict[PoolKey, NodePoolConfig]
+                   ) -> dict[PoolKey, NodePoolConfig]:
+    """`node_pools` with their weekly actions. A scheduled group's min is the week's floor (the smallest min
+    of its actions): a node group update must not raise the group back above what a segment needs."""
+    schedules = pool_schedules(inventory, plan, {k: p.max_size for k, p in node_pools.items()
+                                                 if p.capacity_type != "reserved"})
+    out = dict(node_pools)
+    for key, actions in schedules.items():
+        pool = node_pools[key]
+        out[key] = replace(pool, schedule=actions, min_size=min(pool.min_size, *(a.min_size for a in actions)))
+    return out

@@ -1,0 +1,96 @@
+"""The timed model's fast paths (inventory revision 3) keep the plans the slow ones make.
+
+- Segment classes (segment_classes.py): the model counts classes of alike segments; solved with one class
+  per segment instead, every fleet has the same optimum, and both plans pass the checker.
+- The LP-guided route on a timed model (timed_start.py): its start meets every row of the model, and its
+  plan passes the checker, costs no less than the whole MIP's optimum and no more than its own bound says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan import formulation as formulation_module
+from hybridctl.core.plan import planner as planner_module
+from hybridctl.core.plan import solve as solve_module
+from hybridctl.core.plan.checker import check_plan
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.plan.segment_classes import SegmentClasses, segment_classes
+from hybridctl.core.plan.units import Unit
+from hybridctl.core.plan.week import Week, build_week, parse_iso_week
+from inventory_gen import generate
+from support.timed import load
+
+WEEK = parse_iso_week("2026-W48")
+EXACT = PlanOptions(week=WEEK, gap=0.0)
+
+
+def _fleet(seed: int, workloads: int = 50, pools: int = 12) -> Inventory:
+    return Inventory.model_validate(generate(workloads, pools, seed, 0.5))
+
+
+def _one_class_per_segment(units: list[Unit], week: Week) -> SegmentClasses:
+    every = tuple(range(len(week.segments)))
+    return SegmentClasses(np.array([s.hours for s in week.segments], dtype=np.float64),
+                          tuple((s,) for s in every),
+                          tuple(u.timing.segments if u.timing is not None else every for u in units))
+
+
+def test_alike_segments_make_one_class() -> None:
+    # HAND's week: five day segments (the service may run) and six off-hours ones (only the batch)
+    inventory = load(100)
+    week = build_week(inventory, WEEK)
+    units = planner_module.build_units(planner_module.demands(inventory),
+                                       planner_module.EligibilityIndex(inventory, planner_module.pool_infos(inventory)),
+                                       {}, week=week)
+    classes = segment_classes(units, week)
+    assert classes.segments == ((0, 2, 4, 6, 8, 10), (1, 3, 5, 7, 9))
+    assert classes.lengths.tolist() == [108.0, 60.0]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_segment_classes_keep_the_optimum(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    inventory = _fleet(seed)
+    classed = plan(inventory, options=EXACT)
+    monkeypatch.setattr(formulation_module, "segment_classes", _one_class_per_segment)
+    monkeypatch.setattr(planner_module, "segment_classes", _one_class_per_segment)
+    by_segment = plan(inventory, options=EXACT)
+    assert len(classed.segments) > 5 and classed.solver.variables < by_segment.solver.variables
+    assert (classed.solver.status, by_segment.solver.status) == ("optimal", "optimal")
+    assert classed.solver.objective == pytest.approx(by_segment.solver.objective, rel=1e-6, abs=0.01)
+    assert check_plan(inventory, classed) == [] and check_plan(inventory, by_segment) == []
+
+
+def _rows_met(model: Any, values: Any) -> bool:
+    entry_col = np.repeat(np.arange(model.columns), np.diff(model.starts))
+    activity = np.bincount(model.index, weights=model.value * values[entry_col], minlength=model.rows)
+    slack = 1e-6 * np.maximum(1.0, np.abs(np.where(np.isfinite(model.rows_upper), model.rows_upper, 0.0)))
+    return bool(np.all(activity <= model.rows_upper + slack) and np.all(activity >= model.rows_lower - slack)
+                and np.all(values >= model.lower - 1e-9) and np.all(values <= model.upper + 1e-9))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_lp_guided_route_on_a_timed_model(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    inventory = _fleet(seed, 100, 20)  # large enough for an LP with fractional units
+    whole: Plan = plan(inventory, options=EXACT)
+    starts: list[bool] = []
+    repair = solve_module.feasible_timed_start
+
+    def watched(model: Any, start: Any, free: Any) -> Any:
+        out = repair(model, start, free)
+        if out is not None:
+            starts.append(_rows_met(model, out[0]))
+        return out
+
+    monkeypatch.setattr(solve_module, "feasible_timed_start", watched)
+    monkeypatch.setattr(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0)
+    monkeypatch.setattr(solve_module, "TIMED_DIRECT_MIP_MAX_COLUMNS", 0)
+    routed = plan(inventory, options=PlanOptions(week=WEEK))
+    assert starts and all(starts)
+    assert check_plan(inventory, routed) == []
+    assert routed.solver.objective >= whole.solver.objective - 0.01
+    assert routed.solver.bound <= whole.solver.objective + 0.01

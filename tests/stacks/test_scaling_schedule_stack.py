@@ -1,0 +1,129 @@
+"""Scheduled scaling in the aws-gpu-pools program (issue 31 item 5): the stack config's weekly resizes of a
+pay-per-use pool become `aws.autoscaling.Schedule` resources on its node group's Auto Scaling group, each a
+valid PutScheduledUpdateGroupAction (botocore's model) inside the node group's scaling; a hostile
+`schedule` is refused before anything is declared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eks_model import EksRejects, check_scaling, check_scheduled
+from hybridctl.core.deploy.stackconfig import stack_configs
+from hybridctl.drivers.synth import ProgramRun, synth_stack
+from hybridctl.paths import stacks_dir
+from pulumi_stack_harness import config_values, import_stack_module, run_program
+from support.clock import clock, planned
+from test_synth_contracts import validate
+
+gpu_pools = import_stack_module("aws-gpu-pools", "gpu_pools")
+SCHEDULE, NODE_GROUP = "aws:autoscaling/schedule:Schedule", "aws:eks/nodeGroup:NodeGroup"
+
+SPOT: dict[str, Any] = {
+    "name": "p5-spot", "instanceTypes": ["p5.48xlarge"], "capacityType": "spot", "gpuType": "H100",
+    "gpusPerNode": 8, "minSize": 0, "desiredSize": 1, "maxSize": 4,
+    "schedule": [{"recurrence": "30 21 * * 1", "minSize": 1, "desiredSize": 1, "maxSize": 4},
+                 {"recurrence": "0 2 * * 2", "minSize": 0, "desiredSize": 0, "maxSize": 4}],
+}
+
+
+def run(pools: list[dict[str, Any]]) -> ProgramRun:
+    config = config_values("hybridctl", {"aws:region": "us-east-1", "site": "aws", "clusterName": "ml",
+                                         "inventoryName": "clock", "planDigest": "sha256:t", "nodePools": pools})
+    return run_program(lambda: gpu_pools.program(gpu_pools.load_config()), config)
+
+
+def put_scheduled_update_group_action(schedule: Any) -> dict[str, Any]:
+    i = schedule.inputs
+    return {"AutoScalingGroupName": i["autoscalingGroupName"], "ScheduledActionName": i["scheduledActionName"],
+            "Recurrence": i["recurrence"], "TimeZone": i["timeZone"], "MinSize": i["minSize"],
+            "MaxSize": i["maxSize"], "DesiredCapacity": i["desiredCapacity"]}
+
+
+def checked(run_: ProgramRun) -> list[tuple[str, str, int, int, int]]:
+    """Every scheduled action of the run, each checked as AWS would check it."""
+    out = []
+    for s in run_.of_type(SCHEDULE):
+        request = put_scheduled_update_group_action(s)
+        assert validate("autoscaling", "PutScheduledUpdateGroupAction", request) == [], s.name
+        pool = s.name.rsplit("-", 2)[0]
+        scaling = run_.one(NODE_GROUP, pool).inputs["scalingConfig"]
+        check_scaling(scaling["minSize"], scaling["desiredSize"], scaling["maxSize"])
+        check_scheduled(request["MinSize"], request["DesiredCapacity"], request["MaxSize"],
+                        scaling["minSize"], scaling["maxSize"])
+        assert request["AutoScalingGroupName"] == f"<unknown: ASG of NodeGroup {pool}>"
+        assert request["TimeZone"] == "Etc/UTC" and request["ScheduledActionName"] == s.name
+        out.append((s.name, request["Recurrence"], request["MinSize"], request["DesiredCapacity"], request["MaxSize"]))
+    return sorted(out)
+
+
+def test_each_resize_is_a_scheduled_action_on_the_node_groups_asg() -> None:
+    assert checked(run([SPOT])) == [("p5-spot-mon-2130", "30 21 * * 1", 1, 1, 4),
+                                    ("p5-spot-tue-0200", "0 2 * * 2", 0, 0, 4)]
+
+
+def test_a_pool_without_schedule_gets_no_scheduled_action() -> None:
+    assert run([{k: v for k, v in SPOT.items() if k != "schedule"}]).of_type(SCHEDULE) == []
+
+
+def test_the_hand_worked_fleet_synthesizes_its_schedule_as_valid_aws_requests() -> None:
+    (config,) = stack_configs(clock(), planned("2026-W44"), "sha256:test").gpu_pools
+    synthesized = synth_stack(config.project, config.stack_name, config.values(), stacks_dir())
+    actions = checked(synthesized)
+    assert len(actions) == 10 + 12
+    assert ("rent-mon-0730", "30 7 * * 1", 2, 2, 8) in actions
+    assert ("rent-spot-sun-2330", "30 23 * * 0", 1, 1, 4) in actions  # the lead across Monday 00:00
+    assert {r for _, r, *_ in actions} == {a.recurrence for p in config.node_pools for a in p.schedule}
+
+
+def test_the_aws_check_catches_a_desired_outside_min_and_max() -> None:
+    with pytest.raises(EksRejects, match="must be between"):
+        check_scheduled(2, 1, 4, 0, 4)
+    with pytest.raises(EksRejects, match="undoes them"):
+        check_scheduled(0, 1, 9, 0, 4)
+
+
+def action(**change: Any) -> dict[str, Any]:
+    return {"recurrence": "30 21 * * 1", "minSize": 1, "desiredSize": 1, "maxSize": 4, **change}
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("30 21 * * 1", "non-empty list"),
+        ([], "non-empty list"),
+        ([action(recurrence="60 21 * * 1")], "recurrence: expected a weekly cron"),
+        ([action(recurrence="0 24 * * 1")], "recurrence"),
+        ([action(recurrence="0 1 * * 7")], "recurrence"),
+        ([action(recurrence="*/5 * * * *")], "recurrence"),
+        ([action(recurrence="0 1 1 * 1")], "recurrence"),
+        ([action(recurrence="0 1 * * 1\n")], "recurrence"),
+        ([action(recurrence=5)], "expected str"),
+        ([action(minSize=True)], "expected int"),
+        ([action(maxSize=5)], "maxSize 4 of the pool"),
+        ([action(minSize=-1, desiredSize=0)], "sizes must satisfy"),
+        ([action(minSize=2, desiredSize=1)], "sizes must satisfy"),
+        ([action(desiredSize=5, maxSize=4)], "sizes must satisfy"),
+        ([action(timeZone="Europe/Amsterdam")], "exactly desiredSize, maxSize, minSize, recurrence"),
+        (["30 21 * * 1"], "expected an object"),
+        ([action(), action(recurrence="30 21 * * 1", minSize=0)], "same time: mon-2130"),
+        ([action(recurrence=f"{m} {h} * * {d}") for d in range(7) for h in range(10) for m in (0, 30)][:126],
+         "126 scheduled sizes, AWS allows 125"),
+    ],
+)
+def test_a_hostile_schedule_is_refused_with_its_key(schedule: Any, message: str) -> None:
+    with pytest.raises(gpu_pools.ConfigError, match=message) as err:
+        gpu_pools.parse_node_pool({**SPOT, "schedule": schedule}, "hybridctl:nodePools[0]")
+    assert "hybridctl:nodePools[0].schedule" in str(err.value)
+
+
+def test_a_reserved_pool_keeps_its_size() -> None:
+    reserved = {**SPOT, "capacityType": "reserved", "minSize": 4, "desiredSize": 4,
+                "schedule": [action(minSize=4, desiredSize=4)]}
+    with pytest.raises(gpu_pools.ConfigError, match="reserved pool keeps its size"):
+        gpu_pools.parse_node_pool(reserved, "hybridctl:nodePools[0]")
+
+
+def test_a_bad_schedule_fails_before_anything_is_declared() -> None:
+    with pytest.raises(gpu_pools.ConfigError, match="recurrence"):
+        run([{**SPOT, "schedule": [action(recurrence="0 0 * * 9")]}])
