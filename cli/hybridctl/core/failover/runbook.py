@@ -29,7 +29,7 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.incident import CashChange, cash_change
 
 if TYPE_CHECKING:
-    from hybridctl.core.failover.timing import RunbookTiming
+    from hybridctl.core.failover.timingrecord import RunbookTiming
 
 RUNBOOK_FORMAT_VERSION = 1
 MANUAL_KIND = "runbook-manual"  # an operator's action: shown, then confirmed (or auto-approved)

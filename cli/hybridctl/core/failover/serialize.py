@@ -22,7 +22,7 @@ from hybridctl.core.failover.runbook import (
     RunbookStep,
     System,
 )
-from hybridctl.core.failover.timing import timing_from_dict, timing_to_dict
+from hybridctl.core.failover.timingrecord import timing_from_dict, timing_to_dict
 from hybridctl.core.failover.worst import worst_segment_to_dict
 from hybridctl.core.identitymemo import IdentityMemo
 from hybridctl.core.jsontext import dumps_indented
