@@ -30,9 +30,14 @@ workloads:
 """
 
 
-# ... with a thread that is still at work when the command ends: the exit must wait for it.
+# ... with a thread that is still at work when the command ends, however long the command takes (it works
+# until the main thread has ended): the exit must wait for it.
 THREADED = PROBE.replace("from hybridctl", "import threading, time\n"
-                         "threading.Thread(target=lambda: (time.sleep(2), print('THREAD-DONE', file=sys.stderr))).start()\n"
+                         "def work():\n"
+                         "    while threading.main_thread().is_alive():\n"
+                         "        time.sleep(0.01)\n"
+                         "    print('THREAD-DONE', file=sys.stderr)\n"
+                         "threading.Thread(target=work).start()\n"
                          "from hybridctl", 1)
 
 
