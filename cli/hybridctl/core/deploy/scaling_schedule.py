@@ -32,7 +32,7 @@ from dataclasses import replace
 from hybridctl.core.deploy.stackvalues import NodePoolConfig, ScalingAction
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.inventory.schedule import MINUTES_PER_WEEK
-from hybridctl.core.plan.model import Placement, Plan, PlanSegment
+from hybridctl.core.plan.model import Placement, Plan, PlanSegment, runs_whole_segment
 
 PoolKey = tuple[str, str]  # (site, pool)
 # AWS allows 125 scheduled actions per Auto Scaling group (stacks/aws-gpu-pools refuses more): a week
@@ -56,7 +56,7 @@ def segment_needs(segments: Sequence[PlanSegment], placements: Iterable[Placemen
         for s, hours in enumerate(pl.segment_hours):
             if hours <= 0:
                 continue
-            if hours >= lengths[s] - 1e-9:
+            if runs_whole_segment(hours, lengths[s]):
                 whole_gpus[s] += pl.gpus
             else:
                 own[s] += pl.replicas * math.ceil(size / node)

@@ -14,22 +14,23 @@ at once.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from hybridctl.core.failover.runbook import Runbook
 from hybridctl.core.failover.timingrecord import LaterStep, RunbookTiming, SegmentSpan
 from hybridctl.core.inventory.schedule import HOURS_PER_WEEK
 from hybridctl.core.plan.model import Plan, PlanSegment
+from hybridctl.core.plan.week import WeekError, parse_iso_week
 from hybridctl.core.plan.weekclock import segment_index_at, week_clock, week_start
 
 
 def plan_week_start(plan: Plan) -> datetime | None:
     """Monday 00:00 UTC of the plan's week, or None (no week, or one this reader cannot read)."""
     try:
-        year, week = plan.week.split("-W")
-        return datetime.combine(date.fromisocalendar(int(year), int(week), 1), time(0), tzinfo=UTC)
-    except ValueError:
+        monday = parse_iso_week(plan.week).monday
+    except WeekError:
         return None
+    return datetime.combine(monday, time(0), tzinfo=UTC)
 
 
 def _span(segments: tuple[PlanSegment, ...], index: int, monday: datetime) -> SegmentSpan:

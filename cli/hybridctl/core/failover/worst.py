@@ -19,11 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.plan.model import Placement, Plan, runs_whole_segment
 from hybridctl.core.plan.weekclock import week_clock
 from hybridctl.core.plan.weekusage import pool_weeks
-
-_WHOLE_TOLERANCE_HOURS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class WorstSegment:
 
 
 def _whole(placement: Placement, lengths: list[float]) -> bool:
-    return all(h <= _WHOLE_TOLERANCE_HOURS or h >= lengths[s] - _WHOLE_TOLERANCE_HOURS
+    return all(h <= 0 or runs_whole_segment(h, lengths[s])
                for s, h in enumerate(placement.segment_hours))
 
 

@@ -49,6 +49,15 @@ class PlanSegment:
         return self.end_hour - self.start_hour
 
 
+# A replica's hours in a segment within this of its length run the segment whole (float noise of the solver's
+# hours): such replicas share machines there; the others run their own for their hours.
+WHOLE_SEGMENT_TOLERANCE_HOURS = 1e-9
+
+
+def runs_whole_segment(hours: float, length: float) -> bool:
+    return hours >= length - WHOLE_SEGMENT_TOLERANCE_HOURS
+
+
 @dataclass(frozen=True)
 class Unplaced:
     workload: str

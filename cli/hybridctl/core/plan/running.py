@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Plan, runs_whole_segment
 from hybridctl.core.plan.weekclock import segment_index_at, week_clock, week_start
 from hybridctl.core.plan.weekusage import pool_weeks
 
 RUNNING_VERSION = 1  # of status's `now` object: its fields may grow apart from status's format
-_WHOLE_TOLERANCE_HOURS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ def running_at(plan: Plan, moment: datetime) -> RunningNow | None:
                   for w in pool_weeks(plan))
     workloads = tuple(
         WorkloadNow(p.workload, p.site, p.pool, p.replicas, p.gpus, p.segment_hours[index],
-                    p.segment_hours[index] >= segment.hours - _WHOLE_TOLERANCE_HOURS)
+                    runs_whole_segment(p.segment_hours[index], segment.hours))
         for p in plan.placements if p.segment_hours and p.segment_hours[index] > 0)
     return RunningNow(at, plan.week, index, len(plan.segments), segment.start_hour, segment.end_hour,
                       monday + timedelta(hours=segment.start_hour), monday + timedelta(hours=segment.end_hour),

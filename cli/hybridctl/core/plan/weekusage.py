@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Plan, runs_whole_segment
 
 _ROUND = 6
 
@@ -43,7 +43,7 @@ def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
             if hours <= 0:
                 continue
             held[pl.pool][s] += pl.gpus * hours / lengths[s]
-            if hours >= lengths[s] - 1e-9:
+            if runs_whole_segment(hours, lengths[s]):
                 whole[pl.pool][s] += pl.gpus
             else:
                 own[pl.pool][s] += pl.replicas * math.ceil(size / node) * hours / lengths[s]

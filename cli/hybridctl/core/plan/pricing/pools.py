@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS
-from hybridctl.core.plan.model import Placement, PoolUsage
+from hybridctl.core.plan.model import Placement, PoolUsage, runs_whole_segment
 from hybridctl.core.plan.pricing.rates import (
     catalog_price_note,
     committed_pool_usd_per_month,
@@ -19,7 +19,6 @@ from hybridctl.core.plan.pricing.rates import (
 )
 
 # a placement whose hours in a segment are its length, within this, runs the segment whole (weekusage.py's rule)
-WHOLE_SEGMENT_TOLERANCE_HOURS = 1e-9
 
 if TYPE_CHECKING:
     from hybridctl.core.plan.eligibility import PoolInfo
@@ -87,7 +86,7 @@ def _timed_usd(by_name: dict[str, PoolInfo], placements: Iterable[Placement],
             continue
         own = pl.replicas * whole_machines(pl.gpus_per_replica or pl.gpus // pl.replicas, info.gpus_per_node)
         for s, hours in enumerate(pl.segment_hours):
-            if hours >= segments[s] - WHOLE_SEGMENT_TOLERANCE_HOURS:
+            if runs_whole_segment(hours, segments[s]):
                 whole[(pl.pool, s)] += pl.gpus
             elif hours > 0:
                 own_hours[pl.pool] += own * hours
