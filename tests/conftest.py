@@ -22,6 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hosts.lab import HostLab, LabUnavailable, missing_prerequisites
 from support.pgserver import PgServer, remove_server, start_server
 
+# pytest-xdist's workers inherit COLUMNS=80 and LINES=24 from execnet, which a serial run does not
+# set: rich would then fold messages (a whole tmp path) at 80 columns in one run and not the other.
+# Every test sees the environment of a serial run; a test about widths sets COLUMNS itself.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 # The suite passes every time, on a loaded machine too: property and fuzz tests draw the same examples on
 # every run (a failure is reproducible, never luck), and no example fails for being slow.
 settings.register_profile("hybridctl", derandomize=True, deadline=None)
