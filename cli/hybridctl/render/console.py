@@ -26,6 +26,8 @@ def stdout() -> Console:
 
 @cache
 def stderr() -> Console:
+    # Off a TTY (CI logs, a captured run) a message stays one line however long its paths are, so that
+    # grep finds it whole; on a TTY rich folds it at the terminal's width, between words.
     tty = sys.stderr.isatty()
     return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or not tty, highlight=False,
-                   width=_width(tty))
+                   width=_width(tty), soft_wrap=not tty)
