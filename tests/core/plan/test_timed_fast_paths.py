@@ -88,9 +88,43 @@ def test_the_lp_guided_route_on_a_timed_model(seed: int, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(solve_module, "feasible_timed_start", watched)
     monkeypatch.setattr(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0)
+    monkeypatch.setattr(solve_module, "TIMED_ROUTE_MIN_COLUMNS", 0)
     monkeypatch.setattr(solve_module, "TIMED_DIRECT_MIP_MAX_COLUMNS", 0)
     routed = plan(inventory, options=PlanOptions(week=WEEK))
     assert starts and all(starts)
     assert check_plan(inventory, routed) == []
     assert routed.solver.objective >= whole.solver.objective - 0.01
     assert routed.solver.bound <= whole.solver.objective + 0.01
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_timed_model_is_proven_whole_from_the_routes_answer(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # between TIMED_ROUTE_MIN_COLUMNS and TIMED_DIRECT_MIP_MAX_COLUMNS the route's answer, not the greedy
+    # start, seeds the whole MIP (which then mostly proves the bound); the plan is the whole MIP's optimum
+    inventory = _fleet(seed, 100, 20)
+    whole: Plan = plan(inventory, options=EXACT)
+    seeds: list[tuple[str, float]] = []
+    routed_values: list[Any] = []
+    run, route = solve_module._run, solve_module._lp_guided
+
+    def watched_route(*args: Any, **kwargs: Any) -> Any:
+        out = route(*args, **kwargs)
+        routed_values.append(out)
+        return out
+
+    def watched_run(model: Any, columns: Any, fixed: Any, **kwargs: Any) -> Any:
+        start = kwargs.get("start")
+        if kwargs.get("integer") and columns.size == model.columns and start is not None:
+            seeds.append(("route" if any(isinstance(r, solve_module.Solution) and np.array_equal(r.values, start)
+                                         for r in routed_values) else "other", float(model.cost @ start)))
+        return run(model, columns, fixed, **kwargs)
+
+    monkeypatch.setattr(solve_module, "_lp_guided", watched_route)
+    monkeypatch.setattr(solve_module, "_run", watched_run)
+    monkeypatch.setattr(solve_module, "TIMED_ROUTE_MIN_COLUMNS", 0)
+    routed = plan(inventory, options=EXACT)
+    assert routed_values, "the route was not taken"
+    proven_by_route = all(isinstance(r, solve_module.Solution) and r.status == "optimal" for r in routed_values)
+    assert proven_by_route or (seeds and seeds[0][0] == "route"), seeds
+    assert check_plan(inventory, routed) == []
+    assert routed.solver.objective == pytest.approx(whole.solver.objective, rel=1e-9, abs=0.01)

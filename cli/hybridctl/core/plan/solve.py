@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,15 @@ DIRECT_MIP_MAX_COLUMNS = 2_000
 # size the MIP takes it whole and proves its optimum (started from the route's answer instead, it was no
 # faster on that fleet); larger ones take the LP-guided route.
 TIMED_DIRECT_MIP_MAX_COLUMNS = 10_000
+# Below this a timed model goes to the MIP from the greedy start: the route's LP and restricted MIPs cost
+# more than they save (bench seed 6, 1,323 columns: 0.35 s direct, 0.6 s routed; seed 2, 1,860: 2.3 s, 0.5 s)
+TIMED_ROUTE_MIN_COLUMNS = 1_500
 NEIGHBOURHOOD_MAX_COLUMNS = 15_000  # above this, freeing the neighbourhood costs more time than it saves
 CANDIDATES_PER_UNIT = 2  # placements of least reduced cost a freed unit may move to (see _candidates)
+# A timed model's route only seeds the whole MIP, which must then find nothing better: a wider choice
+# makes its answer the optimum more often (on the bench's 1,000-workload fleets, 2 left seed 1 at
+# 0.015 % over it, and the whole MIP then took longer than from the greedy start)
+TIMED_CANDIDATES_PER_UNIT = 8
 # The restricted MIPs stop within this of their own bound at the least: their bound is not the
 # model's, so closing the last hundredths of a percent there buys little and costs seconds.
 STAGE_GAP = 2e-4
@@ -201,12 +209,12 @@ def _kept(model: Model) -> BoolArray:
     return kept
 
 
-def _candidates(model: Model, lp_values: FloatArray, reduced_costs: FloatArray) -> BoolArray:
+def _candidates(model: Model, lp_values: FloatArray, reduced_costs: FloatArray, per_unit: int) -> BoolArray:
     """The columns the restricted MIPs may use: every column but placements, placements the LP
     uses or the previous plan had, and each unit's few placements of least reduced cost. The
     reduced costs say which pools are worth a look; dropping the rest makes the MIPs fifty times
     faster and, measured on the benchmark inventories, costs less than the time saved buys."""
-    keep: BoolArray = ~(model.kind == Col.PLACE) | _cheapest(model, reduced_costs, CANDIDATES_PER_UNIT) \
+    keep: BoolArray = ~(model.kind == Col.PLACE) | _cheapest(model, reduced_costs, per_unit) \
         | (lp_values > _INTEGRAL_TOL) | _kept(model)
     return keep
 
@@ -229,40 +237,61 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
     def left() -> float:
         return time_limit_s - (time.perf_counter() - started)
 
-    everything = np.arange(model.columns, dtype=np.int64)
-
-    def direct(method: str, status: str | None = None) -> Solution:
+    def direct(method: str, status: str | None = None, start: FloatArray | None = None) -> Solution:
         # the greedy start is feasible by construction: the MIP improves it, and it is the plan
         # when the solver keeps nothing in the time it has (the status then says time_limit)
-        start = greedy_start(model, _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_)))
+        if start is None:
+            start = greedy_start(model, _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_)))
         if left() <= MIN_MIP_SECONDS and status is not None:
             return Solution(start, float(model.cost @ start), 0.0, status, method + "-greedy",
                             time.perf_counter() - started)
-        run = _run(model, everything, model.lower, integer=True, time_limit_s=left(), gap=gap, start=start)
+        run = _run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True, time_limit_s=left(),
+                   gap=gap, start=start)
         if run.values is None:  # out of time before the solver kept even the start
             return Solution(start, float(model.cost @ start), 0.0, status or run.status, method + "-greedy",
                             time.perf_counter() - started)  # costs are never negative: 0 bounds them
         return Solution(run.values, run.objective, min(run.bound, run.objective), status or run.status, method,
                         time.perf_counter() - started)
 
-    if model.columns <= DIRECT_MIP_MAX_COLUMNS:
-        return direct("mip")
     # A timed model's hours (continuous, tied to their placement) and gang switches (tied to several units'
     # placements) break the fixing's premise that leaving the free units unplaced keeps every row: its start
     # is repaired (timed_start.py), and the MIP takes it whole where that fails.
     timed = bool(np.isin(model.kind, (int(Col.HOURS), int(Col.GANG))).any())
+    if model.columns <= (TIMED_ROUTE_MIN_COLUMNS if timed else DIRECT_MIP_MAX_COLUMNS):
+        return direct("mip")
     if timed and model.columns <= TIMED_DIRECT_MIP_MAX_COLUMNS:
-        return direct("mip-timed")
+        # The whole MIP proves the optimum, but from the greedy start its heuristics spend most of
+        # their time finding a good plan: the route's answer, within hundredths of a percent of it,
+        # leaves HiGHS mostly the bound to prove (bench/plan_bench.py --scheduled 0.3, docs/performance.md).
+        routed = _lp_guided(model, timed, left, gap, TIMED_CANDIDATES_PER_UNIT)
+        if isinstance(routed, Solution) and routed.status == "optimal":
+            return routed
+        return direct("mip-timed", start=routed.values if isinstance(routed, Solution) else None)
+    routed = _lp_guided(model, timed, left, gap, CANDIDATES_PER_UNIT)
+    if routed == _LP_TIMEOUT:  # the LP alone outran the time limit: the greedy start, improved if time is left
+        return direct("mip-after-lp-timeout", "time_limit")
+    return routed if isinstance(routed, Solution) else direct("mip-timed")
+
+
+_LP_TIMEOUT = "lp-timeout"
+_UNREPAIRED = "unrepaired"
+
+
+def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
+               candidates_per_unit: int) -> Solution | str:
+    """The LP-guided route (the module's note), or why it gave no plan: the LP outran the time limit
+    (_LP_TIMEOUT), or a timed start could not be repaired (_UNREPAIRED: the MIP is solved whole)."""
+    started = time.perf_counter()
     # A column its bounds fix (a placement on a pool the events emptied or pinned work fills: a fifth of a
     # failover's) is held at its bound like any fixed column: HiGHS's presolve would drop it too, but the LP
     # takes a fifth longer over it. With no reduced cost, it is no MIP candidate, where it could hold nothing.
     relaxed = _run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
-                   time_limit_s=time_limit_s, gap=0.0)
-    if relaxed.values is None:  # the LP alone outran the time limit: the greedy start, improved if time is left
-        return direct("mip-after-lp-timeout", "time_limit")
+                   time_limit_s=left(), gap=0.0)
+    if relaxed.values is None:
+        return _LP_TIMEOUT
     lp_bound, lp_values = relaxed.bound, relaxed.values
     candidates = _candidates(model, lp_values, relaxed.reduced_costs if relaxed.reduced_costs is not None
-                             else np.zeros(model.columns))
+                             else np.zeros(model.columns), candidates_per_unit)
     rounded = np.round(lp_values)
     fractional = model.integer & (np.abs(lp_values - rounded) > _INTEGRAL_TOL)
     if not fractional.any():
@@ -287,7 +316,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
     if timed:
         repaired = feasible_timed_start(model, _nothing_placed(model, base, units_free), units_free)
         if repaired is None:
-            return direct("mip-timed")
+            return _UNREPAIRED
         # the kept units' hours stay as the LP has them: freeing every hours column (a timed model's most)
         # makes the restricted MIP as large as the whole one
         start, units_free = repaired
