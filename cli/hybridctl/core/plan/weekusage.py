@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.plan.model import Plan, runs_whole_segment
+from hybridctl.core.plan.model import Placement, Plan, runs_whole_segment
 
 _ROUND = 6
 
@@ -27,12 +28,28 @@ class PoolWeek:
     idle_gpu_hours: tuple[float, ...]  # per segment; committed pools only (0 elsewhere)
 
 
+def held_gpus(placements: Iterable[Placement], lengths: Sequence[float]) -> dict[str, list[float]]:
+    """Pool -> GPUs held in each segment: whole-segment replicas' GPUs + the GPU-hours of the others / L_s."""
+    held: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
+    for pl in placements:
+        for s, hours in enumerate(pl.segment_hours):
+            if hours > 0:
+                held[pl.pool][s] += pl.gpus * hours / lengths[s]
+    return held
+
+
+def peak_gpus(by_segment: Sequence[float]) -> int:
+    """The most GPUs a pool holds at once over the week: a timed plan's `used_gpus`. Summing its
+    placements' GPUs would count a daytime service and a nightly batch on the same 16 GPUs as 32 of 16."""
+    return math.ceil(max(by_segment, default=0.0) - 1e-6)
+
+
 def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
     """Every pool of the plan over its week, in the plan's pool order; () for an untimed plan."""
     if not plan.segments:
         return ()
     lengths = [s.hours for s in plan.segments]
-    held: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
+    held = held_gpus(plan.placements, lengths)
     whole: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))
     own: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
     per_node = {u.pool: max(u.gpus_per_node, 1) for u in plan.pools}
@@ -42,7 +59,6 @@ def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
         for s, hours in enumerate(pl.segment_hours):
             if hours <= 0:
                 continue
-            held[pl.pool][s] += pl.gpus * hours / lengths[s]
             if runs_whole_segment(hours, lengths[s]):
                 whole[pl.pool][s] += pl.gpus
             else:
