@@ -33,24 +33,37 @@ def ssh_options(lab: HostLab) -> SshOptions:
     return SshOptions(known_hosts=lab.known_hosts_path, private_key=lab.client_key_path)
 
 
-def when_running_everywhere(
-    hosts: Sequence[TestHost], command: str, then: Callable[[], None]
-) -> threading.Thread:
-    """In a thread: wait until `command` runs on every host (seen from inside it), then call `then`."""
+class Watcher(threading.Thread):
+    """In a thread: wait until `command` runs on every host (seen from inside it), then call `then`;
+    `fired` says whether it did, so that a test whose hosts never got there says so, rather than
+    failing on what the run did without the cancel it was waiting for."""
 
-    def watch() -> None:
-        # Ansible reaches the hosts' task in seconds on a quiet machine, and in over a minute on one
-        # loaded 15 deep (seen in CI): wait long, but less than the 300 s the tasks sleep.
-        deadline = time.monotonic() + 240
+    def __init__(self, hosts: Sequence[TestHost], command: str, then: Callable[[], None], within_s: float) -> None:
+        super().__init__(daemon=True)
+        self.hosts, self.command, self.then, self.within_s = hosts, command, then, within_s
+        self.fired = threading.Event()
+
+    def run(self) -> None:
+        deadline = time.monotonic() + self.within_s
         while time.monotonic() < deadline:
-            if all(command in h.exec("ps -eo args=", check=False).stdout for h in hosts):
-                then()
+            if all(self.command in h.exec("ps -eo args=", check=False).stdout for h in self.hosts):
+                self.fired.set()
+                self.then()
                 return
             time.sleep(0.1)
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
+
+# Ansible reaches the hosts' task in seconds on a quiet machine, in over a minute on one loaded 15 deep
+# (seen in CI), and once, with two fresh clones' suites on two workers each beside it, in more than the
+# 240 s this waited: the long tasks sleep SLOW_TASK_S, and the watcher waits a minute less.
+SLOW_TASK_S = 480
+
+
+def when_running_everywhere(hosts: Sequence[TestHost], command: str, then: Callable[[], None],
+                            within_s: float = SLOW_TASK_S - 60) -> Watcher:
+    watcher = Watcher(hosts, command, then, within_s)
+    watcher.start()
+    return watcher
 
 
 def live_run_processes(lab: HostLab) -> list[str]:
@@ -249,10 +262,11 @@ class TestCancellation:
             seen_during_run.append(live_run_processes(host_lab))
             cancel.set()
 
-        watcher = when_running_everywhere(hosts, "sleep 300", cancel_now)
+        watcher = when_running_everywhere(hosts, f"sleep {SLOW_TASK_S}", cancel_now)
         result = run_playbook(PLAYBOOKS / "slow.yml", host_lab.inventory(), ssh=ssh_options(host_lab),
-                              extravars={"sleep_s": 300}, cancel=cancel)  # fmt: skip
+                              extravars={"sleep_s": SLOW_TASK_S}, cancel=cancel)  # fmt: skip
         watcher.join()
+        assert watcher.fired.is_set(), f"the hosts were not all running the task within {watcher.within_s} s"
         assert result.status is RunStatus.CANCELED and not result.succeeded
         during = seen_during_run[0]
         # ansible-playbook itself and a worker per host, each with its ssh client
@@ -263,18 +277,22 @@ class TestCancellation:
         assert result.hosts_in(HostState.CANCELED) == tuple(h.name for h in hosts)
         assert {result.host(h.name).failed_task for h in hosts} == {"Sleep"}
         for host in hosts:
-            assert remote_processes(host, "sleep 300", "ansible") == []
+            assert remote_processes(host, f"sleep {SLOW_TASK_S}", "ansible") == []
 
     def test_ctrl_c_ends_every_process_and_propagates(self, host_lab: HostLab) -> None:
         hosts = host_lab.start(2)
-        watcher = when_running_everywhere(hosts, "sleep 300", lambda: os.kill(os.getpid(), signal.SIGINT))
+        watcher = when_running_everywhere(hosts, f"sleep {SLOW_TASK_S}",
+                                          lambda: os.kill(os.getpid(), signal.SIGINT))
         with pytest.raises(KeyboardInterrupt):
-            run_playbook(PLAYBOOKS / "slow.yml", host_lab.inventory(), ssh=ssh_options(host_lab),
-                         extravars={"sleep_s": 300})  # fmt: skip
-        watcher.join()
+            try:
+                run_playbook(PLAYBOOKS / "slow.yml", host_lab.inventory(), ssh=ssh_options(host_lab),
+                             extravars={"sleep_s": SLOW_TASK_S})  # fmt: skip
+            finally:
+                watcher.join()
+                assert watcher.fired.is_set(), f"the hosts were not all running the task within {watcher.within_s} s"
         assert live_run_processes(host_lab) == []
         for host in hosts:
-            assert remote_processes(host, "sleep 300", "ansible") == []
+            assert remote_processes(host, f"sleep {SLOW_TASK_S}", "ansible") == []
 
 
 @pytest.mark.hosts
