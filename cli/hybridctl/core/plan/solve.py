@@ -38,8 +38,8 @@ from hybridctl.core.plan.timed_start import nothing_placed as _nothing_placed
 DIRECT_MIP_MAX_COLUMNS = 2_000
 # A timed model's LP bound is weaker (whole machines and gang switches beside continuous hours: 0.4 % below
 # the optimum on the bench's 1,000-workload fleet, where the MIP's cuts close it in seconds): up to this
-# size the MIP takes it whole and proves its optimum (started from the route's answer instead, it was no
-# faster on that fleet); larger ones take the LP-guided route.
+# size the MIP takes it whole and proves its optimum, from the LP-guided route's answer (see solve());
+# larger ones take the route alone.
 TIMED_DIRECT_MIP_MAX_COLUMNS = 10_000
 # Below this a timed model goes to the MIP from the greedy start: the route's LP and restricted MIPs cost
 # more than they save (bench seed 6, 1,323 columns: 0.35 s direct, 0.6 s routed; seed 2, 1,860: 2.3 s, 0.5 s)
