@@ -19,6 +19,7 @@ from support.hostile import (
     assert_clean,
     assert_refused,
     cloud_document,
+    contents,
     run,
     snapshot,
     write_json,
@@ -123,13 +124,20 @@ _NUMBERS = st.one_of(st.integers(min_value=-10**30, max_value=10**30).map(str),
 @given(kind=st.sampled_from(["capacity", "price", "site-lost", "pool-lost", "spot-reclaim", "link-down", "bogus"]),
        target=st.sampled_from(["aws-a-g6", "aws-b-g6", "aws-a", "nope"]),
        sign=st.sampled_from(["", "-", "x", "$", "x-"]), number=_NUMBERS, percent=st.booleans())
-def test_fuzz_an_event_on_the_command_line(plan_file: tuple[Path, Path], kind: str, target: str, sign: str,
-                                           number: str, percent: bool) -> None:
+def test_fuzz_an_event_on_the_command_line(plan_file: tuple[Path, Path], tmp_path: Path, kind: str, target: str,
+                                           sign: str, number: str, percent: bool) -> None:
     inventory, plan = plan_file
     argument = f"{target}={sign}{number}{'%' if percent else ''}" if kind in ("capacity", "price") else target
-    result = run("failover", kind, argument, "--plan", plan, "--inventory", inventory, "--format", "json")
+    before = contents(tmp_path), contents(plan.parent)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)  # a default ./.hybridctl would land here
+        result = run("failover", kind, argument, "--plan", plan, "--inventory", inventory, "--format", "json")
     assert_clean(result, frozenset({0, 2}))
     assert "nan" not in result.stdout.lower()
+    if result.code:
+        assert_refused(result, codes=frozenset({2}))  # one message (the event is no file: no path to name)
+        assert not result.stdout.strip(), result.stdout
+    assert (contents(tmp_path), contents(plan.parent)) == before  # a dry run: nothing written
 
 
 @pytest.mark.timeout(300)  # bounded in time: the examples are few and each a run or three
@@ -142,6 +150,12 @@ def test_fuzz_an_event_in_a_scenario_file(plan_file: tuple[Path, Path], tmp_path
     inventory, _ = plan_file
     scenarios = tmp_path / "fuzzed.yaml"
     scenarios.write_text(json.dumps({"version": 1, "scenarios": [{"name": "fuzzed", "events": [event]}]}))
-    result = run("drill", inventory, "--scenario", scenarios, "--format", "json")
+    before = contents(tmp_path), contents(inventory.parent)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        result = run("drill", inventory, "--scenario", scenarios, "--format", "json")
     assert_clean(result, frozenset({0, 1, 2}))
     assert "nan" not in result.stdout.lower()
+    if not result.stdout.strip():  # refused, not a drill that ran (and failed, exit 1): one message naming the file
+        assert_refused(result, str(scenarios), codes=frozenset({1, 2}))
+    assert (contents(tmp_path), contents(inventory.parent)) == before

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,49 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))
 
 
-def assert_clean_failure(result: Any, code: int, fragment: str) -> None:
+def assert_clean_failure(result: Any, code: int, fragment: str, path: Path | None = None) -> None:
     assert result.code == code, result.output
     assert "Traceback" not in result.output
     assert fragment in " ".join(result.output.split())  # rich folds long lines
+    if path is not None:
+        one_diagnostic(result, path)
+
+
+DIAGNOSTIC = re.compile(r"^\s+(\d+:\d+|-)\s+error\s", re.MULTILINE)  # `  2:1  error …` / `  -  error …`
+
+
+def one_diagnostic(result: Any, path: Path) -> None:
+    """validate's one message: the file's header (`✗ PATH: 1 error(s)`) and one diagnostic that names it."""
+    flat = " ".join(result.output.split())
+    assert f"✗ {path}: 1 error(s), 0 warning(s)" in flat, result.output
+    assert len(DIAGNOSTIC.findall(result.output)) == 1, result.output
+    assert flat.count(f"error {path}") == 1, result.output  # the diagnostic names the file
+
+
+def listing(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under root (links not followed, nothing opened): its kind, size and modification time."""
+    found = {}
+    for directory, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            info = (Path(directory) / name).lstat()
+            found[os.path.relpath(Path(directory) / name, root)] = (stat.S_IFMT(info.st_mode), info.st_size,
+                                                                    info.st_mtime_ns)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test in its own working directory, so a stray write (a default ./.hybridctl) shows in tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HYBRIDCTL_STATE", raising=False)
+
+
+def validate_writing_nothing(root: Path, *args: str) -> Any:
+    """`validate ARGS`, checking that it wrote, changed and deleted nothing under root (the working directory)."""
+    before = listing(root)
+    result = run_cli("validate", *args)
+    assert listing(root) == before, result.output
+    return result
 
 
 @pytest.mark.parametrize(("name", "content", "code", "fragment"), [
@@ -39,30 +80,35 @@ def assert_clean_failure(result: Any, code: int, fragment: str) -> None:
     ("scalar-key-mapping", "? [a, b]\n: 1\n", 1, "a mapping key must be a plain scalar"),
 ])
 def test_hostile_yaml(tmp_path: Path, name: str, content: str, code: int, fragment: str) -> None:
-    assert_clean_failure(run_cli("validate", str(write(tmp_path, content, f"{name}.yaml"))), code, fragment)
+    path = write(tmp_path, content, f"{name}.yaml")
+    assert_clean_failure(validate_writing_nothing(tmp_path, str(path)), code, fragment, path)
 
 
 def test_binary_file(tmp_path: Path) -> None:
     path = tmp_path / "blob.yaml"
     path.write_bytes(os.urandom(512) + b"\x00")
-    result = run_cli("validate", str(path))
+    result = validate_writing_nothing(tmp_path, str(path))
     assert result.code == 2 and "Traceback" not in result.output
     assert "not UTF-8 text" in result.output or "binary data" in result.output
+    one_diagnostic(result, path)
 
 
 def test_nul_in_utf8_text(tmp_path: Path) -> None:
-    assert_clean_failure(run_cli("validate", str(write(tmp_path, "version: 1\x00\n"))), 1, "binary data (NUL bytes)")
+    path = write(tmp_path, "version: 1\x00\n")
+    assert_clean_failure(validate_writing_nothing(tmp_path, str(path)), 1, "binary data (NUL bytes)", path)
 
 
 def test_huge_file_is_refused_before_reading(tmp_path: Path) -> None:
     path = tmp_path / "huge.yaml"
     with path.open("wb") as handle:  # sparse: costs no disk and no memory
         handle.truncate(65 * 1024 * 1024)
-    assert_clean_failure(run_cli("validate", str(path)), 2, "larger than the 67,108,864-byte limit")
+    assert_clean_failure(validate_writing_nothing(tmp_path, str(path)), 2, "larger than the 67,108,864-byte limit",
+                         path)
 
 
 def test_directory_without_yaml(tmp_path: Path) -> None:
-    assert_clean_failure(run_cli("validate", str(tmp_path)), 2, "holds no *.yaml or *.yml files")
+    assert_clean_failure(validate_writing_nothing(tmp_path, str(tmp_path)), 2, "holds no *.yaml or *.yml files",
+                         tmp_path)
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
@@ -146,12 +192,14 @@ def test_mutated_examples_never_crash(tmp_path: Path, example: int, seed: int, s
     mutated = _mutate(EXAMPLES[example], random.Random(seed), steps)
     path = tmp_path / "mutated.yaml"
     path.write_text(yaml.safe_dump(mutated, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    result = run_cli("validate", str(path), "--format", "json")
+    result = validate_writing_nothing(tmp_path, str(path), "--format", "json")
     assert result.code in (0, 1, 2), result.output
     assert "Traceback" not in result.output and "internal error" not in result.output
     report = json.loads(result.stdout)["inventories"][0]
+    assert report["path"] == str(path)
     if result.code != 0:
         assert report["diagnostics"] and all(d["message"] for d in report["diagnostics"])
+        assert all(d["file"] == str(path) for d in report["diagnostics"]), report["diagnostics"]
         assert all(d["line"] for d in report["diagnostics"] if d["code"] not in ("demand-exceeds-capacity",))
 
 
@@ -163,14 +211,17 @@ def test_mutated_examples_never_crash(tmp_path: Path, example: int, seed: int, s
 def test_a_number_too_long_to_read(tmp_path: Path, number: str, output_format: str) -> None:
     path = write(tmp_path, BASE + f"    replicas: {number}\n", "long.yaml")
     line = len(BASE.splitlines()) + 1
-    result = run_cli("validate", str(path), "--format", output_format)
+    result = validate_writing_nothing(tmp_path, str(path), "--format", output_format)
     assert result.code == 1, result.output
     assert "Traceback" not in result.output and "internal error" not in result.output
     if output_format == "json":
-        diagnostic = json.loads(result.stdout)["inventories"][0]["diagnostics"][0]
+        diagnostics = json.loads(result.stdout)["inventories"][0]["diagnostics"]
+        assert len(diagnostics) == 1 and diagnostics[0]["file"] == str(path), diagnostics
+        diagnostic = diagnostics[0]
         assert diagnostic["line"] == line and f"a number of {len(number):,} characters" in diagnostic["message"]
     elif output_format == "sarif":
         assert json.loads(result.stdout)["runs"][0]["results"][0]["locations"]
     else:
         assert f"{line}:" in result.output and "a number of" in result.output
+        one_diagnostic(result, path)
     assert run_cli("plan", str(path), "--state", str(tmp_path / "s")).code == 1

@@ -154,6 +154,8 @@ def test_fuzz_any_value_in_a_runbook(failed_over: tuple[Path, Path, str], tmp_pa
     for argv in (("runbook", "show"), ("runbook", "rollback", "--dry-run", "--inventory", str(inventory))):
         result = run(*argv, "--state", state)
         assert_clean(result, frozenset({0, 1, 2, 4}))
+        if result.code:  # one message, naming the runbook
+            assert_refused(result, f"{runbook_id}.json", codes=frozenset({1, 2, 4}))
         assert snapshot(state) == before
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.hostile import assert_clean, assert_refused, run
+from support.hostile import assert_clean, assert_refused, contents, run
 
 DATA = Path(__file__).parents[1] / "data" / "drill"
 CLINICS = DATA / "clinics.yaml"
@@ -80,8 +80,14 @@ def test_fuzz_the_choice_and_expectations(tmp_path: Path, value: object, where: 
         document["expect"] = {"site-lost-clinic-a": {"over_budget_usd_per_month": value}}
     scenarios = tmp_path / "fuzzed.yaml"
     scenarios.write_text(json.dumps(document, allow_nan=True))
-    result = run("drill", CLINICS, "--scenario", scenarios, "--format", "json")
+    before = contents(tmp_path), contents(CLINICS.parent)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)  # a default ./.hybridctl would land here
+        result = run("drill", CLINICS, "--scenario", scenarios, "--format", "json")
     assert_clean(result, frozenset({0, 1}))
+    if not result.stdout.strip():  # refused, not a drill that ran (and failed, exit 1): one message naming the file
+        assert_refused(result, str(scenarios), codes=frozenset({1}))
+    assert (contents(tmp_path), contents(CLINICS.parent)) == before
 
 
 class TestTheGateOnAHospitalFleet:

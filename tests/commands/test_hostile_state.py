@@ -192,6 +192,8 @@ def test_fuzz_any_value_in_any_state_field(applied: tuple[Path, Path], tmp_path:
     for argv in (("status", "--no-drift", "--format", "json"), ("plan", str(inventory)), ("runbook", "show")):
         result = run(*argv, "--state", state)
         assert_clean(result, frozenset({0, 1, 2}))
+        if result.code:  # one message, naming the state file
+            assert_refused(result, str(state / "state.json"), codes=frozenset({1, 2}))
         assert snapshot(state) == before
 
 

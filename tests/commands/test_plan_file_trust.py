@@ -8,6 +8,7 @@ Whatever the JSON's shape, the answer is a message and an exit code, never exit 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from hybridctl.core.plan.serialize import content_digest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.examples import EXAMPLES
+from support.hostile import assert_refused, snapshot
 from support.inproc import run_cli
 
 Edit = Callable[[dict[str, Any]], None]
@@ -131,7 +133,13 @@ class TestMalformedPlansNeverCrash:
     def test_any_json_in_any_field_gets_a_clean_exit(self, planned: tuple[Path, dict[str, Any]],
                                                      tmp_path: Path, value: object, field: str) -> None:
         inventory, document = planned
-        result = apply(write(tmp_path, document, lambda d: d.update({field: value}), redigest=True), inventory,
-                       tmp_path)
+        plan = write(tmp_path, document, lambda d: d.update({field: value}), redigest=True)
+        shutil.rmtree(tmp_path / "state", ignore_errors=True)  # each example on a state of its own
+        before = snapshot(tmp_path)
+        result = apply(plan, inventory, tmp_path)
         assert result.code in (1, 2, 4), result.output
         assert "internal error" not in result.output
+        if "step(s) to run" not in result.output:  # refused before the run (a few values, such as the
+            # inventory's name, apply takes: the run then fails at the unreachable hosts, exit 1)
+            assert_refused(result, str(plan), codes=frozenset({1, 2, 4}))
+            assert snapshot(tmp_path) == before  # nothing written but the state's lock (snapshot() leaves it out)

@@ -69,6 +69,8 @@ def test_on_the_cli_too_and_through_the_environment(tmp_path: Path, monkeypatch:
         assert result.code == 2, result.output
         assert SECRET not in result.output and words in " ".join(result.output.split()), result.output
         assert "Traceback" not in result.output
+        assert [line for line in result.output.splitlines() if line.startswith("error:")] == \
+            [result.output.splitlines()[0]], result.output  # one message, and nothing before it
     assert list(tmp_path.iterdir()) == []
 
 

@@ -82,6 +82,12 @@ def snapshot(directory: Path) -> dict[str, bytes]:
             and not (p.name == "known_hosts" and not p.stat().st_size)}
 
 
+def contents(directory: Path) -> tuple[dict[str, bytes], list[str]]:
+    """snapshot(directory), and every directory below it: a command that only makes an empty directory (a
+    default ./.hybridctl) shows here too."""
+    return snapshot(directory), sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_dir())
+
+
 def assert_refused(result: Result, *fragments: str, codes: frozenset[int] = frozenset({1, 2, 4})) -> None:
     """A documented exit code other than 0 and 70, and one message (one `error:` line) holding every fragment."""
     assert result.code in codes and result.code in DOCUMENTED, (result.code, result.output)
