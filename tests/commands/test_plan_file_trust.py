@@ -60,6 +60,8 @@ FORGERIES: dict[str, tuple[Edit, str]] = {
     "an inflated pool summary": (lambda d: d["pools"][0].update(used_gpus=8000), "GPUs used, its placements use"),
     "a cheaper total": (lambda d: d.update(compute_usd_per_month=1.0), "compute_usd_per_month"),
     "a tier the rules do not give": (first_placement(tier="opportunistic"), "but the rules give"),
+    # the digest still binds it to the inventory; the name is what status and the journal would show
+    "another inventory's name": (lambda d: d.update(inventory="prod-fleet"), "the plan names 'prod-fleet'"),
 }
 
 

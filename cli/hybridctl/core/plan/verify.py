@@ -251,6 +251,9 @@ def _slack(gpu_hours: float) -> float:
 def _summary_violations(inventory: Inventory, plan: Plan) -> list[str]:
     """The plan's pool list must describe the inventory's pools: it is what gets shown and sized."""
     problems: list[str] = []
+    # the digest binds the plan to the inventory; the name is what status and the journal show of it
+    if plan.inventory_name != inventory.name:
+        problems.append(f"inventory: the plan names '{plan.inventory_name}', the inventory is '{inventory.name}'")
     pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
     for name, usage in {u.pool: u for u in plan.pools}.items():
         if name not in pools:
