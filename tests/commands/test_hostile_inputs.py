@@ -6,7 +6,6 @@ import json
 import os
 import random
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.examples import BASE, EXAMPLE_PATHS, write
+from support.hostile import tree
 from support.inproc import run_cli
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -40,17 +40,6 @@ def one_diagnostic(result: Any, path: Path) -> None:
     assert flat.count(f"error {path}") == 1, result.output  # the diagnostic names the file
 
 
-def listing(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every entry under root (links not followed, nothing opened): its kind, size and modification time."""
-    found = {}
-    for directory, dirs, files in os.walk(root, followlinks=False):
-        for name in [*dirs, *files]:
-            info = (Path(directory) / name).lstat()
-            found[os.path.relpath(Path(directory) / name, root)] = (stat.S_IFMT(info.st_mode), info.st_size,
-                                                                    info.st_mtime_ns)
-    return found
-
-
 @pytest.fixture(autouse=True)
 def _in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test in its own working directory, so a stray write (a default ./.hybridctl) shows in tmp_path."""
@@ -60,9 +49,9 @@ def _in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def validate_writing_nothing(root: Path, *args: str) -> Any:
     """`validate ARGS`, checking that it wrote, changed and deleted nothing under root (the working directory)."""
-    before = listing(root)
+    before = tree(root)
     result = run_cli("validate", *args)
-    assert listing(root) == before, result.output
+    assert tree(root) == before, result.output
     return result
 
 

@@ -26,12 +26,10 @@ Kinds and the cases tried:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
 import socket
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +39,7 @@ from hybridctl.core.filereader import DOCUMENT_LIMIT, MANIFEST_LIMIT, SCENARIO_L
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.examples import BASE
+from support.hostile import tree
 from support.inproc import Result, run_cli
 
 DOCUMENTED = {1, 2, 3, 4}  # the README's exit codes for errors; 70 is a bug
@@ -70,24 +69,6 @@ def within(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def tree(root: Path) -> dict[str, tuple[int, str]]:
-    """Every entry under root (links not followed, FIFOs and devices never opened): kind and content."""
-    found: dict[str, tuple[int, str]] = {}
-    for directory, dirs, files in os.walk(root, followlinks=False):
-        for name in [*dirs, *files]:
-            path = Path(directory) / name
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode):
-                content = os.readlink(path)
-            elif stat.S_ISREG(mode):
-                with path.open("rb") as handle:
-                    content = hashlib.sha256(handle.read(1 << 20)).hexdigest() + f":{path.stat().st_size}"
-            else:
-                content = ""
-            found[str(path.relative_to(root))] = (stat.S_IFMT(mode), content)
-    return found
-
-
 def refused(result: Result, path: Path | str, *fragments: str, codes: set[int] = DOCUMENTED) -> None:
     """A documented exit code, no traceback, and one message naming the file (plus `fragments`)."""
     assert result.code in codes, (result.code, result.output)
@@ -106,7 +87,7 @@ def untouched(root: Path, *owned: str) -> Iterator[None]:
     yield
     after = tree(root)
 
-    def foreign(entries: dict[str, tuple[int, str]]) -> dict[str, tuple[int, str]]:
+    def foreign(entries: dict[str, tuple[int, str, int]]) -> dict[str, tuple[int, str, int]]:
         return {k: v for k, v in entries.items() if not any(k == o or k.startswith(o + "/") for o in owned)}
 
     assert foreign(after) == foreign(before)

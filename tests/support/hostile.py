@@ -4,9 +4,12 @@ naming the file and the field, no traceback)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,6 +83,27 @@ def snapshot(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*"))
             if p.is_file() and p.name not in ("lock", "lock.holder.json")
             and not (p.name == "known_hosts" and not p.stat().st_size)}
+
+
+def tree(root: Path) -> dict[str, tuple[int, str, int]]:
+    """Every entry under root (links not followed, FIFOs and devices never opened): its kind, content and,
+    but for directories (whose own entries are listed), modification time: a file written again with the
+    same bytes shows too."""
+    found: dict[str, tuple[int, str, int]] = {}
+    for directory, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(directory) / name
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                content = os.readlink(path)
+            elif stat.S_ISREG(info.st_mode):
+                with path.open("rb") as handle:
+                    content = hashlib.sha256(handle.read(1 << 20)).hexdigest() + f":{info.st_size}"
+            else:
+                content = ""
+            modified = 0 if stat.S_ISDIR(info.st_mode) else info.st_mtime_ns
+            found[str(path.relative_to(root))] = (stat.S_IFMT(info.st_mode), content, modified)
+    return found
 
 
 def contents(directory: Path) -> tuple[dict[str, bytes], list[str]]:
