@@ -32,7 +32,7 @@ from hybridctl.core.inventory.models import (
 )
 from hybridctl.core.plan.checker import PlacementMemo, check_plan
 from hybridctl.core.plan.model import Plan, PoolUsage
-from hybridctl.core.plan.weekusage import held_gpus, peak_gpus
+from hybridctl.core.plan.weekusage import peak_gpus
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
@@ -205,8 +205,7 @@ def _arithmetic_violations(plan: Plan) -> list[str]:
             own_machines[p.pool] += machines
             own_gpu_hours[p.pool] += machines * usage.gpus_per_node * p.hours_per_month
     if plan.segments:  # a timed plan's used GPUs are the most its pool holds at once (weekusage.peak_gpus)
-        held = held_gpus(plan.placements, [s.hours for s in plan.segments])
-        used = defaultdict(int, {name: peak_gpus(by_segment) for name, by_segment in held.items()})
+        used = defaultdict(int, peak_gpus(plan.placements, [s.hours for s in plan.segments]))
     for name, usage in listed.items():
         if usage.used_gpus != used.get(name, 0):
             problems.append(f"pool {name}: the plan lists {usage.used_gpus} GPUs used, its placements "

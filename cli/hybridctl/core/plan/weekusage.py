@@ -28,7 +28,7 @@ class PoolWeek:
     idle_gpu_hours: tuple[float, ...]  # per segment; committed pools only (0 elsewhere)
 
 
-def held_gpus(placements: Iterable[Placement], lengths: Sequence[float]) -> dict[str, list[float]]:
+def _gpus_by_segment(placements: Iterable[Placement], lengths: Sequence[float]) -> dict[str, list[float]]:
     """Pool -> GPUs held in each segment: whole-segment replicas' GPUs + the GPU-hours of the others / L_s."""
     held: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
     for pl in placements:
@@ -38,10 +38,12 @@ def held_gpus(placements: Iterable[Placement], lengths: Sequence[float]) -> dict
     return held
 
 
-def peak_gpus(by_segment: Sequence[float]) -> int:
-    """The most GPUs a pool holds at once over the week: a timed plan's `used_gpus`. Summing its
-    placements' GPUs would count a daytime service and a nightly batch on the same 16 GPUs as 32 of 16."""
-    return math.ceil(max(by_segment, default=0.0) - 1e-6)
+def peak_gpus(placements: Iterable[Placement], lengths: Sequence[float]) -> dict[str, int]:
+    """Pool -> the most GPUs it holds at once over the week: a timed plan's `used_gpus` (pricing/pools.py
+    gives it, verify.py checks it). Summing its placements' GPUs would count a daytime service and a
+    nightly batch on the same 16 GPUs as 32 of 16."""
+    return {pool: math.ceil(max(by_segment, default=0.0) - 1e-6)
+            for pool, by_segment in _gpus_by_segment(placements, lengths).items()}
 
 
 def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
@@ -49,7 +51,7 @@ def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
     if not plan.segments:
         return ()
     lengths = [s.hours for s in plan.segments]
-    held = held_gpus(plan.placements, lengths)
+    held = _gpus_by_segment(plan.placements, lengths)
     whole: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))
     own: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
     per_node = {u.pool: max(u.gpus_per_node, 1) for u in plan.pools}

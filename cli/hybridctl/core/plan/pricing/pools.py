@@ -17,7 +17,7 @@ from hybridctl.core.plan.pricing.rates import (
     machines_usd_per_month,
     whole_machines,
 )
-from hybridctl.core.plan.weekusage import held_gpus, peak_gpus
+from hybridctl.core.plan.weekusage import peak_gpus
 
 if TYPE_CHECKING:
     from hybridctl.core.plan.eligibility import PoolInfo
@@ -57,8 +57,7 @@ def pool_usage(pools: Sequence[PoolInfo], placements: Iterable[Placement],
     instances = catalog().instances
     timed = _timed_usd(by_name, placements, segments) if segments else {}
     if segments:  # a timed plan's pools hold at most their capacity in each segment: the peak is what is used
-        held = held_gpus(placements, segments)
-        used = defaultdict(int, {name: peak_gpus(by_segment) for name, by_segment in held.items()})
+        used = defaultdict(int, peak_gpus(placements, segments))
     for p in pools:
         if p.committed:
             declared = p.pool.gpus if p.pool.gpus is not None else (p.pool.max_gpus or 0)
