@@ -20,7 +20,7 @@ from hybridctl.core.inventory.models import (
     Workload,
     WorkloadType,
 )
-from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap, window_hours
+from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap
 from hybridctl.core.inventory.zones import region_code, zone_of
 
 
@@ -162,7 +162,7 @@ def _check_schedule(workload: Workload, base: tuple[str | int, ...], locator: Lo
     if workload.hours_per_month is not None and workload.hours_per_month > ceiling + 1e-9:
         diagnostics.error("hours-beyond-windows", f"workload {workload.name}: hours_per_month "
                           f"{workload.hours_per_month:g} is more than its windows hold "
-                          f"({window_hours(workload.schedule):g} h a week = {ceiling:.1f} h a month)",
+                          f"({workload.schedule.window_hours:g} h a week = {ceiling:.1f} h a month)",
                           locator.location((*base, "hours_per_month")),
                           f"lower hours_per_month to at most {ceiling:.1f}, remove it (the whole windows), "
                           "or widen the windows")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import zoneinfo
 from datetime import date, datetime, timedelta
+from functools import cached_property
 from types import MappingProxyType
 from typing import Annotated
 
@@ -111,20 +112,21 @@ class Schedule(BaseModel):
     windows: Annotated[list[Window], Field(min_length=1)] = Field(
         description="Recurring windows; a replica runs only inside them. Windows may not overlap.")
 
+    @cached_property
+    def window_hours(self) -> float:
+        """W: the hours per week inside the windows (wall clock, as the user wrote them). Kept once
+        read: the planner asks for it per demand and pool (10^5 times on a 10,000-workload fleet)."""
+        return sum(len(w.day_indexes()) * w.span_minutes()[1] for w in self.windows) / 60
+
 
 def _minutes(text: str) -> int:
     hours, minutes = text.split(":")
     return int(hours) * 60 + int(minutes)
 
 
-def window_hours(schedule: Schedule) -> float:
-    """W: the hours per week inside the windows (wall clock, as the user wrote them)."""
-    return sum(len(w.day_indexes()) * w.span_minutes()[1] for w in schedule.windows) / 60
-
-
 def default_hours_per_month(schedule: Schedule) -> float:
     """hours_per_month's default with windows: W × 730 / 168, the whole windows."""
-    return window_hours(schedule) * HOURS_PER_MONTH / HOURS_PER_WEEK
+    return schedule.window_hours * HOURS_PER_MONTH / HOURS_PER_WEEK
 
 
 def monday_of(iso_year: int, iso_week: int) -> date:

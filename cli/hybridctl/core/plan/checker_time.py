@@ -21,7 +21,7 @@ from datetime import date
 from itertools import pairwise
 
 from hybridctl.core.inventory.models import Inventory, Workload
-from hybridctl.core.inventory.schedule import utc_intervals, window_hours
+from hybridctl.core.inventory.schedule import utc_intervals
 from hybridctl.core.plan.checker_rules import committed, per_node
 from hybridctl.core.plan.model import Placement, Plan
 
@@ -120,7 +120,7 @@ def time_problems(inventory: Inventory, plan: Plan) -> list[str]:
 
 def _runs_whole(w: Workload, spans: list[tuple[int, int]]) -> bool:
     weekly = w.hours * 168 / 730
-    window = window_hours(w.schedule) if w.schedule is not None else 168.0
+    window = w.schedule.window_hours if w.schedule is not None else 168.0
     return weekly >= window - 0.01
 
 

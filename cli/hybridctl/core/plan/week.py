@@ -21,7 +21,6 @@ from hybridctl.core.inventory.schedule import (
     MINUTES_PER_WEEK,
     merged,
     utc_intervals,
-    window_hours,
 )
 
 QUARTERS_PER_WEEK = MINUTES_PER_WEEK // 15
@@ -141,7 +140,7 @@ def build_week(inventory: Inventory, iso_week: IsoWeek) -> Week:
                 k += 1
         # Whether it runs its whole windows is the user's wall-clock arithmetic (W as written); its hours
         # in this week are UTC hours, which daylight saving's change of week may make one fewer.
-        wall = window_hours(workload.schedule) if workload.schedule is not None else float(HOURS_PER_WEEK)
+        wall = workload.schedule.window_hours if workload.schedule is not None else float(HOURS_PER_WEEK)
         utc = sum(end - start for start, end in intervals) / 60
         weekly = workload.hours * HOURS_PER_WEEK / HOURS_PER_MONTH
         deferrable = weekly < wall - _WHOLE_TOLERANCE_HOURS
