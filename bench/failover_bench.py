@@ -171,12 +171,13 @@ def bench_drill() -> None:
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.scenario import standard_scenarios
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.planner import PlanOptions, plan
+    from plan_bench import bench_week
 
     enterprise = ROOT / "inventories" / "enterprise"
     started = time.perf_counter()
     inventory = load_inventory(enterprise).inventory
-    report = drill(inventory, plan(inventory), standard_scenarios(inventory))
+    report = drill(inventory, plan(inventory, options=PlanOptions(week=bench_week())), standard_scenarios(inventory))
     in_process = time.perf_counter() - started
     slowest = max(report.results, key=lambda r: r.seconds)
     print(f"drill --standard enterprise, in process: {in_process:.2f} s for {len(report.results)} scenarios "

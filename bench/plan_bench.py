@@ -33,10 +33,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hybridctl.core.plan.week import IsoWeek
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "cli"))
+
+
+def bench_week() -> IsoWeek:
+    """The week every scheduled fleet is planned for: a fixed one, so that figures taken on different
+    days compare (a week with a daylight-saving change has other segments)."""
+    from hybridctl.core.plan.week import IsoWeek
+
+    return IsoWeek(2026, 48)
 
 
 def _lp_bound(inventory: object) -> float:
@@ -52,7 +64,7 @@ def _lp_bound(inventory: object) -> float:
     assert isinstance(inventory, Inventory)
     pools = pool_infos(inventory)
     table = PoolTable.of(pools)
-    week = plan_week(inventory, None)  # a scheduled fleet's bound is of the timed model
+    week = plan_week(inventory, bench_week())  # a scheduled fleet's bound is of the timed model
     units = build_units(demands(inventory), EligibilityIndex(inventory, pools), None, table, week=week)
     ceilings = {w.name: w.max_usd_per_month for w in inventory.workloads if w.max_usd_per_month is not None}
     cash = inventory.policies.cost_model.value == "cash"
@@ -68,7 +80,7 @@ def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0) -> dict[s
     from greedy import greedy
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.planner import PlanOptions, plan
     from inventory_gen import generate, to_yaml
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,7 +91,7 @@ def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0) -> dict[s
         validate_s = time.perf_counter() - began
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     began, began_cpu = time.perf_counter(), time.process_time()
-    result = plan(inventory)
+    result = plan(inventory, options=PlanOptions(week=bench_week()))
     wall, cpu = time.perf_counter() - began, time.process_time() - began_cpu
     rss_planned = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     lp = _lp_bound(inventory)
@@ -112,7 +124,7 @@ def cost_of_time(workloads: int, pools: int, seed: int, scheduled: float) -> dic
     month, and runs them anywhere in the month: revision 2's model, where a part-time replica holds its GPUs
     all month): what planning with a clock saves. Run in a fresh interpreter per instance."""
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.planner import PlanOptions, plan
     from inventory_gen import generate, to_yaml
 
     fleet = generate(workloads, pools, seed, scheduled)
@@ -129,7 +141,7 @@ def cost_of_time(workloads: int, pools: int, seed: int, scheduled: float) -> dic
         untimed = load_inventory(path).inventory
     for label, inventory in (("timed", timed), ("untimed", untimed)):
         began = time.perf_counter()
-        result = plan(inventory)
+        result = plan(inventory, options=PlanOptions(week=bench_week()))
         figures[f"{label}_s"] = time.perf_counter() - began
         figures[f"{label}_usd"] = result.total_usd_per_month
         figures[f"{label}_rented_gpu_hours"] = _rented_gpu_hours(result)

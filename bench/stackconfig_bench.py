@@ -27,10 +27,11 @@ from hybridctl.core.deploy.stackdiff import diff_stack_configs  # noqa: E402
 from hybridctl.core.inventory.loader import load_inventory  # noqa: E402
 from hybridctl.core.inventory.models import Inventory  # noqa: E402
 from hybridctl.core.plan.model import Plan  # noqa: E402
-from hybridctl.core.plan.planner import plan  # noqa: E402
+from hybridctl.core.plan.planner import PlanOptions, plan  # noqa: E402
 from hybridctl.drivers.pulumi import flatten_config  # noqa: E402
 from hybridctl.paths import inventories_dir  # noqa: E402
 from inventory_gen import generate  # noqa: E402
+from plan_bench import bench_week  # noqa: E402
 
 IMPORT_PROBE = """
 import sys, time
@@ -87,7 +88,7 @@ def main() -> int:
     args = parser.parse_args()
 
     enterprise = load_inventory(inventories_dir() / "enterprise").inventory
-    report("enterprise example", enterprise, plan(enterprise), args.repeat)
+    report("enterprise example", enterprise, plan(enterprise, options=PlanOptions(week=bench_week())), args.repeat)
 
     began = time.perf_counter()
     synthetic = Inventory.model_validate(generate(args.workloads, args.pools, args.seed))

@@ -35,14 +35,15 @@ def main() -> int:
 
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.plan.planner import PlanOptions, plan
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.paths import inventories_dir, stacks_dir
+    from plan_bench import bench_week
 
     began = time.perf_counter()
     inventory = load_inventory(inventories_dir() / args.example).inventory
-    the_plan = plan(inventory)
+    the_plan = plan(inventory, options=PlanOptions(week=bench_week()))
     configs = stack_configs(inventory, the_plan)
     print(f"load + plan + stack_configs of {args.example}: {time.perf_counter() - began:.2f} s")
 

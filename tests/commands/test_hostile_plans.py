@@ -214,9 +214,10 @@ class TestOneDigestPerPlan:
         0.0 once read back — a failover resumed from its runbook tagged its stacks with another digest."""
         from hybridctl.core.inventory.loader import load_inventory
         from hybridctl.core.plan.planner import plan
+        from support.plan_week import AT_PLAN_WEEK
 
         for name in ("train-onprem-serve-cloud.yaml", "cloud-burst.yaml"):
-            made = plan(load_inventory(EXAMPLES / name).inventory)
+            made = plan(load_inventory(EXAMPLES / name).inventory, options=AT_PLAN_WEEK)
             read = plan_from_json(plan_to_json_utf8(made, plan_file=True).decode(), "p", verify_digest=True)
             assert plan_to_json_utf8(read, plan_file=True) == plan_to_json_utf8(made, plan_file=True)
             assert plan_digest(read) == plan_digest(made)

@@ -18,6 +18,7 @@ from hybridctl.paths import inventories_dir
 from kueue_crd_schema import errors
 from pulumi_stack_harness import ProgramRun, import_stack_module, run_program
 from support.examples import EXAMPLE_PATHS
+from support.plan_week import AT_PLAN_WEEK
 
 gpu_pools = import_stack_module("aws-gpu-pools", "gpu_pools")
 queues_config = import_stack_module("k8s-queues", "queues_config")
@@ -33,7 +34,7 @@ def _examples() -> list[str]:
 @cache
 def configs_for(example: str) -> StackConfigs:
     loaded = load_inventory(inventories_dir() / example)
-    return stack_configs(loaded.inventory, plan(loaded.inventory))
+    return stack_configs(loaded.inventory, plan(loaded.inventory, options=AT_PLAN_WEEK))
 
 
 def stacks_of(configs: StackConfigs) -> dict[str, GpuPoolsStackConfig | QueuesStackConfig]:

@@ -17,6 +17,7 @@ from hybridctl.core.plan.planner import plan
 from hybridctl.drivers.synth import ProgramRun, synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
 from support.examples import BASE, EXAMPLE_PATHS
+from support.plan_week import AT_PLAN_WEEK
 from test_synth_contracts import create_launch_template, create_nodegroup, validate
 
 NODE_GROUP, LAUNCH_TEMPLATE = "aws:eks/nodeGroup:NodeGroup", "aws:ec2/launchTemplate:LaunchTemplate"
@@ -24,7 +25,7 @@ PLACEMENT_GROUP, GET_SUBNETS = "aws:ec2/placementGroup:PlacementGroup", "aws:ec2
 
 
 def synth_pools(inventory: Inventory) -> list[ProgramRun]:
-    configs = stack_configs(inventory, plan(inventory), "sha256:test")
+    configs = stack_configs(inventory, plan(inventory, options=AT_PLAN_WEEK), "sha256:test")
     return [synth_stack(c.project, c.stack_name, c.values(), stacks_dir()) for c in configs.gpu_pools]
 
 

@@ -22,6 +22,7 @@ from hybridctl.drivers.synth import ProgramRun, Registered, synth_stack
 from hybridctl.drivers.synth_write import write_synth
 from hybridctl.paths import inventories_dir, stacks_dir
 from kueue_cel import cel_errors, rule_count
+from support.plan_week import AT_PLAN_WEEK
 
 EXAMPLES = ("cloud-burst.yaml", "enterprise")
 KUEUE = "kubernetes:kueue.x-k8s.io/"
@@ -31,7 +32,7 @@ NODE_GROUP, LAUNCH_TEMPLATE = "aws:eks/nodeGroup:NodeGroup", "aws:ec2/launchTemp
 @cache
 def example(name: str) -> tuple[Inventory, Plan]:
     inventory = load_inventory(inventories_dir() / name).inventory
-    return inventory, plan(inventory)
+    return inventory, plan(inventory, options=AT_PLAN_WEEK)
 
 
 def synth_plan(inventory: Inventory, plan_: Plan) -> list[ProgramRun]:

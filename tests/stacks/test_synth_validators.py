@@ -31,6 +31,7 @@ from hybridctl.drivers.synth_write import write_synth
 from hybridctl.paths import stacks_dir
 from kueue_crd_schema import errors as kueue_errors
 from support.examples import EXAMPLE_PATHS
+from support.plan_week import AT_PLAN_WEEK
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
@@ -41,7 +42,7 @@ KUEUE_GROUP = "kueue.x-k8s.io/"
 @cache
 def synthesized(example: str) -> tuple[ProgramRun, ...]:
     inventory = load_inventory(ROOT / "inventories" / example).inventory
-    configs = stack_configs(inventory, plan(inventory), "sha256:test")
+    configs = stack_configs(inventory, plan(inventory, options=AT_PLAN_WEEK), "sha256:test")
     return tuple(synth_stack(c.project, c.stack_name, c.values(), stacks_dir()) for c in (*configs.gpu_pools, *configs.queues))
 
 

@@ -7,8 +7,8 @@ from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import PlanOptions, plan
-from hybridctl.core.plan.week import parse_iso_week
+from hybridctl.core.plan.planner import plan
+from support.plan_week import AT_PLAN_WEEK
 
 HAND = """\
 version: 1
@@ -45,7 +45,7 @@ workloads:
     gpu: {types: [H100], count: 8}
     hours_per_month: HOURS
 """
-WEEK = PlanOptions(week=parse_iso_week("2026-W48"))
+WEEK = AT_PLAN_WEEK
 OFF = (0, 2, 4, 6, 8, 10)  # the off-hours segments
 DAY = (1, 3, 5, 7, 9)
 

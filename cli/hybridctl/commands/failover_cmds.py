@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
+from hybridctl.commands.moments import WEEK_HELP
 from hybridctl.operations.common import ReportFormat
 
 runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
@@ -95,14 +96,23 @@ def drill(
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit per replan, seconds."),
     plan_file: Path | None = typer.Option(None, "--plan", help="Drill from this plan file (made from INVENTORY) "
                                           "instead of a fresh plan: e.g. the plan that is about to be applied."),
+    week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP + " Not with --plan: "
+                                    "a plan file's drill is for the plan's own week."),
 ) -> None:
     """Tabletop exercise: what each scenario would move, degrade and lose. Exit 1 when a fixed-tier workload
     would lose service or miss its rto_minutes."""
+    from hybridctl.commands.moments import parse_week
+    from hybridctl.errors import UsageError
     from hybridctl.operations.drill import run_drill
 
+    drill_week = parse_week(week)
+    if drill_week is not None and plan_file is not None:
+        raise UsageError("--week and --plan contradict each other: a drill from a plan file is for the plan's own week",
+                         hint=f"drop --week, or make the plan for that week: hybridctl plan {inventory} --week {week} "
+                              f"--out {plan_file}")
     code = run_drill(inventory, scenario, standard=standard or not scenario, output_format=output_format.value,
                      json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
-                     plan_file=plan_file)
+                     plan_file=plan_file, week=drill_week)
     if code:
         raise typer.Exit(code)
 

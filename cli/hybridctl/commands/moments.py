@@ -1,10 +1,18 @@
-"""`--at TIME` of `status` and `failover`: a moment of the plan's week, parsed once for both."""
+"""`--at TIME` of `status` and `failover` (a moment of the plan's week) and `--week` of `plan` and `drill` (the week
+a plan is for), each parsed once for the commands that take it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from hybridctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from hybridctl.core.plan.week import IsoWeek
+
+WEEK_HELP = ("The ISO week the plan is for: schedule windows are read in UTC at it (daylight saving). "
+             "Default: the current week.")
 
 _HINT = "write `now`, or a date-time with its offset, such as 2026-11-27T02:30+01:00 or 2026-11-27T01:30Z"
 
@@ -30,3 +38,15 @@ def parse_moment_within(text: str, days: int, *, why: str, now: datetime | None 
     if abs(moment - now) > timedelta(days=days):
         raise UsageError(f"--at: '{text}' is more than {days} days from now ({now:%Y-%m-%d} UTC)", hint=why)
     return moment
+
+
+def parse_week(text: str | None) -> IsoWeek | None:
+    """`--week YYYY-Www`; None when not given (the operation plans for the current week)."""
+    from hybridctl.core.plan.week import WeekError, parse_iso_week
+
+    if text is None:
+        return None
+    try:
+        return parse_iso_week(text)
+    except WeekError as exc:
+        raise UsageError(f"--week: {exc}", hint="name an ISO week, such as 2026-W48") from None

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from hybridctl.commands.app import app
+from hybridctl.commands.moments import WEEK_HELP, parse_week
 from hybridctl.core.plan.pricing.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import UsageError
 from hybridctl.operations.common import (
@@ -18,9 +18,6 @@ from hybridctl.operations.common import (
     read_plan,
     require_state_dir,
 )
-
-if TYPE_CHECKING:
-    from hybridctl.core.plan.week import IsoWeek
 
 
 class TableOrJson(StrEnum):
@@ -56,17 +53,6 @@ def classify(
         render_classification(stdout(), decisions)
 
 
-def _iso_week(text: str | None) -> IsoWeek | None:
-    from hybridctl.core.plan.week import WeekError, parse_iso_week
-
-    if text is None:
-        return None
-    try:
-        return parse_iso_week(text)
-    except WeekError as exc:
-        raise UsageError(f"--week: {exc}", hint="name an ISO week, such as 2026-W48") from None
-
-
 @app.command()
 def plan(
     inventory: Path = typer.Argument(..., help="Inventory file or directory."),
@@ -93,9 +79,7 @@ def plan(
                                         help="Exit 0 even when fixed-tier work is left unplaced."),
     fail_on_unplaced: bool = typer.Option(False, "--fail-on-unplaced",
                                           help="Exit 1 when any workload, of any tier, is left unplaced."),
-    week: str | None = typer.Option(None, "--week", metavar="YYYY-Www",
-                                    help="The ISO week the plan is for: schedule windows are read in UTC at it "
-                                         "(daylight saving). Default: the current week."),
+    week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
     from hybridctl.drivers.state import resolve_state_dir
@@ -104,7 +88,7 @@ def plan(
     if allow_unplaced and fail_on_unplaced:
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
     check_output_path(out, "--out")
-    plan_week = _iso_week(week)
+    plan_week = parse_week(week)
     require_state_dir(resolve_state_dir(state))
     code = run_plan(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap,
                     move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced, fail_on_unplaced,
@@ -154,11 +138,13 @@ def cost(
         planned = read_plan(source)
     else:
         from hybridctl.core.inventory.loader import load_inventory
+        from hybridctl.core.plan.planner import PlanOptions
         from hybridctl.core.plan.planner import plan as make_plan
         from hybridctl.core.plan.verify import verified
+        from hybridctl.operations.week import this_week
 
         the_inventory = load_inventory(source).inventory
-        planned = verified(the_inventory, make_plan(the_inventory))
+        planned = verified(the_inventory, make_plan(the_inventory, options=PlanOptions(week=this_week())))
     lines = showback(planned, by)
     if output_format is CostFormat.json:
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,

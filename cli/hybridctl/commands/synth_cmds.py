@@ -30,10 +30,12 @@ def synth(
     from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
     from hybridctl.core.inventory.digest import inventory_digest
     from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.core.plan.planner import PlanOptions
     from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.operations.common import check_rules, looks_like_plan, read_plan
+    from hybridctl.operations.week import this_week
     from hybridctl.paths import stacks_dir
     from hybridctl.render.console import stderr, stdout
 
@@ -49,7 +51,7 @@ def synth(
         check_rules(the_plan, loaded, source)  # a plan file is untrusted: its stacks are what apply would make
     else:
         loaded = load_inventory(source).inventory
-        the_plan = make_plan(loaded)
+        the_plan = make_plan(loaded, options=PlanOptions(week=this_week()))
     digest = plan_digest(the_plan)
     configs = stack_configs(loaded, the_plan, digest)
     specs: list[GpuPoolsStackConfig | QueuesStackConfig] = [*configs.gpu_pools, *configs.queues]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from hybridctl.core.failover.expectations import FileChoices
     from hybridctl.core.failover.scenario import Scenario
     from hybridctl.core.memo import RunMemo
+    from hybridctl.core.plan.week import IsoWeek
 
 PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
 
@@ -41,7 +42,8 @@ def rehearsal_base(plan_path: Path, inventory_path: Path,
 
 def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
               json_out: Path | None, move_threshold_usd: float, time_limit_s: float,
-              plan_file: Path | None = None) -> int:
+              plan_file: Path | None = None, week: IsoWeek | None = None) -> int:
+    """`week`: the one a fresh plan is made for (default: the current one); a plan file's drill keeps the plan's."""
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.scenario import parse_scenario_file
@@ -53,10 +55,13 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.drivers.parallel import map_in_processes
     from hybridctl.operations.common import check_output_path
+    from hybridctl.operations.week import planning_week
     from hybridctl.render.failover import drill_markdown, render_drill
 
     check_output_path(json_out, "--json-out")
     run_memo = RunMemo()  # the drill's, made before its scenarios (and their worker processes)
+    # the replans keep the base plan's week; this one is for a fresh plan, or a plan file that names none
+    week = planning_week(week)
     if plan_file is not None:
         base, inventory = rehearsal_base(plan_file, inventory_path, run_memo)
     else:
@@ -76,10 +81,10 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     scenarios = with_expectations(inventory, scenarios, choices, standard=standard)
     if plan_file is None:
         # verified by drill(), which keeps the verdict to check each scenario's plan where it differs
-        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s))
+        base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s, week=week))
     # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
     spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
-    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s),
+    report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s, week=week),
                    map_scenarios=map_in_processes if spread else None, run_memo=run_memo)
     if output_format == "json":
         typer.echo(drill_to_json(report), nl=False)

@@ -274,14 +274,18 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.operations.run import open_store
+    from hybridctl.operations.week import this_week
 
     check_output_path(out, "--out")
     events = parse_events(words)
     at = at or datetime.now(UTC)
+    # an applied plan names its week (the replan keeps it); this week is for an untimed one of an inventory
+    # scheduled since the apply
+    replan_options = FailoverOptions(move_threshold_usd, time_limit_s, week=this_week())
     if plan_file is not None:
         return _rehearse_failover(events, plan_file, inventory, state=state, execute=execute,
                                   output_format=output_format, out=out,
-                                  options=FailoverOptions(move_threshold_usd, time_limit_s), bundles=options, at=at)
+                                  options=replan_options, bundles=options, at=at)
     store = open_store(state)
     run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
@@ -292,7 +296,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
                                     public_key=options.bundle_public_key,
-                                    options=FailoverOptions(move_threshold_usd, time_limit_s), run_memo=run_memo)
+                                    options=replan_options, run_memo=run_memo)
         runbook = _timed(runbook, at)
         if runbook.before.inventory_digest and runbook.before.inventory_digest != runbook.after.inventory_digest:
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "

@@ -113,7 +113,7 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
                    detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
                    detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
                    fail_on_unplaced: bool, week: IsoWeek | None = None) -> int:
-    """`plan` once its options are checked: the exit code."""
+    """`plan` once its options are checked: the exit code. `week`: --week's (None: the current week)."""
     from contextlib import ExitStack
     from dataclasses import replace
     from functools import partial
@@ -128,6 +128,7 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
     from hybridctl.drivers.state import applied_plan
     from hybridctl.drivers.yamlbeside import load_plain_beside
     from hybridctl.operations.cloud_changes import config_diff, pulumi_preview
+    from hybridctl.operations.week import planning_week
     from hybridctl.render.console import stderr, stdout
 
     loaded = load_inventory(inventory, feasibility=False, plain=load_plain_beside)
@@ -142,7 +143,7 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
         try:
             before = read_plan(previous) if previous else None
             result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=PlanOptions(
-                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd, week=week))
+                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd, week=planning_week(week)))
         except Exception:
             if beside:  # an inventory that can never work is reported as that first
                 check_feasible(loaded, checks.result()[0])

@@ -35,6 +35,7 @@ from hybridctl.core.plan.week import parse_iso_week
 from hybridctl.paths import inventories_dir
 from support.clock import CLOCK, clock, planned
 from support.examples import EXAMPLE_PATHS
+from support.plan_week import AT_PLAN_WEEK
 
 WEEKDAYS = range(1, 6)  # cron's Monday to Friday
 
@@ -151,7 +152,7 @@ def test_a_scheduled_group_s_min_is_the_week_s_floor() -> None:
 @pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.name)
 def test_an_untimed_plan_has_no_schedule_and_the_same_stack_config(path) -> None:  # type: ignore[no-untyped-def]
     inventory = load_inventory(inventories_dir() / path.name).inventory
-    result = plan(inventory)
+    result = plan(inventory, options=AT_PLAN_WEEK)
     if result.segments:
         pytest.skip("a timed example")
     configs = stack_configs(inventory, result, "sha256:test")

@@ -25,6 +25,7 @@ from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
 from inventory_gen import generate
 from support.examples import EXAMPLE_PATHS
+from support.plan_week import AT_PLAN_WEEK
 
 DIGEST = "sha256:x"
 
@@ -60,7 +61,7 @@ class Drilled:
 @cache
 def example(path: Path) -> Drilled:
     inventory = load_inventory(path).inventory
-    return Drilled(inventory, plan(inventory))
+    return Drilled(inventory, plan(inventory, options=AT_PLAN_WEEK))
 
 
 @cache

@@ -131,9 +131,10 @@ def test_on_the_enterprise_fleet_every_scenario_adds_up_to_the_cent() -> None:
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.scenario import standard_scenarios
     from support.examples import EXAMPLES
+    from support.plan_week import AT_PLAN_WEEK
 
     inventory = load_inventory(EXAMPLES / "enterprise").inventory
-    base = plan(inventory)
+    base = plan(inventory, options=AT_PLAN_WEEK)
     report = drill(inventory, base, standard_scenarios(inventory))
     some_lost = False
     for r in report.results:

@@ -20,12 +20,13 @@ from hybridctl.core.plan.pricing.incident import cash_change
 from hybridctl.core.plan.pricing.pools import pool_usage
 from hybridctl.core.plan.tiers import classify_workload
 from hybridctl.paths import inventories_dir
+from support.plan_week import AT_PLAN_WEEK
 
 
 @pytest.fixture(scope="module")
 def enterprise():
     inventory = load_inventory(inventories_dir() / "enterprise").inventory
-    return inventory, plan(inventory)
+    return inventory, plan(inventory, options=AT_PLAN_WEEK)
 
 
 def test_the_cache_gives_what_demands_gives_for_every_disrupted_inventory(enterprise) -> None:

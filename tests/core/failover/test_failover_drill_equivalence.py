@@ -17,13 +17,14 @@ from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.planner import plan
 from hybridctl.drivers.parallel import map_in_processes
 from hybridctl.paths import inventories_dir
+from support.plan_week import AT_PLAN_WEEK
 
 
 @pytest.fixture(scope="module")
 def enterprise():
     inventory = load_inventory(inventories_dir() / "enterprise").inventory
     # every third scenario: site losses, spot reclaims, capacity cuts and a link down, in a few seconds
-    return inventory, plan(inventory), standard_scenarios(inventory)[::3]
+    return inventory, plan(inventory, options=AT_PLAN_WEEK), standard_scenarios(inventory)[::3]
 
 
 def _timeless(report: DrillReport) -> str:

@@ -17,6 +17,7 @@ from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.pricing.incident import cash_by_workload
 from hybridctl.paths import inventories_dir
 from inventory_gen import generate
+from support.plan_week import AT_PLAN_WEEK
 
 _EXAMPLES = sorted(p.name for p in inventories_dir().iterdir() if p.name != "scenarios")
 
@@ -31,7 +32,7 @@ def _inventory(name: str) -> Inventory:
 def replans(request: pytest.FixtureRequest) -> tuple[Inventory, list[Replan], RunMemo]:
     """A drill's replans: one DemandCache and one RunMemo for all the scenarios."""
     inventory = _inventory(request.param)
-    base = plan(inventory)
+    base = plan(inventory, options=AT_PLAN_WEEK)
     cache, memo = DemandCache(), RunMemo()
     return inventory, [replan(inventory, base, s.events, demand_cache=cache, run_memo=memo)
                        for s in standard_scenarios(inventory)], memo

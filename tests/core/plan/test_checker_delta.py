@@ -18,6 +18,7 @@ from hybridctl.core.plan.checker_delta import changed_parts, check_changes
 from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import plan
 from support.examples import EXAMPLE_PATHS, EXAMPLES
+from support.plan_week import AT_PLAN_WEEK
 
 Case = tuple[Inventory, Plan]
 
@@ -31,7 +32,7 @@ def _same(reference: PlanCheck, inventory: Inventory, result: Plan, memo: Placem
 @pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.stem)
 def test_every_standard_scenario_is_judged_as_a_whole_check_judges_it(path) -> None:
     inventory = load_inventory(path).inventory
-    base = plan(inventory)
+    base = plan(inventory, options=AT_PLAN_WEEK)
     memo = PlacementMemo()
     reference = check(inventory, base, memo)
     assert reference.problems == []
@@ -46,7 +47,7 @@ def failover() -> tuple[PlanCheck, Inventory, Plan]:
     week, and a timed replan frees all work that shares a pool with what moved (scope._timed_scope), which
     after the loss of the Frankfurt data centre is every workload, leaving nothing to keep.)"""
     inventory = load_inventory(EXAMPLES / "enterprise").inventory
-    base = plan(inventory)
+    base = plan(inventory, options=AT_PLAN_WEEK)
     scenario = next(s for s in standard_scenarios(inventory) if s.name == "site-lost-aws-eu-central-1")
     result = replan(inventory, base, scenario.events)
     return check(inventory, base), replanned_inventory(result), result.after

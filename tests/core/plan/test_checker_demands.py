@@ -23,11 +23,12 @@ from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
 from hybridctl.core.plan.verify import plan_file_violations, plan_violations
 from support.examples import EXAMPLES
 from support.hostile import placed_copy, resummarize
+from support.plan_week import AT_PLAN_WEEK
 
 
 def planned(name: str) -> tuple[Inventory, dict[str, Any]]:
     inventory = load_inventory(EXAMPLES / name).inventory
-    return inventory, json.loads(json.dumps(plan_to_dict(plan(inventory), plan_file=True)))
+    return inventory, json.loads(json.dumps(plan_to_dict(plan(inventory, options=AT_PLAN_WEEK), plan_file=True)))
 
 
 @pytest.fixture(scope="module")
@@ -125,5 +126,5 @@ class TestThePlanFileReaderRefusesItToo:
 def test_a_plan_file_of_every_example_is_accepted(tmp_path: Path) -> None:
     for path in sorted([*EXAMPLES.glob("*.yaml"), EXAMPLES / "enterprise"]):
         inventory = load_inventory(path).inventory
-        made = plan_from_dict(json.loads(json.dumps(plan_to_dict(plan(inventory), plan_file=True))))
+        made = plan_from_dict(json.loads(json.dumps(plan_to_dict(plan(inventory, options=AT_PLAN_WEEK), plan_file=True))))
         assert plan_violations(inventory, made) == [], path

@@ -9,11 +9,12 @@ from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan.checker import PlacementMemo, check_plan
 from hybridctl.core.plan.planner import plan
 from support.examples import EXAMPLES
+from support.plan_week import AT_PLAN_WEEK
 
 
 def _planned():  # type: ignore[no-untyped-def]
     inventory = load_inventory(EXAMPLES / "train-onprem-serve-cloud.yaml").inventory
-    base = plan(inventory)
+    base = plan(inventory, options=AT_PLAN_WEEK)
     memo = PlacementMemo()
     assert check_plan(inventory, base, memo) == []
     return inventory, base, memo

@@ -14,6 +14,7 @@ from hybridctl.core.plan.jsonread import json_object
 from hybridctl.errors import HybridctlError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.plan_week import AT_PLAN_WEEK
 
 
 def read(text: str) -> object:
@@ -62,7 +63,8 @@ def test_plan_files_read_as_json_reads_them(tmp_path: Path) -> None:
     from support.examples import EXAMPLES
 
     for name in ("enterprise", "federated.yaml"):
-        text = plan_to_json_utf8(plan(load_inventory(EXAMPLES / name).inventory), plan_file=True).decode()
+        text = plan_to_json_utf8(plan(load_inventory(EXAMPLES / name).inventory, options=AT_PLAN_WEEK),
+                                 plan_file=True).decode()
         assert read(text) == json.loads(text)
         assert read(json.dumps(json.loads(text))) == json.loads(text)  # respaced
 

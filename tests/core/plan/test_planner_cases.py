@@ -14,6 +14,7 @@ from hybridctl.core.plan.planner import budget_violation, plan
 from hybridctl.core.plan.serialize import plan_to_json
 from support.examples import EXAMPLE_PATHS
 from support.inproc import run_cli
+from support.plan_week import AT_PLAN_WEEK
 
 
 def onprem(name: str, jurisdiction: str = "EU", *pools: dict[str, Any], domain: str | None = None,
@@ -241,13 +242,14 @@ def test_previous_plan_keeps_workloads_unless_moving_pays() -> None:
 
 def test_same_inventory_gives_a_byte_identical_plan_file() -> None:
     loaded = load_inventory(EXAMPLE_PATHS[-1]).inventory
-    assert plan_to_json(plan(loaded), plan_file=True) == plan_to_json(plan(loaded), plan_file=True)
+    assert plan_to_json(plan(loaded, options=AT_PLAN_WEEK), plan_file=True) == plan_to_json(
+        plan(loaded, options=AT_PLAN_WEEK), plan_file=True)
 
 
 @pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=[p.name for p in EXAMPLE_PATHS])
 def test_every_example_plans_fully_and_passes_the_checker(path: Path) -> None:
     inv = load_inventory(path).inventory
-    result = plan(inv)
+    result = plan(inv, options=AT_PLAN_WEEK)
     assert result.unplaced == ()
     assert check_plan(inv, result) == []
     assert result.solver.status == "optimal"

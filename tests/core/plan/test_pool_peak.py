@@ -10,14 +10,14 @@ import math
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.pricing.showback import IDLE_COMMITTED, CostDimension, showback
 from hybridctl.core.plan.verify import plan_file_violations, plan_violations
-from hybridctl.core.plan.week import parse_iso_week
 from hybridctl.core.plan.weekusage import pool_weeks
 from support.examples import EXAMPLES
+from support.plan_week import AT_PLAN_WEEK
 
-WEEK = PlanOptions(week=parse_iso_week("2026-W48"))
+WEEK = AT_PLAN_WEEK
 
 
 def _planned() -> tuple[Inventory, Plan]:

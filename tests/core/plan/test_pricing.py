@@ -17,6 +17,7 @@ from hybridctl.core.plan.pricing import rates, totals
 from hybridctl.core.plan.pricing.arrays import column_costs, pool_rework, rework_factors
 from hybridctl.core.plan.units import PoolTable
 from support.examples import EXAMPLE_PATHS
+from support.plan_week import AT_PLAN_WEEK
 
 CLI = Path(__file__).resolve().parents[3] / "cli"
 
@@ -44,7 +45,7 @@ def test_the_arrays_are_the_rates_of_each_replica(path: Path, cash: bool) -> Non
 @pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.stem)
 def test_a_plan_records_the_rates(path: Path) -> None:
     inventory = load_inventory(path).inventory
-    result = plan(inventory)
+    result = plan(inventory, options=AT_PLAN_WEEK)
     pools = {p.name: p for p in pool_infos(inventory)}
     by_key = {d.key: d for d in demands(inventory)}
     for placement in result.placements:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.plan_week import PLAN_WEEK
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -24,7 +25,8 @@ from pathlib import Path
 import yaml
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.plan import solve
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.plan.week import IsoWeek
 sys.path.insert(0, {bench!r})
 from inventory_gen import generate
 
@@ -34,7 +36,8 @@ if {lp_path!r}:
     open(path, "w").write(yaml.safe_dump(generate(300, 40, 2), sort_keys=False))
 else:
     path = {enterprise!r}
-methods = plan(load_inventory(Path(path)).inventory).solver.method.split("+")
+options = PlanOptions(week=IsoWeek({week.year}, {week.week}))  # the enterprise fleet has a schedule
+methods = plan(load_inventory(Path(path)).inventory, options=options).solver.method.split("+")
 print("methods:", *methods, file=sys.stderr)
 """
 
@@ -42,7 +45,7 @@ print("methods:", *methods, file=sys.stderr)
 @pytest.mark.parametrize("lp_path", [False, True], ids=["direct-mip", "lp-guided"])
 def test_solving_writes_nothing_to_stdout(lp_path: bool, tmp_path: Path) -> None:
     script = _PLAN.format(bench=str(ROOT / "bench"), lp_path=lp_path, tmp=str(tmp_path),
-                          enterprise=str(ROOT / "inventories" / "enterprise"))
+                          enterprise=str(ROOT / "inventories" / "enterprise"), week=PLAN_WEEK)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert ("lp" in run.stderr.split()) is lp_path, run.stderr  # the path this case names was taken

@@ -22,7 +22,7 @@ from operator import attrgetter
 from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
-from hybridctl.core.failover.scope import Scope, applied_week, demands_of
+from hybridctl.core.failover.scope import Scope, demands_of, replan_week
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.nameindex import by_name
@@ -32,6 +32,7 @@ from hybridctl.core.plan.model import Plan, Unplaced
 from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
 from hybridctl.core.plan.tiers import TIER_ORDER, Tier
 from hybridctl.core.plan.units import TIER_WEIGHT
+from hybridctl.core.plan.week import IsoWeek
 
 # A replica that still has capacity stays unless moving it saves this much per month: a hundred
 # times what `plan --previous` uses, because during an incident every move is a risk of its own.
@@ -46,9 +47,13 @@ class FailoverOptions:
     move_threshold_usd: float = DEFAULT_FAILOVER_MOVE_THRESHOLD_USD
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     gap: float = DEFAULT_GAP
+    # the week to plan in when the applied plan names none (an untimed plan of an inventory scheduled since):
+    # the operation's, which reads the clock (operations/week.py); the core reads none
+    week: IsoWeek | None = None
 
     def plan_options(self) -> PlanOptions:
-        return PlanOptions(time_limit_s=self.time_limit_s, gap=self.gap, move_threshold_usd=self.move_threshold_usd)
+        return PlanOptions(time_limit_s=self.time_limit_s, gap=self.gap, move_threshold_usd=self.move_threshold_usd,
+                           week=self.week)
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,8 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     disrupted = disruption.inventory
     # the week the applied plan was made for, whatever week the failover runs in: the pinned work's hours per
     # segment are that week's, and a zone's daylight saving moves the segments from week to week
-    plan_options = dataclasses.replace(options.plan_options(), week=applied_week(applied))
+    week = replan_week(applied, options.week)
+    plan_options = dataclasses.replace(options.plan_options(), week=week)
     all_demands = demand_cache.demands(disrupted) if demand_cache is not None else demands(disrupted)
     # what a drill's scenarios share: the pinned work's data movements and use of pools, the workloads' tiers
     # and facts; a replan's passes share the first two
@@ -173,7 +179,7 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
     else:
         movements, usage, tiers, facts = MovementMemo(), UsageMemo(), None, None
     scope = Scope.initial(disruption, all_demands, pool_infos(disrupted), applied, movements, tiers, usage, facts,
-                          stale, run_memo)
+                          stale, run_memo, week=week)
     draft = scope.place(plan_options)
     passes = 1
     # what is short, and where the free work went, is told by the free work's plan: a pass that widens the

@@ -80,8 +80,10 @@ class Scope:
     def initial(disruption: Disruption, demands: Sequence[Demand], pools: Sequence[PoolInfo],
                 applied: Plan, movements: MovementMemo | None = None, tiers: Mapping[str, str] | None = None,
                 usage: UsageMemo | None = None, facts: WorkloadFacts | None = None,
-                stale: Collection[str] = (), run_memo: RunMemo | None = None) -> Scope:
-        """`stale`: workloads whose applied placements the inventory no longer supports (failover/stale.py)."""
+                stale: Collection[str] = (), run_memo: RunMemo | None = None, *,
+                week: IsoWeek | None = None) -> Scope:
+        """`stale`: workloads whose applied placements the inventory no longer supports (failover/stale.py);
+        `week`: the replan's (replan_week; needed when the inventory has a schedule)."""
         changes = disruption.pool_changes
         touched = {c.pool for c in changes
                    if c.capacity_after < c.capacity_before or c.usd_per_gpu_hour_after != c.usd_per_gpu_hour_before}
@@ -91,7 +93,7 @@ class Scope:
         if stale:
             free |= {key_of(p.demand, p.workload) for p in applied.placements if p.workload in stale}
         free = _whole_workloads(free, demands)
-        timed = week_of_replan(disruption.inventory, applied)
+        timed = week_of_replan(disruption.inventory, applied, week)
         if timed is not None:
             free = _timed_scope(free, timed, disruption.inventory, demands, pools, applied)
         return Scope(disruption.inventory, tuple(demands), tuple(pools), applied,
@@ -223,18 +225,26 @@ class Scope:
 
 
 def applied_week(applied: Plan) -> IsoWeek | None:
-    """The applied plan's week (None for an untimed plan, or one whose week is unreadable: the current one)."""
+    """The applied plan's week (None for an untimed plan, or one whose week is unreadable: replan_week's fallback)."""
     try:
         return parse_iso_week(applied.week) if applied.week else None
     except WeekError:
         return None
 
 
-def week_of_replan(inventory: Inventory, applied: Plan) -> Week | bool | None:
-    """The week a replan of `applied` plans in (the applied plan's, read in the disrupted inventory), or None
-    when neither has one. False when the pinned work's hours cannot be kept: the inventory's week is cut
-    otherwise than the applied plan's (a window edited since the apply), or only one of them has a week."""
-    week = plan_week(inventory, applied_week(applied)) if applied.segments or any(
+def replan_week(applied: Plan, fallback: IsoWeek | None) -> IsoWeek | None:
+    """The week a replan of `applied` plans for: the applied plan's own, else (an untimed plan, or one whose week
+    is unreadable) `fallback`, the week the operation runs in (FailoverOptions.week)."""
+    own = applied_week(applied)
+    return own if own is not None else fallback
+
+
+def week_of_replan(inventory: Inventory, applied: Plan, iso_week: IsoWeek | None) -> Week | bool | None:
+    """The week a replan of `applied` plans in (`iso_week`, replan_week's: the applied plan's, read in the
+    disrupted inventory), or None when neither has one. False when the pinned work's hours cannot be kept: the
+    inventory's week is cut otherwise than the applied plan's (a window edited since the apply), or only one of
+    them has a week."""
+    week = plan_week(inventory, iso_week) if applied.segments or any(
         w.schedule is not None for w in inventory.workloads) else None
     if week is None and not applied.segments:
         return None

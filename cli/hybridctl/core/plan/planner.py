@@ -59,7 +59,9 @@ class PlanOptions:
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
     gap: float = DEFAULT_GAP
     move_threshold_usd: float = DEFAULT_MOVE_THRESHOLD_USD
-    week: IsoWeek | None = None  # the ISO week the plan is for (windows in UTC at it); None: the current one
+    # the ISO week the plan is for (windows in UTC at it): required when the inventory has a schedule, named by
+    # the operation (--week, else operations/week.py this_week), since the core reads no clock
+    week: IsoWeek | None = None
 
 
 def previous_replicas(previous: Plan | None) -> dict[str, dict[str, int]]:

@@ -4,7 +4,6 @@ for, each placement's hours per segment, and the objective of a timed answer by 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
 
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
@@ -17,17 +16,21 @@ from hybridctl.core.plan.pricing.rates import (
     whole_machines,
 )
 from hybridctl.core.plan.units import Unit
-from hybridctl.core.plan.week import IsoWeek, Week, build_week, week_of
+from hybridctl.core.plan.week import IsoWeek, Week, build_week
 
 
 def plan_week(inventory: Inventory, iso_week: IsoWeek | None) -> Week | None:
     """The plan's week when the inventory has a `schedule`, else None. The spec's revision note says an
     inventory without `schedule` plans as in revision 2 (its part-time replicas hold their GPUs all
     month), so only a scheduled inventory counts GPU-hours, its part-time work deferrable anywhere in
-    the week. Without a week named, the current one (the spec's default; the planner's one clock read)."""
+    the week. The core reads no clock: the spec's default, the current week, is the operation's to name
+    (operations/week.py this_week), so a scheduled inventory without a week is the caller's bug."""
     if not any(w.schedule is not None for w in inventory.workloads):
         return None
-    week = build_week(inventory, iso_week if iso_week is not None else week_of(datetime.now(UTC)))
+    if iso_week is None:
+        raise ValueError(f"inventory {inventory.name!r} has a schedule: plan it for a week (PlanOptions.week, "
+                         "FailoverOptions.week); the caller names it, the current one being this_week()")
+    week = build_week(inventory, iso_week)
     return week if week.timed else None
 
 

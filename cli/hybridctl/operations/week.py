@@ -1,0 +1,20 @@
+"""The week an operation plans for: the one clock read behind every plan, failover and drill.
+
+The core is pure and reads no clock (core/plan/timed_plan.py plan_week refuses a scheduled inventory
+without a week), so each operation that plans names the week: the user's --week, else this one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hybridctl.core.plan.week import IsoWeek, week_of
+
+
+def this_week() -> IsoWeek:
+    """The current ISO week, in UTC (the spec's default week of a plan)."""
+    return week_of(datetime.now(UTC))
+
+
+def planning_week(week: IsoWeek | None) -> IsoWeek:
+    """The week named on the command line, else the current one."""
+    return week if week is not None else this_week()
