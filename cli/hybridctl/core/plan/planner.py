@@ -169,7 +169,8 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
                                                                       solved.hours.get(u, {}).get(p))
             result.used[p] += n * demand.gpu_count
             result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
-            result.objective += objective_usd_per_month(demand, pools[p], n, cash)
+            if week is None:  # a timed plan is priced by the week's rules, below
+                result.objective += objective_usd_per_month(demand, pools[p], n, cash)
             if not pools[p].committed and is_always_on(demand.hours):
                 always_on_gpus[p] += n * demand.gpu_count
             placed_of[demand.key] += n
@@ -182,8 +183,7 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             moved += max(0, n - counts.get(p, 0)) * options.move_threshold_usd
     if week is not None:  # priced by the week's rules instead of the month's (timed_plan.py)
         units_of = {d.key: unit for unit in units for d in unit.members}
-        result.objective += timed_objective(result.assigned, units_of, pools, week, cash) - sum(
-            objective_usd_per_month(d, pools[p], n, cash) for d, p, n in result.assigned)
+        result.objective += timed_objective(result.assigned, units_of, pools, week, cash)
         always_on_gpus.clear()
     if cash:
         for p, gpus in always_on_gpus.items():
