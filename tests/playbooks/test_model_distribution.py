@@ -170,13 +170,15 @@ class TestHeldProbe:
         assert json.loads(owner.read_text())["token"] == "gone"
         upload = upload_dir(root, bundle, "v3")
         (upload / "weights/model.safetensors").write_bytes(b"part")  # the copy had begun
+        hold_dir = Path(str(answer["hold_dir"]))
+        # The child releases the lock, then removes its dir: a loaded host may be seen between the two.
         deadline = time.monotonic() + HOLD_S + 20
-        while owner.exists() and time.monotonic() < deadline:
+        while (owner.exists() or hold_dir.exists()) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not owner.exists()  # released after hold_s, not left for the stale-lock takeover
+        assert not hold_dir.exists()  # nobody is left to read a result
         assert (upload / "weights/model.safetensors").read_bytes() == b"part"  # kept, to be resumed
         assert current_version(root) == "v2"
-        assert not Path(str(answer["hold_dir"])).exists()
 
     def test_the_dir_of_a_killed_holder_is_removed_by_the_next_hold_and_live_ones_are_left(
             self, base: Path, tmp_path: Path, bundles: Bundles) -> None:
