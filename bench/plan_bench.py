@@ -75,12 +75,12 @@ def _lp_bound(inventory: object) -> float:
                           for group in components(units))
 
 
-def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0) -> dict[str, object]:
+def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0, gap: float | None = None) -> dict[str, object]:
     """Measure one instance in this process (run in a fresh interpreter per instance)."""
     from greedy import greedy
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.plan.planner import DEFAULT_GAP, PlanOptions, plan
     from inventory_gen import generate, to_yaml
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,7 +91,7 @@ def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0) -> dict[s
         validate_s = time.perf_counter() - began
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     began, began_cpu = time.perf_counter(), time.process_time()
-    result = plan(inventory, options=PlanOptions(week=bench_week()))
+    result = plan(inventory, options=PlanOptions(week=bench_week(), gap=DEFAULT_GAP if gap is None else gap))
     wall, cpu = time.perf_counter() - began, time.process_time() - began_cpu
     rss_planned = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     lp = _lp_bound(inventory)
@@ -182,11 +182,13 @@ def main() -> None:
                         help="shares of the fleet with schedule windows (0.3: 30 %%), each measured beside the others")
     parser.add_argument("--cost-of-time", action="store_true",
                         help="for each scheduled share above 0: the fleet planned with and without its windows")
+    parser.add_argument("--gap", type=float, default=None,
+                        help="the planner's relative MIP gap, as `plan --gap` (default: the planner's own)")
     parser.add_argument("--time-cost-one", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=4, metavar=("WORKLOADS", "POOLS", "SEED", "SCHEDULED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(int(args.one[0]), int(args.one[1]), int(args.one[2]), float(args.one[3]))))
+        print(json.dumps(one(int(args.one[0]), int(args.one[1]), int(args.one[2]), float(args.one[3]), args.gap)))
         return
     if args.time_cost_one:
         print(json.dumps(cost_of_time(int(args.time_cost_one[0]), int(args.time_cost_one[1]),
@@ -208,8 +210,9 @@ def main() -> None:
         workloads, pools = (int(n) for n in size.split("x"))
         for share in args.scheduled:
             for seed in args.seeds:
+                gap = [] if args.gap is None else ["--gap", str(args.gap)]
                 out = subprocess.run([sys.executable, __file__, "--one", str(workloads), str(pools), str(seed),
-                                      str(share)], check=True, capture_output=True, text=True).stdout
+                                      str(share), *gap], check=True, capture_output=True, text=True).stdout
                 rows.append(json.loads(out.strip().splitlines()[-1]))
                 print(f"measured {workloads} x {pools} seed {seed} scheduled {share}", file=sys.stderr)
     print("| workloads × pools | scheduled (segments) | seed | plan s (wall) | plan s (CPU) | objective | LP bound | gap to LP | "

@@ -5,11 +5,23 @@ never blames a lower tier's capacity."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+import numpy as np
+import pytest
+from _pytest.monkeypatch import MonkeyPatch
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan import planner as planner_module
+from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
+from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
+from hybridctl.core.plan.formulation import formulate
+from hybridctl.core.plan.milp import Model
 from hybridctl.core.plan.model import Placement, Unplaced
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.plan.priority import by_priority
+from hybridctl.core.plan.solve import Solution, _nothing_placed
+from hybridctl.core.plan.units import PoolTable, Unit, build_units
 from test_planner_cases import cloud, inventory, onprem, owned, placed, rented, work
 
 
@@ -66,3 +78,50 @@ def test_the_checker_refuses_a_lower_tier_holding_what_a_higher_tier_needed() ->
     assert any(p.startswith("tier priority: triage (fixed)") and "pretrain (burst) holds 64 GPUs in p5-od" in p
                for p in problems), problems
     assert not any(p.startswith("tier priority") for p in check_plan(inv, good))
+
+
+def test_the_priority_stages_get_what_the_first_solve_left_of_the_time_limit(monkeypatch: MonkeyPatch) -> None:
+    # a 41 s plan at a 30 s limit on the 10,000-workload bench fleet: the stages had the whole budget again
+    given: list[float] = []
+    first_solve = planner_module.solve
+
+    def slow_solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
+        return replace(first_solve(model, time_limit_s=time_limit_s, gap=gap), seconds=20.0)
+
+    def stages(units: list[Unit], model: Model, first: Solution, *, time_limit_s: float, gap: float) -> Solution:
+        given.append(time_limit_s)
+        return by_priority(units, model, first, time_limit_s=time_limit_s, gap=gap)
+
+    monkeypatch.setattr(planner_module, "solve", slow_solve)
+    monkeypatch.setattr(planner_module, "by_priority", stages)
+    inv = _clinic()
+    result = plan(inv, options=PlanOptions(time_limit_s=30.0))
+    assert len(given) == 1 and given[0] <= 10.0 + 1e-6  # 30 s less the first solve's 20 s
+    assert check_plan(inv, result) == []
+
+
+def test_a_start_within_the_gap_of_the_lp_bound_is_kept_without_the_mip(monkeypatch: MonkeyPatch) -> None:
+    # priority's last stage asks for the LP first: where it proves the start, the MIP's cuts would only prove it again
+    integer_runs: list[bool] = []
+    run = solve_module._run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        integer_runs.append(kwargs["integer"])
+        return run(*args, **kwargs)
+
+    inv = _clinic()
+    pools = pool_infos(inv)
+    table = PoolTable.of(pools)
+    model = formulate(build_units(demands(inv), EligibilityIndex(inv, pools), None, table), table, {}, 100.0, cash=True)
+    best = solve_module.solve(model, time_limit_s=30.0, gap=0.0)
+    nothing = _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_))
+    monkeypatch.setattr(solve_module, "_run", counted)
+
+    kept = solve_module.improve(model, best.values, time_limit_s=30.0, gap=0.5, bound_first=True)
+    assert (kept.method, kept.status, integer_runs) == ("lp-bound", "optimal", [False])
+    assert np.array_equal(kept.values, best.values) and kept.bound <= kept.objective
+
+    integer_runs.clear()  # a start far from the bound: the LP proves nothing, and the MIP improves it
+    improved = solve_module.improve(model, nothing, time_limit_s=30.0, gap=1e-4, bound_first=True)
+    assert integer_runs == [False, True] and improved.method == "mip"
+    assert improved.objective == pytest.approx(best.objective)

@@ -123,7 +123,9 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         budget = max((options.time_limit_s - elapsed) * max(share, 0.05), 0.5)
         solution = solve(model, time_limit_s=budget, gap=options.gap)
         if needs_stages(model, solution.values):  # spec: highest tier first, then cost
-            solution = by_priority(comp_units, model, solution, time_limit_s=budget, gap=options.gap)
+            # the stages share the component's budget with the first solve: the plan's time limit holds
+            solution = by_priority(comp_units, model, solution, time_limit_s=max(budget - solution.seconds, 0.5),
+                                   gap=options.gap)
         solved.objective += solution.objective
         solved.bound += solution.bound
         solved.statuses.append(solution.status)

@@ -74,19 +74,22 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
     left = time_limit_s - (time.perf_counter() - started)
     cost = staged.cost.copy()
     cost[unplaced] = 0.0
-    final = _stage(_costed(staged, cost, model.offset), values, time_limit_s=max(left, 0.5), gap=gap)
+    # A first answer within the gap of the penalised model's bound makes it likely that the start is within
+    # the gap of the last stage's LP bound too: then that LP proves it, and the MIP is not run
+    final = _stage(_costed(staged, cost, model.offset), values, time_limit_s=max(left, 0.5), gap=gap,
+                   bound_first=first.status == "optimal")
     penalties = float(model.cost[unplaced] @ final.values[unplaced])
     worst = next((s for s in [*statuses, final.status] if s != "optimal"), "optimal")
     return Solution(final.values, float(model.cost @ final.values), final.bound + penalties, worst,
                     "priority-stages", time.perf_counter() - started + first.seconds)
 
 
-def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float) -> Solution:
+def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
     """One stage: the whole MIP from a feasible start, which stays the answer when nothing better is
     found in time. solve()'s LP-guided route is no help here: it rounds the LP, fixes most units and
     lets the rest leave replicas unplaced, which the tier rows forbid (its restricted MIPs come out
     infeasible on the 10,000-workload bench fleet)."""
-    return improve(model, start, time_limit_s=time_limit_s, gap=gap)
+    return improve(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
 
 
 def _costed(model: Model, cost: FloatArray, offset: float) -> Model:

@@ -358,13 +358,24 @@ def relaxation_bound(model: Model) -> float:
     return run.bound
 
 
-def improve(model: Model, start: FloatArray, *, time_limit_s: float, gap: float) -> Solution:
+def improve(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
     """The whole MIP from a feasible start (priority.py's stages): the start is kept when the solver
-    finds nothing better in its time, so the answer is always feasible."""
+    finds nothing better in its time, so the answer is always feasible. With `bound_first`, the LP
+    relaxation is solved first, and a start within `gap` of its bound is the answer: the MIP would
+    spend its cuts and heuristics proving what the LP already proves (on the 10,000-workload bench
+    fleet at --gap 0.005, 2 s for the LP against 4.5 s for the MIP); when the LP does not prove it,
+    its seconds are lost, so callers ask for it only where the start is likely that good."""
     started = time.perf_counter()
-    run = _run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True,
-               time_limit_s=time_limit_s, gap=gap, start=start)
     start_cost = float(model.cost @ start)
+    if bound_first:
+        relaxed = _run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
+                       time_limit_s=time_limit_s, gap=0.0)
+        if relaxed.values is not None and start_cost - relaxed.bound <= gap * abs(start_cost + model.offset):
+            return Solution(start, start_cost, min(relaxed.bound, start_cost), "optimal", "lp-bound",
+                            time.perf_counter() - started)
+        time_limit_s -= time.perf_counter() - started
+    run = _run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True,
+               time_limit_s=max(time_limit_s, 0.01), gap=gap, start=start)
     if run.values is None or run.objective > start_cost + 1e-9:
         return Solution(start, start_cost, min(run.bound, start_cost), run.status, "mip-start",
                         time.perf_counter() - started)
