@@ -67,3 +67,21 @@ def test_a_solver_that_keeps_nothing_still_gives_a_valid_plan_marked_time_limit(
     placed = sum(p.replicas for p in result.placements)
     assert placed >= 0.8 * (placed + sum(u.replicas for u in result.unplaced))
     assert result.solver.gap > 0  # not proven: the bound is the trivial one
+
+
+def test_a_solver_stopped_before_its_first_bound_claims_no_proven_gap(
+        inventory: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # HiGHS stopped before its root LP (by a time limit on a big model; here, deterministically, by a node
+    # limit of 0) keeps the start and has no dual bound: the plan's bound must not become its own objective
+    # (a time-limited plan read "gap 0.0000%" on the 10,000-workload bench fleet)
+    highs = solve_module._highs
+
+    def before_the_root(time_limit_s: float, gap: float) -> Any:
+        solver = highs(time_limit_s, gap)
+        solver.setOptionValue("mip_max_nodes", 0)  # type: ignore[attr-defined]
+        return solver
+
+    monkeypatch.setattr(solve_module, "_highs", before_the_root)
+    result = plan(inventory)
+    assert result.solver.status != "optimal"
+    assert result.solver.bound < result.solver.objective and result.solver.gap > 0

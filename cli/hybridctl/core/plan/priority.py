@@ -80,7 +80,10 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
                    bound_first=first.status == "optimal")
     penalties = float(model.cost[unplaced] @ final.values[unplaced])
     worst = next((s for s in [*statuses, final.status] if s != "optimal"), "optimal")
-    return Solution(final.values, float(model.cost @ final.values), final.bound + penalties, worst,
+    # the first answer's bound holds for every plan of the model, these stages' too: it stands where a
+    # stage was cut short before it proved anything
+    bound = max(first.bound, final.bound + penalties)
+    return Solution(final.values, float(model.cost @ final.values), bound, worst,
                     "priority-stages", time.perf_counter() - started + first.seconds)
 
 

@@ -173,7 +173,9 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
     # whole numbers, but a deferrable replica's hours in a segment (timed.py), which are continuous
     full[columns] = np.where(model.kind[columns] == Col.HOURS, values, np.round(values))
     objective = float(model.cost @ full)
-    bound = float(info.mip_dual_bound) - model.offset if math.isfinite(info.mip_dual_bound) else objective
+    # stopped before its first bound (a time limit before the root LP), HiGHS proves nothing: the bound is
+    # unknown, never the answer's own objective (that would read as proven optimal)
+    bound = float(info.mip_dual_bound) - model.offset if math.isfinite(info.mip_dual_bound) else -math.inf
     return _Run(full, objective, bound, status)
 
 
@@ -250,8 +252,9 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
         if run.values is None:  # out of time before the solver kept even the start
             return Solution(start, float(model.cost @ start), 0.0, status or run.status, method + "-greedy",
                             time.perf_counter() - started)  # costs are never negative: 0 bounds them
-        return Solution(run.values, run.objective, min(run.bound, run.objective), status or run.status, method,
-                        time.perf_counter() - started)
+        # costs are never negative: 0 bounds them where the solver proved nothing
+        return Solution(run.values, run.objective, max(min(run.bound, run.objective), 0.0), status or run.status,
+                        method, time.perf_counter() - started)
 
     # A timed model's hours (continuous, tied to their placement) and gang switches (tied to several units'
     # placements) break the fixing's premise that leaving the free units unplaced keeps every row: its start
