@@ -5,13 +5,17 @@ never blames a lower tier's capacity."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from _pytest.monkeypatch import MonkeyPatch
+from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import planner as planner_module
+from hybridctl.core.plan import priority as priority_module
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
@@ -22,6 +26,7 @@ from hybridctl.core.plan.planner import PlanOptions, plan
 from hybridctl.core.plan.priority import by_priority
 from hybridctl.core.plan.solve import Solution, _nothing_placed
 from hybridctl.core.plan.units import PoolTable, Unit, build_units
+from inventory_gen import generate
 from test_planner_cases import cloud, inventory, onprem, owned, placed, rented, work
 
 
@@ -125,3 +130,39 @@ def test_a_start_within_the_gap_of_the_lp_bound_is_kept_without_the_mip(monkeypa
     improved = solve_module.improve(model, nothing, time_limit_s=30.0, gap=1e-4, bound_first=True)
     assert integer_runs == [False, True] and improved.method == "mip"
     assert improved.objective == pytest.approx(best.objective)
+
+
+def test_a_tier_stage_cut_short_still_leaves_no_lower_tier_holding_what_a_higher_one_fits_in(
+        monkeypatch: MonkeyPatch) -> None:
+    # the time limit strikes in the whole MIP of each tier stage (a large fleet, a loaded machine): the penalised
+    # first answer keeps the burst run on the quota triage's second replica needs, which the checker refuses
+    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
+        if gap == 0.0:  # a tier stage; the last stage (the cost alone) runs as ever
+            return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start", time_limit_s)
+        return stage(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
+
+    stage = priority_module._stage
+    monkeypatch.setattr(priority_module, "_stage", cut_short)
+    inv = _clinic()
+    result = plan(inv)
+    assert result.solver.status == "time_limit"
+    assert placed(result).get("triage") == {"h100-owned": 1, "p5-od": 1}
+    assert check_plan(inv, result) == []
+
+
+def test_a_generated_fleets_tier_stages_cut_short_keep_the_spec_order(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    # seed 1 of the generator: with its tier stages cut short and no local stage, the first answer leaves
+    # 20 burst replicas unplaced while opportunistic work holds GPUs where they fit
+    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
+        if gap == 0.0:
+            return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start", time_limit_s)
+        return stage(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
+
+    stage = priority_module._stage
+    monkeypatch.setattr(priority_module, "_stage", cut_short)
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(generate(300, 40, 1), sort_keys=False))
+    inv = load_inventory(path).inventory
+    result = plan(inv)
+    assert result.solver.status == "time_limit" and result.unplaced
+    assert check_plan(inv, result) == []

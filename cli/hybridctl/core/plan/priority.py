@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from hybridctl.core.plan.milp import Col, FloatArray, Model, with_row
-from hybridctl.core.plan.solve import Solution, improve
+from hybridctl.core.plan.solve import Solution, improve, improve_over, units_of
 from hybridctl.core.plan.tiers import TIER_ORDER
 from hybridctl.core.plan.units import Unit
 
@@ -65,8 +65,13 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
             left = time_limit_s - (time.perf_counter() - started)
             tier_cost = np.zeros(staged.columns)
             tier_cost[cols] = gpu_hours[cols]
-            stage = _stage(_costed(staged, tier_cost, 0.0), values, time_limit_s=max(left / 3, 0.5), gap=0.0)
-            values, short = stage.values, float(gpu_hours[cols] @ stage.values[cols])
+            tier_model = _costed(staged, tier_cost, 0.0)
+            stage = _stage(tier_model, values, time_limit_s=max(left / 3, 0.5), gap=0.0)
+            values = stage.values
+            if stage.status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
+                left = time_limit_s - (time.perf_counter() - started)
+                values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left / 3, 0.5))
+            short = float(gpu_hours[cols] @ values[cols])
             statuses.append(stage.status)
         staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
     # last, the cost alone: every tier's GPU-hours are held by the rows, and the penalties, which
@@ -93,6 +98,23 @@ def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, 
     lets the rest leave replicas unplaced, which the tier rows forbid (its restricted MIPs come out
     infeasible on the 10,000-workload bench fleet)."""
     return improve(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
+
+
+def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, *,
+                 time_limit_s: float) -> FloatArray:
+    """A tier stage the whole MIP could not finish, over a neighbourhood small enough to end: the units of
+    tier `r` left short, every lower-tier unit with replicas in a pool they may use, and every machine and
+    gang column (which follow the units); the rest is held where it is. Exact within it, so no lower-tier
+    replica keeps capacity a short replica of this tier fits in (what checker_priority.py refuses), even
+    when the plan's time limit cut the whole stage short."""
+    place = model.kind == Col.PLACE
+    short = cols[values[cols] > model.lower[cols] + 0.5]
+    if not short.size:
+        return values
+    theirs = place & np.isin(model.unit, model.unit[short])
+    holding = place & (values > 0.5) & (rank > r) & np.isin(model.ref, model.ref[theirs])
+    free = units_of(model, theirs | holding) | np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG)))
+    return improve_over(model, values, free, time_limit_s=time_limit_s, gap=0.0).values
 
 
 def _costed(model: Model, cost: FloatArray, offset: float) -> Model:

@@ -179,7 +179,7 @@ def _run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray,
     return _Run(full, objective, bound, status)
 
 
-def _units_of(model: Model, mask: BoolArray) -> BoolArray:
+def units_of(model: Model, mask: BoolArray) -> BoolArray:
     """Columns of every unit that owns at least one column in the mask."""
     chosen = np.zeros(int(model.unit.max(initial=-1)) + 1, dtype=np.bool_)
     chosen[model.unit[mask]] = True
@@ -230,7 +230,7 @@ def _neighbourhood(model: Model, free: BoolArray, lp_values: FloatArray, values:
     pools = np.zeros(int(model.ref.max(initial=-1)) + 1, dtype=np.bool_)
     pools[model.ref[unsettled]] = True
     sharing = place & ((lp_values > _INTEGRAL_TOL) | (values > 0.5)) & pools[np.where(place, model.ref, 0)]
-    return _units_of(model, sharing | free)
+    return units_of(model, sharing | free)
 
 
 def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
@@ -308,7 +308,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
     machines = model.kind == Col.MACHINES
     if timed:  # gang switches, like machines, follow the units
         machines = machines | (model.kind == Col.GANG)
-    units_free = _units_of(model, fractional & ~machines)
+    units_free = units_of(model, fractional & ~machines)
     free = units_free | ~model.integer | machines
     # a timed model's kept units keep their LP hours (continuous) and moves: they meet the hours rows
     base = np.where(model.integer, rounded, lp_values if timed else model.lower)
@@ -384,3 +384,16 @@ def improve(model: Model, start: FloatArray, *, time_limit_s: float, gap: float,
                         time.perf_counter() - started)
     return Solution(run.values, run.objective, min(run.bound, run.objective), run.status, "mip",
                     time.perf_counter() - started)
+
+
+def improve_over(model: Model, start: FloatArray, free: BoolArray, *, time_limit_s: float, gap: float) -> Solution:
+    """The MIP over the `free` columns only, every other held at `start`, from `start` (feasible, so the
+    restricted MIP is too): priority.py's tier stage where the whole one was cut short. Its bound is of the
+    restricted model only, so none is given (-inf)."""
+    started = time.perf_counter()
+    run = _run(model, np.flatnonzero(free), start, integer=True, time_limit_s=max(time_limit_s, 0.01), gap=gap,
+               start=start)
+    start_cost = float(model.cost @ start)
+    if run.values is None or run.objective > start_cost + 1e-9:
+        return Solution(start, start_cost, -math.inf, run.status, "mip-local-start", time.perf_counter() - started)
+    return Solution(run.values, run.objective, -math.inf, run.status, "mip-local", time.perf_counter() - started)
