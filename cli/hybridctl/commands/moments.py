@@ -1,9 +1,10 @@
-"""`--at TIME` of `status` and `failover` (a moment of the plan's week) and `--week` of `plan` and `drill` (the week
-a plan is for), each parsed once for the commands that take it."""
+"""`--at TIME` of `status` and `failover` (a moment of the plan's week) and `--week` of `plan`, `drill`, `cost` and
+`synth` (the week a plan is for), each parsed once for the commands that take it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hybridctl.errors import UsageError
@@ -50,3 +51,16 @@ def parse_week(text: str | None) -> IsoWeek | None:
         return parse_iso_week(text)
     except WeekError as exc:
         raise UsageError(f"--week: {exc}", hint="name an ISO week, such as 2026-W48") from None
+
+
+def week_of_source(text: str | None, source: Path, *, what: str, inventory: Path | None = None) -> IsoWeek | None:
+    """parse_week for a command whose source is an inventory or a plan file: a plan file was made for its own week
+    (its segments, its costs), so a --week beside one contradicts it. `what`: what the command makes of the plan."""
+    from hybridctl.operations.common import looks_like_plan
+
+    week = parse_week(text)
+    if week is not None and looks_like_plan(source):
+        raise UsageError(f"--week and the plan file contradict each other: a plan file's {what} are of its own week",
+                         hint=f"drop --week, or make the plan for that week: hybridctl plan "
+                              f"{inventory or 'INVENTORY'} --week {week} --out {source}")
+    return week

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
-from hybridctl.commands.moments import WEEK_HELP, parse_week
+from hybridctl.commands.moments import WEEK_HELP, parse_week, week_of_source
 from hybridctl.core.plan.pricing.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import UsageError
 from hybridctl.operations.common import (
@@ -124,6 +124,8 @@ def cost(
     source: Path = typer.Argument(..., help="An inventory (planned first) or a plan file (*.json)."),
     by: CostDimension = typer.Option(CostDimension.tier, "--by", help="Break the monthly cost down by this."),
     output_format: CostFormat = typer.Option(CostFormat.table, "--format", "-f", help="Output format."),
+    week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP + " Not with a plan file: "
+                                    "its costs are of the plan's own week."),
 ) -> None:
     """Showback: monthly cost by tier, workload type, site, pool, workload or capacity type."""
     import csv
@@ -134,17 +136,14 @@ def cost(
     from hybridctl.render.console import stdout
     from hybridctl.render.plan import print_cost_table
 
+    cost_week = week_of_source(week, source, what="costs")
     if looks_like_plan(source):
         planned = read_plan(source)
     else:
         from hybridctl.core.inventory.loader import load_inventory
-        from hybridctl.core.plan.planner import PlanOptions
-        from hybridctl.core.plan.planner import plan as make_plan
-        from hybridctl.core.plan.verify import verified
-        from hybridctl.operations.week import this_week
+        from hybridctl.operations.week import planned as planned_for
 
-        the_inventory = load_inventory(source).inventory
-        planned = verified(the_inventory, make_plan(the_inventory, options=PlanOptions(week=this_week())))
+        planned = planned_for(load_inventory(source).inventory, cost_week)
     lines = showback(planned, by)
     if output_format is CostFormat.json:
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,

@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
+from hybridctl.commands.moments import WEEK_HELP, week_of_source
 from hybridctl.errors import UsageError
 
 
@@ -24,22 +25,23 @@ def synth(
                              "it already holds are replaced)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="With a plan file: the inventory it "
                                           "was made from."),
+    week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP + " Not with a plan file: "
+                                    "its stacks are of the plan's own week."),
 ) -> None:
     """Render the plan's cloud stacks offline: Kubernetes YAML, AWS resource inputs, an index."""
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
     from hybridctl.core.inventory.digest import inventory_digest
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions
-    from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.operations.common import check_rules, looks_like_plan, read_plan
-    from hybridctl.operations.week import this_week
+    from hybridctl.operations.week import planned
     from hybridctl.paths import stacks_dir
     from hybridctl.render.console import stderr, stdout
 
     began = time.perf_counter()
+    synth_week = week_of_source(week, source, what="stacks", inventory=inventory)
     if looks_like_plan(source):
         if inventory is None:
             raise UsageError(f"synth {source} needs --inventory PATH: the inventory the plan was made from")
@@ -51,7 +53,7 @@ def synth(
         check_rules(the_plan, loaded, source)  # a plan file is untrusted: its stacks are what apply would make
     else:
         loaded = load_inventory(source).inventory
-        the_plan = make_plan(loaded, options=PlanOptions(week=this_week()))
+        the_plan = planned(loaded, synth_week)  # verified: its stacks are what apply would make of it
     digest = plan_digest(the_plan)
     configs = stack_configs(loaded, the_plan, digest)
     specs: list[GpuPoolsStackConfig | QueuesStackConfig] = [*configs.gpu_pools, *configs.queues]

@@ -100,14 +100,11 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
-    from hybridctl.core.plan.planner import PlanOptions
-    from hybridctl.core.plan.planner import plan as make_plan
     from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.core.plan.summary import summarize
-    from hybridctl.core.plan.verify import verified
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.operations.run import applied_of, set_active_failovers
-    from hybridctl.operations.week import this_week
+    from hybridctl.operations.week import planned
     from hybridctl.render.plan import render_plan
 
     out, err = stdout(), stderr()
@@ -131,9 +128,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             loaded = load_inventory(source)
             inventory_path = source
             previous = applied_of(store, current)
-            the_plan = replace(verified(loaded.inventory, make_plan(loaded.inventory, previous=previous,
-                                                                    options=PlanOptions(week=this_week()))),
-                               base_serial=current.serial)
+            the_plan = replace(planned(loaded.inventory, previous=previous), base_serial=current.serial)
             changes = diff_plans(previous, the_plan) if previous else None
             render_plan(out, the_plan, changes, summary=summarize(the_plan, changes, "applied"))
             failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)

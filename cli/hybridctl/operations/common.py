@@ -178,15 +178,13 @@ def site_hosts(inventory_path: Path, sites: Sequence[str]) -> AnsibleInventory:
     with the variables the playbooks read, for a playbook run outside apply (discover, bundle trust)."""
     from hybridctl.core.deploy.ansible_inventory import build_ansible_inventory
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions, plan
-    from hybridctl.core.plan.verify import verified
-    from hybridctl.operations.week import this_week
+    from hybridctl.operations.week import planned
 
     loaded = load_inventory(inventory_path).inventory
     unknown = sorted(set(sites) - {s.name for s in loaded.sites})
     if unknown:
         raise UsageError(f"--site {', '.join(unknown)}: no such site in the inventory")
-    hosts = build_ansible_inventory(loaded, verified(loaded, plan(loaded, options=PlanOptions(week=this_week()))))
+    hosts = build_ansible_inventory(loaded, planned(loaded))
     if sites:
         hosts = hosts.restrict(h for h, v in hosts.hostvars.items() if v.get("hybridctl_site") in sites)
     if not hosts.hosts:

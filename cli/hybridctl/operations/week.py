@@ -6,8 +6,13 @@ without a week), so each operation that plans names the week: the user's --week,
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from hybridctl.core.plan.week import IsoWeek, week_of
+
+if TYPE_CHECKING:
+    from hybridctl.core.inventory.models import Inventory
+    from hybridctl.core.plan.model import Plan
 
 
 def this_week() -> IsoWeek:
@@ -18,3 +23,12 @@ def this_week() -> IsoWeek:
 def planning_week(week: IsoWeek | None) -> IsoWeek:
     """The week named on the command line, else the current one."""
     return week if week is not None else this_week()
+
+
+def planned(inventory: Inventory, week: IsoWeek | None = None, *, previous: Plan | None = None) -> Plan:
+    """The inventory planned for `week` (the user's, else this one), as the independent checker accepts it: what
+    every operation that plans an inventory acts on or shows (cost, synth, apply, the hosts of a site)."""
+    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.plan.verify import verified
+
+    return verified(inventory, plan(inventory, previous=previous, options=PlanOptions(week=planning_week(week))))
