@@ -403,8 +403,8 @@ class _Rules:
             machines = shared + own_machines
             usd = pay_per_use_usd = shared * gpus_per_node * ALWAYS_ON_HOURS * price + own_usd
             if timed:  # paid by the segment (revision 3): the week's machine-hours, every week of the month
-                usd = pay_per_use_usd = _week_machine_hours(sums, gpus_per_node, lengths) * 730 / 168 \
-                    * gpus_per_node * price
+                machine_hours, machines = _week_machines(sums, gpus_per_node, lengths)
+                usd = pay_per_use_usd = machine_hours * 730 / 168 * gpus_per_node * price
             if machines > capacity // gpus_per_node and not timed:
                 problems.append(f"whole machines: pool {name} runs {machines} machines of {gpus_per_node} GPUs, "
                                 f"its quota of {capacity} GPUs allows {capacity // gpus_per_node}")
@@ -438,10 +438,12 @@ class _Rules:
         yield from priority_violations(self.inventory, plan, self.pair)
 
 
-def _week_machine_hours(sums: _PoolSums, gpus_per_node: int, lengths: Sequence[float]) -> float:
-    """A pay-per-use pool's machine-hours in the plan's week: in each segment, the replicas that run it
-    whole share ceil(their GPUs / GPUs per machine) machines; the others run their own for their hours."""
+def _week_machines(sums: _PoolSums, gpus_per_node: int, lengths: Sequence[float]) -> tuple[float, int]:
+    """A pay-per-use pool's machine-hours in the plan's week, and the most machines a segment runs: in each
+    segment, the replicas that run it whole share ceil(their GPUs / GPUs per machine) machines; the others
+    run their own for their hours (and may all run at once)."""
     whole = [0] * len(lengths)
+    running = [0] * len(lengths)
     own = 0.0
     for hours, gpus, machines in sums.week:
         for s, h in enumerate(hours[:len(lengths)]):
@@ -449,7 +451,10 @@ def _week_machine_hours(sums: _PoolSums, gpus_per_node: int, lengths: Sequence[f
                 whole[s] += gpus
             elif h > 0:
                 own += machines * h
-    return own + sum(-(-g // gpus_per_node) * length for g, length in zip(whole, lengths, strict=True))
+                running[s] += machines
+    shared = [-(-g // gpus_per_node) for g in whole]
+    return (own + sum(m * length for m, length in zip(shared, lengths, strict=True)),
+            max((m + r for m, r in zip(shared, running, strict=True)), default=0))
 
 
 def check_budget(inventory: Inventory, plan: Plan) -> list[str]:

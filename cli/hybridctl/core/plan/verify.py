@@ -30,9 +30,10 @@ from hybridctl.core.inventory.models import (
     MAX_USD_PER_MONTH,
     Inventory,
 )
+from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.plan.checker import PlacementMemo, check_plan
 from hybridctl.core.plan.model import Plan, PoolUsage
-from hybridctl.core.plan.weekusage import peak_gpus
+from hybridctl.core.plan.weekusage import MachineWeek, machine_weeks, peak_gpus
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
@@ -204,8 +205,12 @@ def _arithmetic_violations(plan: Plan) -> list[str]:
             machines = p.replicas * -(-p.gpus_per_replica // usage.gpus_per_node)
             own_machines[p.pool] += machines
             own_gpu_hours[p.pool] += machines * usage.gpus_per_node * p.hours_per_month
+    weeks: dict[str, MachineWeek] = {}
     if plan.segments:  # a timed plan's used GPUs are the most its pool holds at once (weekusage.peak_gpus)
-        used = defaultdict(int, peak_gpus(plan.placements, [s.hours for s in plan.segments]))
+        lengths = [s.hours for s in plan.segments]
+        used = defaultdict(int, peak_gpus(plan.placements, lengths))
+        # and its machines are the week's (weekusage.machine_weeks), in each segment
+        weeks = machine_weeks(plan.placements, lengths, {n: u.gpus_per_node for n, u in listed.items() if not u.committed})
     for name, usage in listed.items():
         if usage.used_gpus != used.get(name, 0):
             problems.append(f"pool {name}: the plan lists {usage.used_gpus} GPUs used, its placements "
@@ -218,6 +223,10 @@ def _arithmetic_violations(plan: Plan) -> list[str]:
         gpn = usage.gpus_per_node
         if usage.committed:
             machines, shared, gpu_hours = -(-usage.capacity_gpus // gpn), 0, usage.capacity_gpus * _ALWAYS_ON_HOURS
+        elif plan.segments:
+            week = weeks.get(name, MachineWeek(0.0, 0, 0))
+            machines, shared = week.peak, week.always_on
+            gpu_hours = week.machine_hours * gpn * HOURS_PER_MONTH / HOURS_PER_WEEK
         else:
             shared = -(-always_on.get(name, 0) // gpn)
             machines = shared + own_machines.get(name, 0)

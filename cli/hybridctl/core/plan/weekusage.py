@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Placement, Plan, runs_whole_segment
@@ -44,6 +44,44 @@ def peak_gpus(placements: Iterable[Placement], lengths: Sequence[float]) -> dict
     nightly batch on the same 16 GPUs as 32 of 16."""
     return {pool: math.ceil(max(by_segment, default=0.0) - 1e-6)
             for pool, by_segment in _gpus_by_segment(placements, lengths).items()}
+
+
+@dataclass(frozen=True)
+class MachineWeek:
+    """A pay-per-use pool's machines over a timed plan's week, by the spec's rule: in each segment the replicas
+    that run it whole share ceil(their GPUs / GPUs per node) machines, and any other replica with hours there
+    runs machines of its own while it runs."""
+
+    machine_hours: float  # in a week: what the pool is paid for (pricing/pools.py), and what a plan file is checked by
+    peak: int  # the most machines a segment may run at once (its own-machine replicas may all run together)
+    always_on: int  # the machines every segment runs: the fewest shared ones of any segment
+
+
+def machine_weeks(placements: Iterable[Placement], lengths: Sequence[float],
+                  gpus_per_node: Mapping[str, int]) -> dict[str, MachineWeek]:
+    """Each pay-per-use pool (those `gpus_per_node` names) with placements, over the week of `lengths`: the one
+    count of a timed plan's machines, which its cash, its machine figures and its showback all read."""
+    whole: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))  # GPUs run the whole segment
+    own: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))  # own machines of the other replicas
+    own_hours: dict[str, float] = defaultdict(float)
+    for pl in placements:
+        node = gpus_per_node.get(pl.pool)
+        if node is None or not pl.replicas:
+            continue
+        machines = pl.replicas * math.ceil((pl.gpus_per_replica or pl.gpus // pl.replicas) / max(node, 1))
+        for s, hours in enumerate(pl.segment_hours):
+            if runs_whole_segment(hours, lengths[s]):
+                whole[pl.pool][s] += pl.gpus
+            elif hours > 0:
+                own[pl.pool][s] += machines
+                own_hours[pl.pool] += machines * hours
+    out: dict[str, MachineWeek] = {}
+    for pool in whole.keys() | own.keys():
+        node = max(gpus_per_node[pool], 1)
+        shared = [math.ceil(gpus / node) for gpus in whole[pool]]
+        out[pool] = MachineWeek(sum(m * length for m, length in zip(shared, lengths, strict=True)) + own_hours[pool],
+                                max(m + o for m, o in zip(shared, own[pool], strict=True)), min(shared))
+    return out
 
 
 def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.plan.model import Placement, Plan, PoolUsage
+from hybridctl.core.plan.model import Placement, Plan, PoolUsage, runs_whole_segment
 
 ALWAYS_ON_HOURS = 730.0  # rates.is_always_on: the hours of a replica that shares its pool's machines
 
@@ -47,8 +47,32 @@ def _always_on(pl: Placement) -> bool:
     return pl.hours_per_month == ALWAYS_ON_HOURS
 
 
-def rounding_weights(pool: PoolUsage, placements: Sequence[Placement]) -> list[float]:
-    """Per placement of a pay-per-use pool: the idle GPU-hours it carries on its machines."""
+def _week_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: Sequence[float]) -> list[float]:
+    """A timed plan's rounding_weights, segment by segment (weekusage.machine_weeks counts the same machines):
+    the replicas that run a segment whole share the idle GPUs of its shared machines, in proportion to their
+    GPUs, for its hours; any other replica carries its own machines' idle GPUs for its hours there."""
+    node = max(pool.gpus_per_node, 1)
+    weights = [0.0] * len(placements)
+    for s, length in enumerate(lengths):
+        whole = [i for i, pl in enumerate(placements)
+                 if s < len(pl.segment_hours) and runs_whole_segment(pl.segment_hours[s], length)]
+        gpus = sum(placements[i].gpus for i in whole)
+        idle = (-(-gpus // node) * node - gpus) * length
+        for i in whole:
+            weights[i] += idle * placements[i].gpus / gpus
+    for i, pl in enumerate(placements):
+        per_replica = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
+        spare = pl.replicas * (-(-per_replica // node) * node - per_replica)
+        weights[i] += spare * sum(h for h, length in zip(pl.segment_hours, lengths, strict=False)
+                                  if h > 0 and not runs_whole_segment(h, length))
+    return weights
+
+
+def rounding_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: Sequence[float] = ()) -> list[float]:
+    """Per placement of a pay-per-use pool: the idle GPU-hours it carries on its machines (over the week of
+    `lengths`, a timed plan's segments)."""
+    if lengths:
+        return _week_weights(pool, placements, lengths)
     shared_gpus = sum(pl.gpus for pl in placements if _always_on(pl))
     shared_idle = max(0, pool.always_on_machines * pool.gpus_per_node - shared_gpus) * ALWAYS_ON_HOURS
     return [shared_idle * pl.gpus / shared_gpus if _always_on(pl) else _own_idle_gpu_hours(pl, pool.gpus_per_node)
@@ -71,7 +95,7 @@ def placement_shares(plan: Plan, rounding: bool | None = None) -> list[float]:
         if pool.committed or not at:
             continue
         idle_usd = pool.usd_per_month - pool.amortized_usd_per_month
-        weights = rounding_weights(pool, [plan.placements[i] for i in at])
+        weights = rounding_weights(pool, [plan.placements[i] for i in at], [s.hours for s in plan.segments])
         total = sum(weights)
         if total <= 0:  # no idle GPU-hours: what is left is float noise, shared by compute
             compute = sum(shares[i] for i in at)
@@ -93,6 +117,12 @@ def idle_machines(plan: Plan) -> list[IdleMachines]:
     for pool in plan.pools:
         placements = on_pool.get(pool.pool, [])
         if pool.committed or not placements:
+            continue
+        if plan.segments:  # a timed pool's machines are the week's: one figure, the most a segment runs
+            idle_usd = round(pool.usd_per_month - pool.amortized_usd_per_month, 2)
+            if idle_usd > 0:
+                found.append(IdleMachines(pool.pool, pool.gpu, pool.machines, pool.used_gpus, pool.gpus_per_node,
+                                          tuple(sorted({pl.workload for pl in placements})), idle_usd))
             continue
         rate = (pool.usd_per_month - pool.amortized_usd_per_month) / total if (
             total := sum(rounding_weights(pool, placements))) > 0 else 0.0  # $ per idle GPU-hour in this pool

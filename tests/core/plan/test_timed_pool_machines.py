@@ -1,0 +1,58 @@
+"""A timed plan's pay-per-use machines follow its week, in every figure (inventory revision 3): the pool's cash,
+its machine count, its always-on machines, the idle machines the summary shows, and the arithmetic a plan file
+is checked against when it is read back.
+
+The week fleet with nine daytime service replicas of 4 GPUs: the owned 24 GPUs hold six by day, the other
+three rent p5.48xlarge machines of 8 GPUs. They run every weekday daytime segment whole, so they share
+ceil(12 / 8) = 2 machines there (what the plan pays, and what the scaling schedule resizes the node group to),
+not a machine each, as the month's rule for part-time replicas would count them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.planner import plan
+from hybridctl.core.plan.pricing.shares import idle_machines, placement_shares
+from hybridctl.core.plan.verify import plan_file_violations, plan_violations
+from hybridctl.core.plan.weekusage import pool_weeks
+from support.plan_week import AT_PLAN_WEEK
+from support.week_fleet import WEEK_FLEET, week_fleet
+
+INVENTORY = week_fleet(WEEK_FLEET.replace("    replicas: 3\n", "    replicas: 9\n"))
+
+
+@pytest.fixture(scope="module")
+def planned() -> Plan:
+    return plan(INVENTORY, options=AT_PLAN_WEEK)
+
+
+def test_the_rented_replicas_share_the_machines_of_the_segments_they_run_whole(planned: Plan) -> None:
+    [rent] = [u for u in planned.pools if u.pool == "rent"]
+    assert [(p.replicas, p.gpus) for p in planned.placements if p.pool == "rent"] == [(3, 12)]
+    assert (rent.machines, rent.always_on_machines, rent.gpus_per_node) == (2, 0, 8)  # 0: idle at night
+    [week] = [w for w in pool_weeks(planned) if w.pool == "rent"]
+    assert max(week.machines) == rent.machines and min(week.machines) == 0
+    # 2 machines of 8 GPUs for the weekday daytime's hours, every week of the month, at $10 a GPU-hour
+    daytime = sum(s.hours for s, m in zip(planned.segments, week.machines, strict=True) if m)
+    assert rent.usd_per_month == pytest.approx(2 * 8 * daytime * 730 / 168 * 10.0, abs=0.01)
+
+
+def test_a_timed_plan_reads_back_as_the_plan_it_is(planned: Plan) -> None:
+    # apply and cost read a plan file and check its arithmetic: the month's rule refused this one
+    assert plan_file_violations(planned) == []
+    assert plan_violations(INVENTORY, planned) == []
+
+
+def test_the_idle_machines_are_the_weeks(planned: Plan) -> None:
+    [idle] = [m for m in idle_machines(planned) if m.pool == "rent"]
+    assert (idle.machines, idle.gpus_used, idle.gpus_per_node) == (2, 12, 8)
+    [rent] = [u for u in planned.pools if u.pool == "rent"]
+    assert idle.idle_usd_per_month == pytest.approx(rent.usd_per_month - rent.amortized_usd_per_month, abs=0.01)
+
+
+def test_the_showback_shares_add_up_to_the_pools_cash(planned: Plan) -> None:
+    shares = placement_shares(planned)
+    [rent] = [u for u in planned.pools if u.pool == "rent"]
+    on_rent = [s for s, p in zip(shares, planned.placements, strict=True) if p.pool == "rent"]
+    assert sum(on_rent) == pytest.approx(rent.usd_per_month, abs=0.01)
