@@ -14,6 +14,7 @@ import pytest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.pricing.shares import idle_machines, placement_shares
+from hybridctl.core.plan.pricing.showback import IDLE_COMMITTED, CostDimension, showback
 from hybridctl.core.plan.verify import plan_file_violations, plan_violations
 from hybridctl.core.plan.weekusage import pool_weeks
 from support.plan_week import AT_PLAN_WEEK
@@ -56,3 +57,12 @@ def test_the_showback_shares_add_up_to_the_pools_cash(planned: Plan) -> None:
     [rent] = [u for u in planned.pools if u.pool == "rent"]
     on_rent = [s for s, p in zip(shares, planned.placements, strict=True) if p.pool == "rent"]
     assert sum(on_rent) == pytest.approx(rent.usd_per_month, abs=0.01)
+
+
+def test_a_showback_lines_gpus_are_the_most_it_holds_at_once(planned: Plan) -> None:
+    # the owned a-h100 holds day-service by day and the fine-tune and the evaluation at night: 16 GPUs, not 32
+    by_pool = {line.key: line.gpus for line in showback(planned, CostDimension.pool)}
+    assert by_pool == {**{u.pool: u.used_gpus for u in planned.pools}, IDLE_COMMITTED: 0}
+    assert by_pool["a-h100"] == 16 and sum(p.gpus for p in planned.placements if p.pool == "a-h100") == 32
+    by_workload = {line.key: line.gpus for line in showback(planned, CostDimension.workload)}
+    assert by_workload["day-service"] == 36  # all nine replicas by day

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Placement, Plan, runs_whole_segment
@@ -28,22 +28,28 @@ class PoolWeek:
     idle_gpu_hours: tuple[float, ...]  # per segment; committed pools only (0 elsewhere)
 
 
-def _gpus_by_segment(placements: Iterable[Placement], lengths: Sequence[float]) -> dict[str, list[float]]:
-    """Pool -> GPUs held in each segment: whole-segment replicas' GPUs + the GPU-hours of the others / L_s."""
+def _by_pool(placement: Placement) -> str:
+    return placement.pool
+
+
+def _gpus_by_segment(placements: Iterable[Placement], lengths: Sequence[float],
+                     key: Callable[[Placement], str] = _by_pool) -> dict[str, list[float]]:
+    """Pool (or `key`) -> GPUs held in each segment: whole-segment replicas' GPUs + the GPU-hours of the others / L_s."""
     held: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
     for pl in placements:
         for s, hours in enumerate(pl.segment_hours):
             if hours > 0:
-                held[pl.pool][s] += pl.gpus * hours / lengths[s]
+                held[key(pl)][s] += pl.gpus * hours / lengths[s]
     return held
 
 
-def peak_gpus(placements: Iterable[Placement], lengths: Sequence[float]) -> dict[str, int]:
-    """Pool -> the most GPUs it holds at once over the week: a timed plan's `used_gpus` (pricing/pools.py
-    gives it, verify.py checks it). Summing its placements' GPUs would count a daytime service and a
-    nightly batch on the same 16 GPUs as 32 of 16."""
-    return {pool: math.ceil(max(by_segment, default=0.0) - 1e-6)
-            for pool, by_segment in _gpus_by_segment(placements, lengths).items()}
+def peak_gpus(placements: Iterable[Placement], lengths: Sequence[float],
+              key: Callable[[Placement], str] = _by_pool) -> dict[str, int]:
+    """Pool (or `key`: a showback line) -> the most GPUs it holds at once over the week: a timed plan's
+    `used_gpus` (pricing/pools.py gives it, verify.py checks it) and its showback lines' GPUs. Summing the
+    placements' GPUs would count a daytime service and a nightly batch on the same 16 GPUs as 32 of 16."""
+    return {name: math.ceil(max(by_segment, default=0.0) - 1e-6)
+            for name, by_segment in _gpus_by_segment(placements, lengths, key).items()}
 
 
 @dataclass(frozen=True)

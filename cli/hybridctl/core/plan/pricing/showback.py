@@ -19,6 +19,7 @@ from enum import StrEnum
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.cents import allocate_cents, to_cents
 from hybridctl.core.plan.pricing.shares import placement_shares
+from hybridctl.core.plan.weekusage import peak_gpus
 
 IDLE_COMMITTED = "(idle committed)"
 NO_TEAM = "(no team)"
@@ -90,6 +91,9 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
         key = key_of(m.workload, m.to_site, pool, plan.tiers.get(m.workload, "?"))
         data[key] += m.usd_per_month
         total[key] += m.usd_per_month
+    if plan.segments:  # a timed plan's lines hold at once the most GPUs of any segment, as its pools do
+        gpus = defaultdict(int, peak_gpus(plan.placements, [s.hours for s in plan.segments],
+                                          lambda p: key_of(p.workload, p.site, p.pool, p.tier)))
     if plan.cost_model == "cash" and any(p.committed for p in plan.pools):
         total[IDLE_COMMITTED] = sum(p.usd_per_month - p.amortized_usd_per_month for p in plan.pools if p.committed)
         gpus[IDLE_COMMITTED] = sum(p.capacity_gpus - p.used_gpus for p in plan.pools if p.committed)
