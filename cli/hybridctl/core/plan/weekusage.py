@@ -63,30 +63,49 @@ class MachineWeek:
     always_on: int  # the machines every segment runs: the fewest shared ones of any segment
 
 
-def machine_weeks(placements: Iterable[Placement], lengths: Sequence[float],
-                  gpus_per_node: Mapping[str, int]) -> dict[str, MachineWeek]:
-    """Each pay-per-use pool (those `gpus_per_node` names) with placements, over the week of `lengths`: the one
-    count of a timed plan's machines, which its cash, its machine figures and its showback all read."""
-    whole: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))  # GPUs run the whole segment
-    own: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))  # own machines of the other replicas
-    own_hours: dict[str, float] = defaultdict(float)
+@dataclass(frozen=True)
+class _SegmentMachines:
+    """One pay-per-use pool in each segment of the week, by the spec's rule for machines."""
+
+    whole_gpus: list[int]  # GPUs of the replicas that run the segment whole (they share machines)
+    own_running: list[int]  # own machines of the other replicas with hours there
+    own_hours: list[float]  # and their machine-hours there
+
+
+def _segment_machines(placements: Iterable[Placement], lengths: Sequence[float],
+                      gpus_per_node: Mapping[str, int]) -> dict[str, _SegmentMachines]:
+    """The pools `gpus_per_node` names, those with placements, segment by segment: what machine_weeks and
+    pool_weeks both read."""
+    out: dict[str, _SegmentMachines] = {}
     for pl in placements:
         node = gpus_per_node.get(pl.pool)
         if node is None or not pl.replicas:
             continue
+        tally = out.get(pl.pool)
+        if tally is None:
+            n = len(lengths)
+            tally = out[pl.pool] = _SegmentMachines([0] * n, [0] * n, [0.0] * n)
         machines = pl.replicas * math.ceil((pl.gpus_per_replica or pl.gpus // pl.replicas) / max(node, 1))
         for s, hours in enumerate(pl.segment_hours):
             if runs_whole_segment(hours, lengths[s]):
-                whole[pl.pool][s] += pl.gpus
+                tally.whole_gpus[s] += pl.gpus
             elif hours > 0:
-                own[pl.pool][s] += machines
-                own_hours[pl.pool] += machines * hours
+                tally.own_running[s] += machines
+                tally.own_hours[s] += machines * hours
+    return out
+
+
+def machine_weeks(placements: Iterable[Placement], lengths: Sequence[float],
+                  gpus_per_node: Mapping[str, int]) -> dict[str, MachineWeek]:
+    """Each pay-per-use pool (those `gpus_per_node` names) with placements, over the week of `lengths`: the one
+    count of a timed plan's machines, which its cash, its machine figures and its showback all read."""
     out: dict[str, MachineWeek] = {}
-    for pool in whole.keys() | own.keys():
+    for pool, tally in _segment_machines(placements, lengths, gpus_per_node).items():
         node = max(gpus_per_node[pool], 1)
-        shared = [math.ceil(gpus / node) for gpus in whole[pool]]
-        out[pool] = MachineWeek(sum(m * length for m, length in zip(shared, lengths, strict=True)) + own_hours[pool],
-                                max(m + o for m, o in zip(shared, own[pool], strict=True)), min(shared))
+        shared = [math.ceil(gpus / node) for gpus in tally.whole_gpus]
+        out[pool] = MachineWeek(sum(m * length for m, length in zip(shared, lengths, strict=True))
+                                + sum(tally.own_hours),
+                                max(m + o for m, o in zip(shared, tally.own_running, strict=True)), min(shared))
     return out
 
 
@@ -96,30 +115,22 @@ def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
         return ()
     lengths = [s.hours for s in plan.segments]
     held = _gpus_by_segment(plan.placements, lengths)
-    whole: dict[str, list[int]] = defaultdict(lambda: [0] * len(lengths))
-    own: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(lengths))
     per_node = {u.pool: max(u.gpus_per_node, 1) for u in plan.pools}
-    for pl in plan.placements:
-        node = per_node.get(pl.pool, 1)
-        size = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
-        for s, hours in enumerate(pl.segment_hours):
-            if hours <= 0:
-                continue
-            if runs_whole_segment(hours, lengths[s]):
-                whole[pl.pool][s] += pl.gpus
-            else:
-                own[pl.pool][s] += pl.replicas * math.ceil(size / node) * hours / lengths[s]
+    tallies = _segment_machines(plan.placements, lengths, {u.pool: u.gpus_per_node for u in plan.pools
+                                                           if not u.committed})
     out: list[PoolWeek] = []
     for usage in plan.pools:
         gpus = held.get(usage.pool, [0.0] * len(lengths))
         node = per_node[usage.pool]
+        tally = tallies.get(usage.pool)
         if usage.committed:
             machines = [float(math.ceil(usage.capacity_gpus / node))] * len(lengths)
             idle = [max(usage.capacity_gpus - g, 0.0) * length for g, length in zip(gpus, lengths, strict=True)]
-        else:
-            shared = whole.get(usage.pool, [0] * len(lengths))
-            extra = own.get(usage.pool, [0.0] * len(lengths))
-            machines = [math.ceil(w / node) + e for w, e in zip(shared, extra, strict=True)]
+        elif tally is None:
+            machines, idle = [0.0] * len(lengths), [0.0] * len(lengths)
+        else:  # own machines count for their share of the segment
+            machines = [math.ceil(w / node) + h / length
+                        for w, h, length in zip(tally.whole_gpus, tally.own_hours, lengths, strict=True)]
             idle = [0.0] * len(lengths)
         out.append(PoolWeek(usage.pool, tuple(round(g, _ROUND) for g in gpus),
                             tuple(round(m, _ROUND) for m in machines), tuple(round(i, _ROUND) for i in idle)))
