@@ -15,6 +15,7 @@ import pytest
 import yaml
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan import highs_run
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
@@ -55,11 +56,11 @@ def test_the_greedy_start_keeps_every_row_and_places_most_replicas(inventory: In
 
 def test_a_solver_that_keeps_nothing_still_gives_a_valid_plan_marked_time_limit(
         inventory: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
-    def out_of_time(*args: Any, **kwargs: Any) -> solve_module._Run:
-        return solve_module._Run(None, float("inf"), float("-inf"), "time_limit")
+    def out_of_time(*args: Any, **kwargs: Any) -> highs_run.Run:
+        return highs_run.Run(None, float("inf"), float("-inf"), "time_limit")
 
     monkeypatch.setattr(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0)  # the LP-guided route, whose LP times out
-    monkeypatch.setattr(solve_module, "_run", out_of_time)
+    monkeypatch.setattr(highs_run, "run", out_of_time)
     result = plan(inventory)
     assert result.solver.status == "time_limit"
     assert "greedy" in result.solver.method
@@ -74,14 +75,14 @@ def test_a_solver_stopped_before_its_first_bound_claims_no_proven_gap(
     # HiGHS stopped before its root LP (by a time limit on a big model; here, deterministically, by a node
     # limit of 0) keeps the start and has no dual bound: the plan's bound must not become its own objective
     # (a time-limited plan read "gap 0.0000%" on the 10,000-workload bench fleet)
-    highs = solve_module._highs
+    highs = highs_run._highs
 
     def before_the_root(time_limit_s: float, gap: float) -> Any:
         solver = highs(time_limit_s, gap)
         solver.setOptionValue("mip_max_nodes", 0)  # type: ignore[attr-defined]
         return solver
 
-    monkeypatch.setattr(solve_module, "_highs", before_the_root)
+    monkeypatch.setattr(highs_run, "_highs", before_the_root)
     result = plan(inventory)
     assert result.solver.status != "optimal"
     assert result.solver.bound < result.solver.objective and result.solver.gap > 0

@@ -15,7 +15,7 @@ import pytest
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan import solve as solve_module
+from hybridctl.core.plan import highs_run
 from hybridctl.core.plan.planner import plan
 from inventory_gen import generate
 
@@ -27,7 +27,7 @@ def test_the_lp_leaves_out_the_columns_its_bounds_fix(monkeypatch: pytest.Monkey
     for p in base.placements:
         gpus_at[p.site] += p.gpus
     relaxations: list[tuple[Any, Any, Any]] = []
-    run = solve_module._run
+    run = highs_run.run
 
     def watched(model: Any, columns: Any, fixed_values: Any, **options: Any) -> Any:
         outcome = run(model, columns, fixed_values, **options)
@@ -35,7 +35,7 @@ def test_the_lp_leaves_out_the_columns_its_bounds_fix(monkeypatch: pytest.Monkey
             relaxations.append((model, columns, outcome))
         return outcome
 
-    monkeypatch.setattr(solve_module, "_run", watched)
+    monkeypatch.setattr(highs_run, "run", watched)
     replan(inventory, base, [Event(EventKind.SITE_LOST, gpus_at.most_common(1)[0][0])])
     assert relaxations, "the failover's model was solved by the MIP directly: make the fleet larger"
     for model, columns, relaxed in relaxations:

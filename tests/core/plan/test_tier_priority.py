@@ -14,8 +14,10 @@ import yaml
 from _pytest.monkeypatch import MonkeyPatch
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.plan import highs_run
 from hybridctl.core.plan import planner as planner_module
 from hybridctl.core.plan import priority as priority_module
+from hybridctl.core.plan import refine as refine_module
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
 from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
@@ -108,7 +110,7 @@ def test_the_priority_stages_get_what_the_first_solve_left_of_the_time_limit(mon
 def test_a_start_within_the_gap_of_the_lp_bound_is_kept_without_the_mip(monkeypatch: MonkeyPatch) -> None:
     # priority's last stage asks for the LP first: where it proves the start, the MIP's cuts would only prove it again
     integer_runs: list[bool] = []
-    run = solve_module._run
+    run = highs_run.run
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         integer_runs.append(kwargs["integer"])
@@ -120,14 +122,14 @@ def test_a_start_within_the_gap_of_the_lp_bound_is_kept_without_the_mip(monkeypa
     model = formulate(build_units(demands(inv), EligibilityIndex(inv, pools), None, table), table, {}, 100.0, cash=True)
     best = solve_module.solve(model, time_limit_s=30.0, gap=0.0)
     nothing = _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_))
-    monkeypatch.setattr(solve_module, "_run", counted)
+    monkeypatch.setattr(highs_run, "run", counted)
 
-    kept = solve_module.improve(model, best.values, time_limit_s=30.0, gap=0.5, bound_first=True)
+    kept = refine_module.improve(model, best.values, time_limit_s=30.0, gap=0.5, bound_first=True)
     assert (kept.method, kept.status, integer_runs) == ("lp-bound", "optimal", [False])
     assert np.array_equal(kept.values, best.values) and kept.bound <= kept.objective
 
     integer_runs.clear()  # a start far from the bound: the LP proves nothing, and the MIP improves it
-    improved = solve_module.improve(model, nothing, time_limit_s=30.0, gap=1e-4, bound_first=True)
+    improved = refine_module.improve(model, nothing, time_limit_s=30.0, gap=1e-4, bound_first=True)
     assert integer_runs == [False, True] and improved.method == "mip"
     assert improved.objective == pytest.approx(best.objective)
 
@@ -136,10 +138,10 @@ def test_a_tier_stage_cut_short_still_leaves_no_lower_tier_holding_what_a_higher
         monkeypatch: MonkeyPatch) -> None:
     # the time limit strikes in the whole MIP of each tier stage (a large fleet, a loaded machine): the penalised
     # first answer keeps the burst run on the quota triage's second replica needs, which the checker refuses
-    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
+    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, **options: Any) -> Solution:
         if gap == 0.0:  # a tier stage; the last stage (the cost alone) runs as ever
             return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start", time_limit_s)
-        return stage(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
+        return stage(model, start, time_limit_s=time_limit_s, gap=gap, **options)
 
     stage = priority_module._stage
     monkeypatch.setattr(priority_module, "_stage", cut_short)
@@ -153,10 +155,10 @@ def test_a_tier_stage_cut_short_still_leaves_no_lower_tier_holding_what_a_higher
 def test_a_generated_fleets_tier_stages_cut_short_keep_the_spec_order(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
     # seed 1 of the generator: with its tier stages cut short and no local stage, the first answer leaves
     # 20 burst replicas unplaced while opportunistic work holds GPUs where they fit
-    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
+    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, **options: Any) -> Solution:
         if gap == 0.0:
             return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start", time_limit_s)
-        return stage(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
+        return stage(model, start, time_limit_s=time_limit_s, gap=gap, **options)
 
     stage = priority_module._stage
     monkeypatch.setattr(priority_module, "_stage", cut_short)

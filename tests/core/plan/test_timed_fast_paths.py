@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import formulation as formulation_module
+from hybridctl.core.plan import highs_run
 from hybridctl.core.plan import planner as planner_module
 from hybridctl.core.plan import solve as solve_module
 from hybridctl.core.plan.checker import check_plan
@@ -105,7 +106,7 @@ def test_a_timed_model_is_proven_whole_from_the_routes_answer(seed: int, monkeyp
     whole: Plan = plan(inventory, options=EXACT)
     seeds: list[tuple[str, float]] = []
     routed_values: list[Any] = []
-    run, route = solve_module._run, solve_module._lp_guided
+    run, route = highs_run.run, solve_module._lp_guided
 
     def watched_route(*args: Any, **kwargs: Any) -> Any:
         out = route(*args, **kwargs)
@@ -120,7 +121,7 @@ def test_a_timed_model_is_proven_whole_from_the_routes_answer(seed: int, monkeyp
         return run(model, columns, fixed, **kwargs)
 
     monkeypatch.setattr(solve_module, "_lp_guided", watched_route)
-    monkeypatch.setattr(solve_module, "_run", watched_run)
+    monkeypatch.setattr(highs_run, "run", watched_run)
     monkeypatch.setattr(solve_module, "TIMED_ROUTE_MIN_COLUMNS", 0)
     routed = plan(inventory, options=EXACT)
     assert routed_values, "the route was not taken"

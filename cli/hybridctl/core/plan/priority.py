@@ -11,17 +11,26 @@ first, the least unplaced GPU-hours given the tiers above (a row `sum(gpu-hours 
 then holds it; a tier already at its floor needs no solve, only the row), and last the cost under those rows. Every stage starts from the previous stage's answer, which is
 feasible for every row so far, so a stage that runs out of time still hands back a valid plan. Plans
 where everything is placed pay no extra solve.
+
+Each stage is solved as the first answer was (solve.solved_whole, refine.py). A model solve() takes whole
+gets whole MIPs. A larger one, which the LP-guided route answered, gets the route's means: a tier stage
+solves the neighbourhood of its short replicas first and takes the whole MIP only where the stage's LP
+bound does not prove that answer (the order stays exact); the last stage is refined from the route's LP
+basis and never proven by a whole MIP the first answer did not need either.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
 import numpy as np
 
+from hybridctl.core.plan.highs_run import LpBasis
 from hybridctl.core.plan.milp import Col, FloatArray, Model, with_row
-from hybridctl.core.plan.solve import Solution, improve, improve_over, units_of
+from hybridctl.core.plan.refine import improve, improve_over, lp_bound, refine
+from hybridctl.core.plan.solve import Solution, solved_whole, units_of
 from hybridctl.core.plan.tiers import TIER_ORDER
 from hybridctl.core.plan.units import Unit
 
@@ -55,6 +64,7 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
     values = first.values
     staged = model
     statuses: list[str] = []
+    whole = solved_whole(model)  # each stage is solved as the first answer was (refine.py)
     for r in range(len(TIER_ORDER)):
         cols = np.flatnonzero(unplaced & (rank == r))
         if not cols.size:
@@ -66,23 +76,35 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
             tier_cost = np.zeros(staged.columns)
             tier_cost[cols] = gpu_hours[cols]
             tier_model = _costed(staged, tier_cost, 0.0)
-            stage = _stage(tier_model, values, time_limit_s=max(left / 3, 0.5), gap=0.0)
-            values = stage.values
-            if stage.status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
-                left = time_limit_s - (time.perf_counter() - started)
+            if whole:
+                stage = _stage(tier_model, values, time_limit_s=max(left / 3, 0.5), gap=0.0)
+                values, status = stage.values, stage.status
+                if status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
+                    left = time_limit_s - (time.perf_counter() - started)
+                    values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left / 3, 0.5))
+            else:  # the neighbourhood of the short replicas first, which the LP often proves (refine.py)
                 values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left / 3, 0.5))
+                status = _proven(tier_model, values, time_limit_s - (time.perf_counter() - started), first)
+                if status == "gap_limit":  # the spec's order is exact: the whole MIP, from the local answer
+                    left = time_limit_s - (time.perf_counter() - started)
+                    stage = _stage(tier_model, values, time_limit_s=max(left / 3, 0.5), gap=0.0)
+                    values, status = stage.values, stage.status
             short = float(gpu_hours[cols] @ values[cols])
-            statuses.append(stage.status)
+            statuses.append(status)
         staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
     # last, the cost alone: every tier's GPU-hours are held by the rows, and the penalties, which
     # price a replica by the machines it could hold, must not choose among equal GPU-hours
     left = time_limit_s - (time.perf_counter() - started)
     cost = staged.cost.copy()
     cost[unplaced] = 0.0
-    # A first answer within the gap of the penalised model's bound makes it likely that the start is within
-    # the gap of the last stage's LP bound too: then that LP proves it, and the MIP is not run
-    final = _stage(_costed(staged, cost, model.offset), values, time_limit_s=max(left, 0.5), gap=gap,
-                   bound_first=first.status == "optimal")
+    last = _costed(staged, cost, model.offset)
+    if whole:
+        # A first answer within the gap of the penalised model's bound makes it likely that the start is
+        # within the gap of the last stage's LP bound too: then that LP proves it, and the MIP is not run
+        final = _stage(last, values, time_limit_s=max(left, 0.5), gap=gap, bound_first=first.status == "optimal",
+                       basis=first.basis)
+    else:  # the route gave the first answer: the last stage is refined as the route would (refine.py)
+        final = refine(last, values, time_limit_s=max(left, 0.5), gap=gap, basis=first.basis)
     penalties = float(model.cost[unplaced] @ final.values[unplaced])
     worst = next((s for s in [*statuses, final.status] if s != "optimal"), "optimal")
     # the first answer's bound holds for every plan of the model, these stages' too: it stands where a
@@ -92,12 +114,13 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
                     "priority-stages", time.perf_counter() - started + first.seconds)
 
 
-def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False) -> Solution:
+def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False,
+           basis: LpBasis | None = None) -> Solution:
     """One stage: the whole MIP from a feasible start, which stays the answer when nothing better is
     found in time. solve()'s LP-guided route is no help here: it rounds the LP, fixes most units and
     lets the rest leave replicas unplaced, which the tier rows forbid (its restricted MIPs come out
     infeasible on the 10,000-workload bench fleet)."""
-    return improve(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first)
+    return improve(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first, basis=basis)
 
 
 def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, *,
@@ -115,6 +138,15 @@ def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.nd
     holding = place & (values > 0.5) & (rank > r) & np.isin(model.ref, model.ref[theirs])
     free = units_of(model, theirs | holding) | np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG)))
     return improve_over(model, values, free, time_limit_s=time_limit_s, gap=0.0).values
+
+
+def _proven(model: Model, values: FloatArray, time_limit_s: float, first: Solution) -> str:
+    """"optimal" where the stage's LP bound (its GPU-hours short, rounded up) proves `values`, else "gap_limit"
+    ("time_limit" where the LP outran the time left)."""
+    bound = lp_bound(model, time_limit_s=max(time_limit_s, 0.5), basis=first.basis)
+    if not math.isfinite(bound):  # the LP outran the time left
+        return "time_limit"
+    return "optimal" if float(model.cost @ values) <= math.ceil(bound - _TOL) + _TOL else "gap_limit"
 
 
 def _costed(model: Model, cost: FloatArray, offset: float) -> Model:
