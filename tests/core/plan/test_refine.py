@@ -59,16 +59,6 @@ def test_the_last_stages_lp_from_the_routes_basis_takes_fewer_iterations_to_the_
     assert 0 < warm.iterations < cold.iterations / 2, (warm.iterations, cold.iterations)
 
 
-def test_a_basis_that_no_longer_fits_the_rows_is_left_out() -> None:
-    # a basis must count one basic variable per row; one of another model is ignored, not handed to HiGHS
-    model = Model(cost=np.array([1.0, 2.0]), lower=np.zeros(2), upper=np.full(2, 4.0), integer=np.zeros(2, dtype=np.bool_),
-                  kind=np.zeros(2, dtype=np.int8), unit=np.zeros(2, dtype=np.int64), ref=np.zeros(2, dtype=np.int64),
-                  rows_lower=np.array([3.0]), rows_upper=np.array([np.inf]), starts=np.array([0, 1, 2], dtype=np.int32),
-                  index=np.zeros(2, dtype=np.int32), value=np.ones(2), demand_rows=1)
-    stray = highs_run.LpBasis(np.ones(2, dtype=np.int8), np.ones(1, dtype=np.int8))  # three basic, one row
-    assert _lp(model, stray).objective == 3.0
-
-
 def _watched_plan(inv: Inventory, monkeypatch: MonkeyPatch) -> list[tuple[int, int, bool, bool]]:
     """(columns solved, the model's columns, integer, started from a basis) of every HiGHS run of the plan,
     every model taking the LP-guided route."""

@@ -25,15 +25,27 @@ class Run:
     iterations: int = 0  # the LP's simplex iterations
 
 
-@dataclass(frozen=True)
 class LpBasis:
     """An LP's optimal basis by the model's columns and rows (HiGHS's status codes), to start a later LP
     of the same model from: priority.py's last stage is the route's LP with a few rows more and the
     penalties off, which from the route's basis takes a third of the simplex iterations (2,951 against
-    9,477 on the 10,000-workload bench fleet, 0.5 s against 1.6 s)."""
+    9,477 on the 10,000-workload bench fleet, 0.5 s against 1.6 s). Read from HiGHS only when a later LP
+    asks for it: on that fleet reading it costs 0.2 s, and most plans (and every drill scenario) never do."""
 
-    columns: npt.NDArray[np.int8]
-    rows: npt.NDArray[np.int8]
+    def __init__(self, found: object, shape: tuple[int, int], columns: npt.NDArray[np.int64],
+                 rows: npt.NDArray[np.int64]) -> None:
+        self._found, self._shape, self._columns, self._rows = found, shape, columns, rows
+        self._statuses: tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]] | None = None
+
+    def statuses(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+        """Per column of the model (a column held at its bound: nonbasic) and per row (a row left out: slack)."""
+        if self._statuses is None:
+            col_status = np.full(self._shape[0], _AT_LOWER, dtype=np.int8)
+            col_status[self._columns] = [int(v) for v in self._found.col_status]  # type: ignore[attr-defined]
+            row_status = np.full(self._shape[1], _BASIC, dtype=np.int8)
+            row_status[self._rows] = [int(v) for v in self._found.row_status]  # type: ignore[attr-defined]
+            self._statuses = (col_status, row_status)
+        return self._statuses
 
 
 _BASIC = 1  # HighsBasisStatus.kBasic
@@ -42,13 +54,7 @@ _AT_LOWER = 0  # HighsBasisStatus.kLower
 
 def _basis_of(highs: object, model: Model, columns: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> LpBasis | None:
     found = highs.getBasis()  # type: ignore[attr-defined]
-    if not found.valid:
-        return None
-    col_status = np.full(model.columns, _AT_LOWER, dtype=np.int8)  # a column held at its bound is nonbasic
-    col_status[columns] = [int(v) for v in found.col_status]
-    row_status = np.full(model.rows, _BASIC, dtype=np.int8)  # a row left out is slack
-    row_status[rows] = [int(v) for v in found.row_status]
-    return LpBasis(col_status, row_status)
+    return LpBasis(found, (model.columns, model.rows), columns, rows) if found.valid else None
 
 
 def _warm(highs: object, basis: LpBasis, columns: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
@@ -56,10 +62,11 @@ def _warm(highs: object, basis: LpBasis, columns: npt.NDArray[np.int64], rows: n
     slack); otherwise HiGHS starts cold, as it would have anyway."""
     import highspy
 
+    by_column, by_row = basis.statuses()
     row_status = np.full(rows.size, _BASIC, dtype=np.int8)
-    known = rows < basis.rows.size
-    row_status[known] = basis.rows[rows[known]]
-    col_status = basis.columns[columns] if columns.size and int(columns.max()) < basis.columns.size else None
+    known = rows < by_row.size
+    row_status[known] = by_row[rows[known]]
+    col_status = by_column[columns] if columns.size and int(columns.max()) < by_column.size else None
     if col_status is None or int((col_status == _BASIC).sum() + (row_status == _BASIC).sum()) != rows.size:
         return
     status = highspy.HighsBasisStatus
