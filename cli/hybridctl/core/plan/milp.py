@@ -79,7 +79,11 @@ class Builder:
         return first
 
     def add_entries(self, rows: IntArray, cols: IntArray, values: FloatArray) -> None:
-        self.entries.append((rows, cols, np.broadcast_to(values, rows.shape).astype(np.float64)))
+        # one value for every entry is the common case (a timed model adds 6,000 small blocks): np.full is a
+        # tenth of np.broadcast_to's cost there
+        block = np.full(rows.shape, float(values.flat[0])) if values.size == 1 \
+            else np.broadcast_to(values, rows.shape).astype(np.float64)
+        self.entries.append((rows, cols, block))
 
     def build(self, demand_rows: int, offset: float = 0.0,
               patterns: dict[int, tuple[IntArray, IntArray]] | None = None) -> Model:

@@ -67,7 +67,6 @@ def timed_capacity_rows(b: Builder, x: IntArray, xu: IntArray, xp: IntArray, gpu
     """`lengths`: the hours of each segment the model counts (segment_classes.py). An hours column belongs
     to its placement's unit (a unit left unplaced leaves its hours at 0: timed_start.py)."""
     # entries of a column in a segment: (segment, column index into x, coefficient on x or hours)
-    by_pool_segment: dict[tuple[int, int], tuple[list[int], list[int], list[int]]] = {}
     hours_col: dict[tuple[int, int], int] = {}  # (column, segment) -> its hours column
     deferred = [c for c in range(x.size) if not times.whole[c] and len(times.segments[c]) > 1]
     if deferred:
@@ -89,18 +88,20 @@ def timed_capacity_rows(b: Builder, x: IntArray, xu: IntArray, xp: IntArray, gpu
         row_of = {c: first + i for i, c in enumerate(deferred)}
         b.add_entries(first + np.arange(cols.size, dtype=np.int64), x[cols], times.weekly_hours[cols])
         b.add_entries(np.array([row_of[c] for c, _ in pairs], dtype=np.int64), h, -np.ones(1))
-    for c in range(x.size):
-        for s in times.segments[c]:
-            whole, deferrable_x, deferrable_h = by_pool_segment.setdefault((int(xp[c]), s), ([], [], []))
-            if times.whole[c]:
-                whole.append(c)
-            elif (c, s) in hours_col:
-                deferrable_h.append(c)
-            else:
-                deferrable_x.append(c)
-    for (p, s), (whole, deferrable_x, deferrable_h) in sorted(by_pool_segment.items()):
-        _segment_rows(b, p, s, whole, deferrable_x, deferrable_h, x, gpus, x_upper, table, pay_per_use,
-                      machines_each, times, lengths, hours_col, n_units, cash)
+    # each column in each of its segments, grouped by (pool, segment) in the columns' order: a column runs
+    # the segment whole, or is deferrable with hours there, or deferrable with one segment (no hours columns)
+    counts = np.array([len(segs) for segs in times.segments], dtype=np.int64)
+    column = np.repeat(np.arange(x.size, dtype=np.int64), counts)
+    segment = np.fromiter((s for segs in times.segments for s in segs), dtype=np.int64, count=int(counts.sum()))
+    kind = np.where(times.whole[column], 0, np.where(counts[column] > 1, 2, 1))
+    order = np.lexsort((column, segment, xp[column]))
+    key = xp[column[order]] * lengths.size + segment[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    for group in np.split(order, cuts) if order.size else []:
+        cols, kinds = column[group], kind[group]
+        p, s = int(xp[cols[0]]), int(segment[group[0]])
+        _segment_rows(b, p, s, cols[kinds == 0].tolist(), cols[kinds == 1].tolist(), cols[kinds == 2].tolist(), x,
+                      gpus, x_upper, table, pay_per_use, machines_each, times, lengths, hours_col, n_units, cash)
 
 
 def _segment_rows(b: Builder, p: int, s: int, whole: list[int], deferrable_x: list[int], deferrable_h: list[int],
@@ -144,9 +145,12 @@ def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[in
                n_units: int) -> None:
     """A deferrable replica runs in s only where its whole gang fits beside the whole-segment replicas.
     Left out where it cannot bind: the most the whole-segment replicas could hold plus the gang fits."""
-    most_whole = float(sum(gpus[c] * x_upper[c] for c in whole))
+    whole_cols = np.array(whole, dtype=np.int64)
+    most_whole = float(sum((gpus[whole_cols] * x_upper[whole_cols]).tolist()))  # summed as ever, in order
     held = float(np.ceil(most_whole / per_node)) if rented else most_whole
-    for k in sorted({float(size[c]) for c in deferrable}):
+    deferrable_cols = np.array(deferrable, dtype=np.int64)
+    sizes = size[deferrable_cols]
+    for k in np.unique(sizes).tolist():
         if held + k <= limit + 1e-9:
             continue
         gang = b.add_columns(np.zeros(1), np.ones(1), True, Col.GANG, np.full(1, n_units, dtype=np.int64),
@@ -156,15 +160,17 @@ def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[in
         if machines is not None:
             b.add_entries(np.full(1, row, dtype=np.int64), machines, np.ones(1))
         else:
-            cols = np.array(whole, dtype=np.int64)
-            b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], gpus[cols])
+            b.add_entries(np.full(whole_cols.size, row, dtype=np.int64), x[whole_cols], gpus[whole_cols])
         b.add_entries(np.full(1, row, dtype=np.int64), gang, np.full(1, k))
         # the gangs of size k run in s only when g = 1: a row per replica column, hours or x <= most x g
         # (added at once: a row at a time was a third of a 10,000-workload model's building)
-        members = [c for c in deferrable if float(size[c]) == k]
+        chosen = deferrable_cols[sizes == k]
+        members = chosen.tolist()
         gated = b.add_rows(np.full(len(members), -np.inf), np.zeros(len(members))) \
             + np.arange(len(members), dtype=np.int64)
-        cols = np.array([hours_col[(c, s)] if c in timed else int(x[c]) for c in members], dtype=np.int64)
-        most = np.array([length * x_upper[c] if c in timed else x_upper[c] for c in members], dtype=np.float64)
+        has_hours = np.array([c in timed for c in members], dtype=np.bool_)
+        cols = x[chosen]
+        cols[has_hours] = [hours_col[(c, s)] for c in chosen[has_hours].tolist()]
+        most = np.where(has_hours, length * x_upper[chosen], x_upper[chosen])
         b.add_entries(gated, cols, np.ones(1))
         b.add_entries(gated, np.repeat(gang, len(members)), -most)
