@@ -144,12 +144,12 @@ def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.nd
 
 
 def _proven(model: Model, values: FloatArray, time_limit_s: float, first: Solution) -> str:
-    """"optimal" where the stage's LP bound (its GPU-hours short, rounded up) proves `values`, else "gap_limit"
-    ("time_limit" where the LP outran the time left)."""
+    """"optimal" where the stage's LP bound (its GPU-hours short) proves `values`, else "gap_limit" ("time_limit"
+    where the LP outran the time left). Not rounded up: a replica's GPU-hours need not be whole."""
     bound = lp_bound(model, time_limit_s=max(time_limit_s, 0.5), basis=first.basis)
     if not math.isfinite(bound):  # the LP outran the time left
         return "time_limit"
-    return "optimal" if float(model.cost @ values) <= math.ceil(bound - _TOL) + _TOL else "gap_limit"
+    return "optimal" if float(model.cost @ values) <= bound + _TOL * max(1.0, abs(bound)) else "gap_limit"
 
 
 def _costed(model: Model, cost: FloatArray, offset: float) -> Model:

@@ -142,7 +142,7 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
             return Solution(start, float(model.cost @ start), 0.0, status, method + "-greedy",
                             time.perf_counter() - started, basis)
         run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True, time_limit_s=left(),
-                   gap=gap, start=start)
+                            gap=gap, start=start)
         if run.values is None:  # out of time before the solver kept even the start
             return Solution(start, float(model.cost @ start), 0.0, status or run.status, method + "-greedy",
                             time.perf_counter() - started, basis)  # costs are never negative: 0 bounds them
@@ -195,7 +195,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
     # failover's) is held at its bound like any fixed column: HiGHS's presolve would drop it too, but the LP
     # takes a fifth longer over it. With no reduced cost, it is no MIP candidate, where it could hold nothing.
     relaxed = highs_run.run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
-                   time_limit_s=left(), gap=0.0)
+                            time_limit_s=left(), gap=0.0)
     if relaxed.values is None:
         return _LP_TIMEOUT
     lp_bound, lp_values = relaxed.bound, relaxed.values
@@ -233,7 +233,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
     else:
         start = _nothing_placed(model, base, free)
     best = highs_run.run(model, np.flatnonzero(free & candidates), base, integer=True, time_limit_s=left(), gap=stage_gap,
-                start=start)
+                         start=start)
     if best.values is None:  # out of time: the fractional units stay unplaced
         best = highs_run.Run(start, float(model.cost @ start), lp_bound, best.status)
     values = best.values if best.values is not None else start
@@ -245,7 +245,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
             and int((wider & model.integer).sum()) <= NEIGHBOURHOOD_MAX_COLUMNS
             and left() > 0 and wider.sum() > (free & candidates).sum()):
         again = highs_run.run(model, np.flatnonzero(wider), values, integer=True, time_limit_s=left(), gap=stage_gap,
-                     start=values)
+                              start=values)
         stages = 2
         if again.values is not None and again.objective < best.objective - 1e-9:
             best, values = again, again.values
@@ -261,7 +261,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
 def relaxation_bound(model: Model) -> float:
     """The LP relaxation's optimum: a proven lower bound on the model (benchmarks report it)."""
     run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=False,
-               time_limit_s=600.0, gap=0.0)
+                        time_limit_s=600.0, gap=0.0)
     if run.values is None:
         raise RuntimeError(f"the LP relaxation was not solved (status {run.status})")
     return run.bound
