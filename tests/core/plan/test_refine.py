@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from _pytest.monkeypatch import MonkeyPatch
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import highs_run
 from hybridctl.core.plan import solve as solve_module
@@ -19,14 +17,12 @@ from hybridctl.core.plan.formulation import formulate
 from hybridctl.core.plan.milp import Col, Model, with_row
 from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.units import PoolTable, build_units
-from inventory_gen import generate
+from support.generated import generated
 
 
 def _fleet(tmp_path: Path, workloads: int = 300, pools: int = 40) -> Inventory:
     # seed 1 of the generator leaves replicas unplaced: strict priority runs its stages
-    path = tmp_path / "inventory.yaml"
-    path.write_text(yaml.safe_dump(generate(workloads, pools, 1), sort_keys=False))
-    return load_inventory(path).inventory
+    return generated(tmp_path, workloads, pools, 1)
 
 
 def _model(inv: Inventory) -> Model:

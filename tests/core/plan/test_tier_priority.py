@@ -10,9 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from _pytest.monkeypatch import MonkeyPatch
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.plan import highs_run
 from hybridctl.core.plan import planner as planner_module
@@ -28,7 +26,7 @@ from hybridctl.core.plan.planner import PlanOptions, plan
 from hybridctl.core.plan.priority import by_priority
 from hybridctl.core.plan.solve import Solution, _nothing_placed
 from hybridctl.core.plan.units import PoolTable, Unit, build_units
-from inventory_gen import generate
+from support.generated import generated
 from test_planner_cases import cloud, inventory, onprem, owned, placed, rented, work
 
 
@@ -162,9 +160,7 @@ def test_a_generated_fleets_tier_stages_cut_short_keep_the_spec_order(tmp_path: 
 
     stage = priority_module._stage
     monkeypatch.setattr(priority_module, "_stage", cut_short)
-    path = tmp_path / "inventory.yaml"
-    path.write_text(yaml.safe_dump(generate(300, 40, 1), sort_keys=False))
-    inv = load_inventory(path).inventory
+    inv = generated(tmp_path, 300, 40, 1)
     result = plan(inv)
     assert result.solver.status == "time_limit" and result.unplaced
     assert check_plan(inv, result) == []

@@ -54,6 +54,7 @@ def priority_violations(inventory: Inventory, plan: Plan, rules: PairRules) -> l
         in_pool[pl.pool].append(pl)
         of_workload[pl.workload].append(pl)
     problems: list[str] = []
+    by_rank = _ByRank(in_pool)
     for missing in plan.unplaced:
         w = workloads.get(missing.workload)
         if w is None or missing.demand not in ("", w.name):
@@ -61,7 +62,7 @@ def priority_violations(inventory: Inventory, plan: Plan, rules: PairRules) -> l
         rank = _RANK[rules.tier(w)]
         for site in inventory.sites:
             for pool in site.pools:
-                blocked = _held_below(inventory, plan, w, rank, site, pool, in_pool, of_workload, rules)
+                blocked = _held_below(inventory, plan, w, rank, site, pool, by_rank, of_workload, rules)
                 if blocked:
                     problems.append(f"tier priority: {w.name} ({rules.tier(w)}) has a replica unplaced while "
                                     f"{blocked} in {pool.name}, where it fits")
@@ -72,15 +73,31 @@ def priority_violations(inventory: Inventory, plan: Plan, rules: PairRules) -> l
     return problems
 
 
+class _ByRank:
+    """A pool's placements split by a tier rank into those below it and the rest, in the pool's order, each
+    split made once: every unplaced workload asks it of every pool (80,700 times in 11 scenarios of a
+    10,000-workload drill, where splitting anew was a fifth of the drill's time)."""
+
+    def __init__(self, in_pool: Mapping[str, list[Placement]]) -> None:
+        self._in_pool = in_pool
+        self._split: dict[tuple[str, int], tuple[list[Placement], list[Placement]]] = {}
+
+    def split(self, pool: str, rank: int) -> tuple[list[Placement], list[Placement]]:
+        """(below `rank`, `rank` and above)."""
+        found = self._split.get((pool, rank))
+        if found is None:
+            here = self._in_pool.get(pool, [])
+            found = self._split[(pool, rank)] = ([pl for pl in here if _RANK.get(pl.tier, 0) > rank],
+                                                 [pl for pl in here if _RANK.get(pl.tier, 0) <= rank])
+        return found
+
+
 def _held_below(inventory: Inventory, plan: Plan, w: Workload, rank: int, site: Site, pool: Pool,
-                in_pool: Mapping[str, list[Placement]], of_workload: Mapping[str, list[Placement]],
-                rules: PairRules) -> str:
+                by_rank: _ByRank, of_workload: Mapping[str, list[Placement]], rules: PairRules) -> str:
     """What lower tiers hold in `pool` that one more replica of `w` could use ("" when nothing)."""
-    here = in_pool.get(pool.name, [])
-    below = [pl for pl in here if _RANK.get(pl.tier, 0) > rank]
+    below, ahead = by_rank.split(pool.name, rank)
     if not below or rules.violations(w, False, w.gpu.types, w.gpu.count, site, pool):
         return ""
-    ahead = [pl for pl in here if _RANK.get(pl.tier, 0) <= rank]
     capacity = pool.gpus if pool.gpus is not None else (pool.max_gpus or 0)
     need = w.gpu.count
     if committed(site, pool):
