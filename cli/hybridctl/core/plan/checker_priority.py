@@ -60,8 +60,11 @@ def priority_violations(inventory: Inventory, plan: Plan, rules: PairRules) -> l
         if w is None or missing.demand not in ("", w.name):
             continue  # federated trainers: a demand per site, not judged here
         rank = _RANK[rules.tier(w)]
+        holders = by_rank.held_below(rank)
         for site in inventory.sites:
             for pool in site.pools:
+                if pool.name not in holders:
+                    continue
                 blocked = _held_below(inventory, plan, w, rank, site, pool, by_rank, of_workload, rules)
                 if blocked:
                     problems.append(f"tier priority: {w.name} ({rules.tier(w)}) has a replica unplaced while "
@@ -81,6 +84,15 @@ class _ByRank:
     def __init__(self, in_pool: Mapping[str, list[Placement]]) -> None:
         self._in_pool = in_pool
         self._split: dict[tuple[str, int], tuple[list[Placement], list[Placement]]] = {}
+        self._held: dict[int, frozenset[str]] = {}
+
+    def held_below(self, rank: int) -> frozenset[str]:
+        """The pools where a tier below `rank` holds a placement (where _held_below can find anything)."""
+        found = self._held.get(rank)
+        if found is None:
+            found = self._held[rank] = frozenset(
+                pool for pool, here in self._in_pool.items() if any(_RANK.get(pl.tier, 0) > rank for pl in here))
+        return found
 
     def split(self, pool: str, rank: int) -> tuple[list[Placement], list[Placement]]:
         """(below `rank`, `rank` and above)."""
