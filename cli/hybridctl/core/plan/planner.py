@@ -156,7 +156,6 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
     result = _Assignment([], defaultdict(int), defaultdict(lambda: defaultdict(int)), 0.0, 0.0)
     moved = 0.0
     always_on_gpus: dict[int, int] = defaultdict(int)
-    whole_hours: dict[tuple[int, ...] | None, tuple[float, ...]] = {}
     for u, unit in enumerate(units):
         counts = solved.counts.get(u, {})
         egress_at = dict(zip(unit.eligible, unit.egress.tolist(), strict=True))
@@ -169,7 +168,7 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             result.assigned.append((demand, p, n))
             if week is not None:
                 result.segment_hours[(demand.key, p)] = segment_hours(unit, p, counts.get(p, n), week,
-                                                                      solved.hours.get(u, {}).get(p), whole_hours)
+                                                                      solved.hours.get(u, {}).get(p))
             result.used[p] += n * demand.gpu_count
             result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
             if week is None:  # a timed plan is priced by the week's rules, below

@@ -26,19 +26,13 @@ from hybridctl.core.plan.solve import (
     candidates_of,
     neighbourhood_of,
     units_of,
+    unsettled_of,
 )
-
-_INTEGRAL_TOL = 1e-6
-
-
-def _relaxed(model: Model, *, time_limit_s: float, basis: LpBasis | None) -> highs_run.Run:
-    return highs_run.run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
-                         time_limit_s=time_limit_s, gap=0.0, basis=basis)
 
 
 def lp_bound(model: Model, *, time_limit_s: float, basis: LpBasis | None = None) -> float:
     """The model's LP bound, -inf where the LP outran its time."""
-    relaxed = _relaxed(model, time_limit_s=time_limit_s, basis=basis)
+    relaxed = highs_run.relaxed(model, time_limit_s=time_limit_s, basis=basis)
     return relaxed.bound if relaxed.values is not None else -math.inf
 
 
@@ -68,7 +62,7 @@ def improve(model: Model, start: FloatArray, *, time_limit_s: float, gap: float,
     started = time.perf_counter()
     start_cost = float(model.cost @ start)
     if bound_first:
-        relaxed = _relaxed(model, time_limit_s=time_limit_s, basis=basis)
+        relaxed = highs_run.relaxed(model, time_limit_s=time_limit_s, basis=basis)
         if relaxed.values is not None and _within(start_cost, relaxed.bound, gap, model):
             return Solution(start, start_cost, min(relaxed.bound, start_cost), "optimal", "lp-bound",
                             time.perf_counter() - started)
@@ -98,7 +92,7 @@ def refine(model: Model, start: FloatArray, *, time_limit_s: float, gap: float,
     gap of the LP bound (optimal) or is not proven (gap_limit)."""
     started = time.perf_counter()
     start_cost = float(model.cost @ start)
-    relaxed = _relaxed(model, time_limit_s=time_limit_s, basis=basis)
+    relaxed = highs_run.relaxed(model, time_limit_s=time_limit_s, basis=basis)
     if relaxed.values is None or relaxed.reduced_costs is None:  # out of time: the start, with no bound
         return Solution(start, start_cost, -math.inf, relaxed.status, "lp-refine-start",
                         time.perf_counter() - started)
@@ -107,7 +101,7 @@ def refine(model: Model, start: FloatArray, *, time_limit_s: float, gap: float,
         return Solution(start, start_cost, min(bound, start_cost), "optimal", "lp-bound",
                         time.perf_counter() - started)
     place = model.kind == Col.PLACE
-    unsettled = place & ((np.abs(lp - np.round(lp)) > _INTEGRAL_TOL) | (np.abs(start - np.round(lp)) > 0.5))
+    unsettled = unsettled_of(model, lp, start)
     follow = model.unit >= model.demand_rows  # machines and gang switches belong to no unit
     reach = candidates_of(model, lp, relaxed.reduced_costs, CANDIDATES_PER_UNIT) | (place & (start > 0.5))
     free = (units_of(model, unsettled) | follow) & reach

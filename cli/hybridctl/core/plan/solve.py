@@ -114,12 +114,18 @@ def candidates_of(model: Model, lp_values: FloatArray, reduced_costs: FloatArray
     return keep
 
 
+def unsettled_of(model: Model, lp_values: FloatArray, values: FloatArray) -> BoolArray:
+    """Placement columns the LP splits, or where `values` differ from the LP rounded."""
+    unsettled: BoolArray = (model.kind == Col.PLACE) & ((np.abs(lp_values - np.round(lp_values)) > _INTEGRAL_TOL)
+                                                       | (np.abs(values - np.round(lp_values)) > 0.5))
+    return unsettled
+
+
 def neighbourhood_of(model: Model, free: BoolArray, lp_values: FloatArray, values: FloatArray) -> BoolArray:
     """The free units plus every unit with replicas in a pool where the LP split a replica or the
     restricted MIP moved one: the units that can make room where rounding lost it."""
     place = model.kind == Col.PLACE
-    unsettled = place & ((np.abs(lp_values - np.round(lp_values)) > _INTEGRAL_TOL)
-                         | (np.abs(values - np.round(lp_values)) > 0.5))
+    unsettled = unsettled_of(model, lp_values, values)
     pools = np.zeros(int(model.ref.max(initial=-1)) + 1, dtype=np.bool_)
     pools[model.ref[unsettled]] = True
     sharing = place & ((lp_values > _INTEGRAL_TOL) | (values > 0.5)) & pools[np.where(place, model.ref, 0)]
@@ -191,11 +197,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
     """The LP-guided route (the module's note), or why it gave no plan: the LP outran the time limit
     (_LP_TIMEOUT), or a timed start could not be repaired (_UNREPAIRED: the MIP is solved whole)."""
     started = time.perf_counter()
-    # A column its bounds fix (a placement on a pool the events emptied or pinned work fills: a fifth of a
-    # failover's) is held at its bound like any fixed column: HiGHS's presolve would drop it too, but the LP
-    # takes a fifth longer over it. With no reduced cost, it is no MIP candidate, where it could hold nothing.
-    relaxed = highs_run.run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
-                            time_limit_s=left(), gap=0.0)
+    relaxed = highs_run.relaxed(model, time_limit_s=left())
     if relaxed.values is None:
         return _LP_TIMEOUT
     lp_bound, lp_values = relaxed.bound, relaxed.values

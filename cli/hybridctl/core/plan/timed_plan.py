@@ -47,26 +47,17 @@ def replica_weekly_hours(unit: Unit, p: int) -> float:
     return min(unit.timing.weekly_hours * rework, unit.timing.window_hours)
 
 
-def segment_hours(unit: Unit, p: int, replicas: int, week: Week, hours: dict[int, float] | None,
-                  whole: dict[tuple[int, ...] | None, tuple[float, ...]] | None = None) -> tuple[float, ...]:
+def segment_hours(unit: Unit, p: int, replicas: int, week: Week,
+                  hours: dict[int, float] | None) -> tuple[float, ...]:
     """Hours each replica of the unit in pool p runs in each segment: its whole segments, or a
     deferrable replica's share of the hours the solver gave the column (`hours`: segment -> replica-
-    hours of all its replicas there), scaled to exactly H (the model only asks for at least H).
-    `whole`: the answers for whole-segment replicas so far, by their segments (a plan's 15,000 placements
-    run a few dozen sets of segments)."""
+    hours of all its replicas there), scaled to exactly H (the model only asks for at least H)."""
+    out = [0.0] * len(week.segments)
     timing = unit.timing
     if timing is None or not timing.deferrable:
-        key = timing.segments if timing is not None else None
-        found = whole.get(key) if whole is not None else None
-        if found is None:
-            runs = [0.0] * len(week.segments)
-            for s in (key if key is not None else range(len(week.segments))):
-                runs[s] = week.segments[s].hours
-            found = tuple(runs)
-            if whole is not None:
-                whole[key] = found
-        return found
-    out = [0.0] * len(week.segments)
+        for s in (timing.segments if timing is not None else range(len(week.segments))):
+            out[s] = week.segments[s].hours
+        return tuple(out)
     need = replica_weekly_hours(unit, p)
     if len(timing.segments) == 1:
         out[timing.segments[0]] = need
