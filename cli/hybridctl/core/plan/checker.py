@@ -1,7 +1,8 @@
 """An independent check of a plan against the inventory: every rule of the spec, re-derived.
 
 It shares no code with the solver's formulation nor with the planner's classification
-(checker_rules.py states the rules again from the spec), so a modelling mistake there shows up
+(checker_rules.py states the rules again from the spec; checker_pools.py, checker_time.py and
+checker_priority.py judge pools, the week and tier priority), so a modelling mistake there shows up
 here. The CLI runs it after every plan and every replan (a violation is a bug: exit 70), and
 the tests use it as their oracle.
 
@@ -23,24 +24,20 @@ from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.models import Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.nameindex import by_name
+from hybridctl.core.plan.checker_pools import PoolRules, PoolSums, PoolVerdict
 from hybridctl.core.plan.checker_priority import priority_violations
 from hybridctl.core.plan.checker_rules import (
-    ALWAYS_ON_HOURS,
     FIXED,
     TOLERANCE_USD,
     PairRules,
-    committed,
     demand_of,
-    per_node,
     placement_violations,
     pool_violations,
-    price_of,
     read_usd,
     revision2_pool_violations,
 )
 from hybridctl.core.plan.checker_time import time_problems
-from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
-from hybridctl.core.plan.pricing.rates import rework_factor
+from hybridctl.core.plan.model import DataMovement, Placement, Plan
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
@@ -80,15 +77,6 @@ class WorkloadVerdict:
 
 
 _CLEAN = WorkloadVerdict(())  # shared by the workloads that break no rule (most of a fleet)
-
-
-@dataclass(frozen=True)
-class PoolVerdict:
-    problems: tuple[str, ...]
-    committed_usd: float  # its share of each of the plan's cost parts, by the rules
-    pay_per_use_usd: float
-    idle_usd: float
-    amortized_usd: float
 
 
 @dataclass(frozen=True)
@@ -147,17 +135,6 @@ def _finished(parts: Generator[None, None, PlanCheck]) -> PlanCheck:
             return done.value  # type: ignore[no-any-return]
 
 
-class _PoolSums:
-    """What a pool's verdict adds up over the placements on it (_Rules._add)."""
-
-    __slots__ = ("always_on", "amortized", "own_machines", "own_usd", "used", "week")
-
-    def __init__(self) -> None:
-        self.used = self.always_on = self.own_machines = 0
-        self.own_usd = self.amortized = 0.0
-        self.week: list[tuple[tuple[float, ...], int, int]] = []  # timed: (hours per segment, GPUs, own machines)
-
-
 class _Rules:
     """One inventory's rules, indexed once for a check."""
 
@@ -169,7 +146,7 @@ class _Rules:
         self.datasets = {d.name: d for d in inventory.datasets}
         self.workloads = by_name(inventory.workloads, run_memo)  # read only, shared with the run's other checks
         self.pair = PairRules(inventory, self.datasets)
-        self._shapes: dict[str, tuple[int, float]] = {}  # pool -> GPUs per machine, price
+        self.pool_rules = PoolRules(self.pools)
 
     def checked(self, plan: Plan, workloads: Collection[str], pools: Collection[str],
                 known: PlanCheck | None) -> PlanCheck:
@@ -181,7 +158,7 @@ class _Rules:
         """checked(), pausing after each `workloads_per_step` workloads judged (None: never)."""
         placements = plan.placements
         of_workload: dict[str, list[Placement]] = defaultdict(list)
-        sums = {name: _PoolSums() for name in (self.pools if known is None else pools) if name in self.pools}
+        sums = {name: PoolSums() for name in (self.pools if known is None else pools) if name in self.pools}
         if known is None:  # every part, in one pass: the workloads' pass adds up the pools (_workload)
             for pl in placements:
                 if pl.pool in self.pools:
@@ -193,7 +170,7 @@ class _Rules:
             for pl in compress(placements, map(sums.__contains__, map(_POOL, placements))):
                 w = self.workloads.get(pl.workload)
                 if w is not None:
-                    self._add(sums[pl.pool], pl, w)
+                    self.pool_rules.add(sums[pl.pool], pl, w)
         unplaced = {u.demand or u.workload: u.replicas for u in plan.unplaced}
         movements = plan.data_movements
         planned: dict[str, list[float]] = defaultdict(list)
@@ -214,7 +191,7 @@ class _Rules:
         lengths = [s.end_hour - s.start_hour for s in plan.segments]
         by_pool = dict(known.pools) if known else {}
         for name, pool_sums in sums.items():
-            by_pool[name] = self._pool(name, pool_sums, reported.get(name), lengths=lengths)
+            by_pool[name] = self.pool_rules.verdict(name, pool_sums, reported.get(name), lengths=lengths)
         candidates = {*workloads, *(known.searched if known else ())}
         searched = frozenset(name for name in candidates if name in by_workload and by_workload[name].searched)
         # with names unchanged and a clean reference, only the parts named again can hold unknown names
@@ -278,7 +255,7 @@ class _Rules:
         return known
 
     def _workload(self, w: Workload, placed: Sequence[Placement], unplaced: Mapping[str, int],
-                  planned_usd: Sequence[float], sums: Mapping[str, _PoolSums] | None) -> WorkloadVerdict:
+                  planned_usd: Sequence[float], sums: Mapping[str, PoolSums] | None) -> WorkloadVerdict:
         """Reads the workload, its placements, its unplaced replicas and planned data movements, the
         policies, its datasets, the sites and pools it is placed on and its datasets' holders (and,
         on the spread's slow path, every site and pool). Adds its placements to the pools' `sums`."""
@@ -309,7 +286,7 @@ class _Rules:
             sites_used.add(site.name)
             compute += cost
             if sums is not None:
-                self._add(sums[pl.pool], pl, w)
+                self.pool_rules.add(sums[pl.pool], pl, w)
         movement = 0.0
         keys = self._demands(w) if federated else [name]
         if not federated:
@@ -357,66 +334,6 @@ class _Rules:
             return f"spread: {w.name} spans {len(domains)} failure domains, needs {required}", True
         return "", True
 
-    def _add(self, sums: _PoolSums, pl: Placement, w: Workload) -> None:
-        """A placement's part of its pool's sums: GPUs, always-on GPUs, other replicas' own machines and
-        their cost, and the amortized cost."""
-        sums.used += pl.gpus
-        if pl.replicas <= 0:
-            return
-        shape = self._shapes.get(pl.pool)
-        if shape is None:
-            site, pool = self.pools[pl.pool]
-            shape = self._shapes[pl.pool] = (per_node(site, pool), price_of(pool))
-        gpus_per_node, price = shape
-        site, pool = self.pools[pl.pool]
-        hours = w.hours * rework_factor(w, site, pool, w.hours)  # the spec's rework, priced by pricing/
-        sums.amortized += pl.gpus * hours * price
-        machines = pl.replicas * -(-(pl.gpus // pl.replicas) // gpus_per_node)
-        if pl.segment_hours:
-            sums.week.append((pl.segment_hours, pl.gpus, machines))
-        if hours == ALWAYS_ON_HOURS:
-            sums.always_on += pl.gpus
-        else:
-            sums.own_machines += machines
-            sums.own_usd += machines * gpus_per_node * hours * price
-
-    def _pool(self, name: str, sums: _PoolSums, reported: PoolUsage | None, *,
-              lengths: Sequence[float] = ()) -> PoolVerdict:
-        """Whole machines in pay-per-use pools (quota and machine counts) and committed constants. Reads the
-        pool, its site, the placements on it (their sums), their workloads' hours and the plan's report."""
-        site, pool = self.pools[name]
-        gpus_per_node, price = per_node(site, pool), price_of(pool)
-        capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
-        used, always_on, own_machines, own_usd, amortized = (sums.used, sums.always_on, sums.own_machines,
-                                                              sums.own_usd, sums.amortized)
-        timed = bool(lengths)
-        problems: list[str] = []
-        if used > capacity and not timed:
-            problems.append(f"pool {name}: {used} GPUs used, capacity {capacity}")
-        committed_usd = pay_per_use_usd = idle_usd = 0.0
-        if committed(site, pool):
-            usd = committed_usd = capacity * ALWAYS_ON_HOURS * price
-            idle_usd = usd - amortized
-            machines = -(-capacity // gpus_per_node)
-        else:
-            shared = -(-always_on // gpus_per_node)
-            machines = shared + own_machines
-            usd = pay_per_use_usd = shared * gpus_per_node * ALWAYS_ON_HOURS * price + own_usd
-            if timed:  # paid by the segment (revision 3): the week's machine-hours, every week of the month
-                machine_hours, machines = _week_machines(sums, gpus_per_node, lengths)
-                usd = pay_per_use_usd = machine_hours * 730 / 168 * gpus_per_node * price
-            if machines > capacity // gpus_per_node and not timed:
-                problems.append(f"whole machines: pool {name} runs {machines} machines of {gpus_per_node} GPUs, "
-                                f"its quota of {capacity} GPUs allows {capacity // gpus_per_node}")
-        if reported is None:
-            problems.append(f"pool {name}: missing from the plan's pools")
-        else:
-            if reported.machines != machines:
-                problems.append(f"machines: pool {name} reports {reported.machines}, the placements need {machines}")
-            if abs(reported.usd_per_month - usd) > TOLERANCE_USD:
-                problems.append(f"pool cost: pool {name} reports {reported.usd_per_month:.2f}, the rules give {usd:.2f}")
-        return PoolVerdict(tuple(problems), committed_usd, pay_per_use_usd, idle_usd, amortized)
-
     def _totals(self, plan: Plan, pools: Mapping[str, PoolVerdict]) -> Iterable[str]:
         """The plan's cost parts under its cost model, from the pools' shares (summed in inventory order)."""
         model = self.inventory.policies.cost_model.value
@@ -436,25 +353,6 @@ class _Rules:
             if abs(got_usd - want) > slack:
                 yield f"{label} cost: plan says {got_usd:.2f}, the rules give {want:.2f}"
         yield from priority_violations(self.inventory, plan, self.pair)
-
-
-def _week_machines(sums: _PoolSums, gpus_per_node: int, lengths: Sequence[float]) -> tuple[float, int]:
-    """A pay-per-use pool's machine-hours in the plan's week, and the most machines a segment runs: in each
-    segment, the replicas that run it whole share ceil(their GPUs / GPUs per machine) machines; the others
-    run their own for their hours (and may all run at once)."""
-    whole = [0] * len(lengths)
-    running = [0] * len(lengths)
-    own = 0.0
-    for hours, gpus, machines in sums.week:
-        for s, h in enumerate(hours[:len(lengths)]):
-            if h >= lengths[s] - 1e-9:
-                whole[s] += gpus
-            elif h > 0:
-                own += machines * h
-                running[s] += machines
-    shared = [-(-g // gpus_per_node) for g in whole]
-    return (own + sum(m * length for m, length in zip(shared, lengths, strict=True)),
-            max((m + r for m, r in zip(shared, running, strict=True)), default=0))
 
 
 def check_budget(inventory: Inventory, plan: Plan) -> list[str]:
