@@ -10,6 +10,8 @@ not a machine each, as the month's rule for part-time replicas would count them.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import plan
@@ -61,8 +63,22 @@ def test_the_showback_shares_add_up_to_the_pools_cash(planned: Plan) -> None:
 
 def test_a_showback_lines_gpus_are_the_most_it_holds_at_once(planned: Plan) -> None:
     # the owned a-h100 holds day-service by day and the fine-tune and the evaluation at night: 16 GPUs, not 32
-    by_pool = {line.key: line.gpus for line in showback(planned, CostDimension.pool)}
-    assert by_pool == {**{u.pool: u.used_gpus for u in planned.pools}, IDLE_COMMITTED: 0}
+    lines = {line.key: line for line in showback(planned, CostDimension.pool)}
+    by_pool = {key: line.gpus for key, line in lines.items()}
+    assert {k: v for k, v in by_pool.items() if k != IDLE_COMMITTED} == {u.pool: u.used_gpus for u in planned.pools}
     assert by_pool["a-h100"] == 16 and sum(p.gpus for p in planned.placements if p.pool == "a-h100") == 32
     by_workload = {line.key: line.gpus for line in showback(planned, CostDimension.workload)}
     assert by_workload["day-service"] == 36  # all nine replicas by day
+
+
+def test_the_idle_committed_line_holds_the_most_gpus_idle_at_once(planned: Plan) -> None:
+    # both owned pools are full in some segment, so capacity less the peak said 0 GPUs beside $17,449.52 of idle
+    # GPU-hours; the weekend segment holds 3.17 of a-h100's 16 GPUs and none of b-h100's 8: 20.8 idle at once
+    [idle] = [line for line in showback(planned, CostDimension.pool) if line.key == IDLE_COMMITTED]
+    assert all(u.used_gpus == u.capacity_gpus for u in planned.pools if u.committed)
+    weeks = {w.pool: w for w in pool_weeks(planned)}
+    at_once = [sum(u.capacity_gpus - weeks[u.pool].gpus[s] for u in planned.pools if u.committed)
+               for s in range(len(planned.segments))]
+    assert idle.gpus == 21 == math.ceil(max(at_once))
+    idle_usd = sum(u.usd_per_month - u.amortized_usd_per_month for u in planned.pools if u.committed)
+    assert idle.total_usd_per_month == pytest.approx(idle_usd, abs=0.01) and idle_usd > 0

@@ -19,7 +19,7 @@ from enum import StrEnum
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.cents import allocate_cents, to_cents
 from hybridctl.core.plan.pricing.shares import placement_shares
-from hybridctl.core.plan.weekusage import peak_gpus
+from hybridctl.core.plan.weekusage import idle_committed_gpus, peak_gpus
 
 IDLE_COMMITTED = "(idle committed)"
 NO_TEAM = "(no team)"
@@ -96,7 +96,7 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
                                           lambda p: key_of(p.workload, p.site, p.pool, p.tier)))
     if plan.cost_model == "cash" and any(p.committed for p in plan.pools):
         total[IDLE_COMMITTED] = sum(p.usd_per_month - p.amortized_usd_per_month for p in plan.pools if p.committed)
-        gpus[IDLE_COMMITTED] = sum(p.capacity_gpus - p.used_gpus for p in plan.pools if p.committed)
+        gpus[IDLE_COMMITTED] = idle_committed_gpus(plan)
     total_cents = allocate_cents(total, to_cents(plan.total_usd_per_month))
     data_cents = allocate_cents(data, to_cents(plan.data_usd_per_month))
     lines = [CostLine(k, gpus.get(k, 0), (total_cents[k] - data_cents.get(k, 0)) / 100, data_cents.get(k, 0) / 100,
