@@ -73,25 +73,10 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
         floor = float(gpu_hours[cols] @ staged.lower[cols])
         short = float(gpu_hours[cols] @ values[cols])
         if short > floor + _TOL:  # not provably best yet: solve for this tier alone
-            left = time_limit_s - (time.perf_counter() - started)
             tier_cost = np.zeros(staged.columns)
             tier_cost[cols] = gpu_hours[cols]
-            tier_model = _costed(staged, tier_cost, 0.0)
-            if whole:
-                stage = _stage(tier_model, values, time_limit_s=max(left / 3, 0.5), gap=0.0)
-                values, status = stage.values, stage.status
-                if status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
-                    left = time_limit_s - (time.perf_counter() - started)
-                    values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left / 3, 0.5))
-            else:  # the neighbourhood of the short replicas first, which the LP often proves (refine.py)
-                values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left / 3, 0.5))
-                status = _proven(tier_model, values, time_limit_s - (time.perf_counter() - started), first)
-                # the spec's order made exact by the whole MIP from the local answer, where it can end: on the
-                # 10,000-workload fleets (52,000 columns and more) it never proved a tier stage in the time
-                if status == "gap_limit" and staged.columns <= NEIGHBOURHOOD_MAX_COLUMNS:
-                    left = time_limit_s - (time.perf_counter() - started)
-                    stage = _stage(tier_model, values, time_limit_s=max(left / 3, 0.5), gap=0.0)
-                    values, status = stage.values, stage.status
+            values, status = _tier_stage(_costed(staged, tier_cost, 0.0), values, cols, rank, r, whole, first,
+                                         until=started + time_limit_s)
             short = float(gpu_hours[cols] @ values[cols])
             statuses.append(status)
         staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
@@ -115,6 +100,31 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
     bound = max(first.bound, final.bound + penalties)
     return Solution(final.values, float(model.cost @ final.values), bound, worst,
                     "priority-stages", time.perf_counter() - started + first.seconds)
+
+
+def _tier_stage(tier_model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, whole: bool,
+                first: Solution, *, until: float) -> tuple[FloatArray, str]:
+    """Tier `r`'s stage (its short GPU-hours the cost), from `values`, by the first answer's means."""
+    def left() -> float:
+        return until - time.perf_counter()
+
+    def whole_mip(start: FloatArray) -> tuple[FloatArray, str]:
+        stage = _stage(tier_model, start, time_limit_s=max(left() / 3, 0.5), gap=0.0)
+        return stage.values, stage.status
+
+    if whole:
+        values, status = whole_mip(values)
+        if status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
+            values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left() / 3, 0.5))
+        return values, status
+    # the neighbourhood of the short replicas first, which the LP often proves (refine.py)
+    values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left() / 3, 0.5))
+    status = _proven(tier_model, values, left(), first)
+    # the spec's order made exact by the whole MIP from the local answer, where it can end: on the 10,000-workload
+    # fleets (52,000 columns and more) it never proved a tier stage in the time
+    if status == "gap_limit" and tier_model.columns <= NEIGHBOURHOOD_MAX_COLUMNS:
+        return whole_mip(values)
+    return values, status
 
 
 def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False,

@@ -47,6 +47,8 @@ def pool_usage(pools: Sequence[PoolInfo], placements: Iterable[Placement],
             continue
         used[pl.pool] += pl.gpus
         amortized[pl.pool] += pl.usd_per_month
+        if segments:  # a timed plan's machines and cash are its week's (below)
+            continue
         per_replica = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
         if is_always_on(pl.hours_per_month):
             always_on_gpus[pl.pool] += pl.gpus
