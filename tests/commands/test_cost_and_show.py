@@ -32,7 +32,11 @@ def test_cost_of_an_inventory_equals_cost_of_its_plan(tmp_path: Path) -> None:
     from_inventory = run_cli("cost", ENTERPRISE, "--by", "site", "--format", "csv").stdout
     assert from_plan == from_inventory
     rows = list(csv.DictReader(io.StringIO(from_plan)))
-    assert rows[0].keys() == {"site", "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month"}
+    assert list(rows[0].keys()) == ["site", "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month",
+                                    "gpu_hours_per_month", "idle_pay_per_use_usd_per_month"]  # the later two added last
+    for column in ("total_usd_per_month", "gpu_hours_per_month"):  # every line adds up, the GPU-hours as the dollars
+        assert round(sum(float(r[column]) for r in rows), 2) == round(sum(float(r[column]) for r in csv.DictReader(
+            io.StringIO(run_cli("cost", str(out), "--by", "team", "--format", "csv").stdout))), 2)
     totals = [float(r["total_usd_per_month"]) for r in rows]
     assert totals == sorted(totals, reverse=True)  # dearest first
     assert "(idle committed)" in {r["site"] for r in rows}  # cash: the owned capacity nobody uses has its line

@@ -148,6 +148,7 @@ def cost(
     if output_format is CostFormat.json:
         typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,
                                "lines": [{by.value: line.key, "gpus": line.gpus,
+                                          "gpu_hours_per_month": line.gpu_hours_per_month,
                                           "compute_usd_per_month": line.compute_usd_per_month,
                                           "idle_pay_per_use_usd_per_month": line.idle_usd_per_month,
                                           "data_usd_per_month": line.data_usd_per_month,
@@ -156,10 +157,13 @@ def cost(
     elif output_format is CostFormat.csv:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow([by.value, "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month"])
+        # columns added at the end (gpu_hours_per_month, idle_pay_per_use_usd_per_month): a reader by position still reads
+        writer.writerow([by.value, "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month",
+                         "gpu_hours_per_month", "idle_pay_per_use_usd_per_month"])
         for line in lines:
             writer.writerow([line.key, line.gpus, f"{line.compute_usd_per_month:.2f}", f"{line.data_usd_per_month:.2f}",
-                             f"{line.total_usd_per_month:.2f}"])
+                             f"{line.total_usd_per_month:.2f}", f"{line.gpu_hours_per_month:.2f}",
+                             f"{line.idle_usd_per_month:.2f}"])
         typer.echo(buffer.getvalue(), nl=False)
     else:
         console = stdout()

@@ -34,9 +34,11 @@ def render_classification(console: Console, decisions: list[TierDecision]) -> No
 
 
 def print_cost_table(console: Console, title: str, lines: list[CostLine], label: str) -> None:
-    # idle/mo: of the compute, the pay-per-use machines' GPUs no replica uses, carried where they are paid
-    print_table(console, title, (label, "GPUs>", "compute/mo>", "of it idle>", "data/mo>", "total/mo>"),
-                [(line.key, str(line.gpus), usd(line.compute_usd_per_month), usd(line.idle_usd_per_month),
+    # GPU-h/mo, not GPUs: GPU-hours add up across lines and views as the dollars do (work taking turns on the same
+    # GPUs, or a part-time replica, has no one GPU count that does). idle/mo: of the compute, the pay-per-use
+    # machines' GPUs no replica uses, carried where they are paid
+    print_table(console, title, (label, "GPU-h/mo>", "compute/mo>", "of it idle>", "data/mo>", "total/mo>"),
+                [(line.key, f"{line.gpu_hours_per_month:,.0f}", usd(line.compute_usd_per_month), usd(line.idle_usd_per_month),
                   usd(line.data_usd_per_month), usd(line.total_usd_per_month)) for line in lines])
 
 

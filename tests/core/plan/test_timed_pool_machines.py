@@ -10,8 +10,6 @@ not a machine each, as the month's rule for part-time replicas would count them.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.planner import plan
@@ -71,14 +69,23 @@ def test_a_showback_lines_gpus_are_the_most_it_holds_at_once(planned: Plan) -> N
     assert by_workload["day-service"] == 36  # all nine replicas by day
 
 
-def test_the_idle_committed_line_holds_the_most_gpus_idle_at_once(planned: Plan) -> None:
-    # both owned pools are full in some segment, so capacity less the peak said 0 GPUs beside $17,449.52 of idle
-    # GPU-hours; the weekend segment holds 3.17 of a-h100's 16 GPUs and none of b-h100's 8: 20.8 idle at once
+def test_the_idle_committed_gpu_hours_are_what_its_dollars_pay_for(planned: Plan) -> None:
+    # both owned pools are full in some segment: their idle GPUs are 0, beside $17,449.52 of idle GPU-hours (the
+    # weekend and the nights); the line's GPU-hours are those hours, at the pools' prices its dollars
     [idle] = [line for line in showback(planned, CostDimension.pool) if line.key == IDLE_COMMITTED]
-    assert all(u.used_gpus == u.capacity_gpus for u in planned.pools if u.committed)
+    assert idle.gpus == 0 and all(u.used_gpus == u.capacity_gpus for u in planned.pools if u.committed)
     weeks = {w.pool: w for w in pool_weeks(planned)}
-    at_once = [sum(u.capacity_gpus - weeks[u.pool].gpus[s] for u in planned.pools if u.committed)
-               for s in range(len(planned.segments))]
-    assert idle.gpus == 21 == math.ceil(max(at_once))
-    idle_usd = sum(u.usd_per_month - u.amortized_usd_per_month for u in planned.pools if u.committed)
-    assert idle.total_usd_per_month == pytest.approx(idle_usd, abs=0.01) and idle_usd > 0
+    idle_hours = {u.pool: sum(weeks[u.pool].idle_gpu_hours) * 730 / 168 for u in planned.pools if u.committed}
+    assert idle.gpu_hours_per_month == pytest.approx(sum(idle_hours.values()), abs=0.01) and idle.gpu_hours_per_month > 0
+    price = {u.pool: u.usd_per_gpu_hour for u in planned.pools}
+    assert idle.total_usd_per_month == pytest.approx(sum(h * price[p] for p, h in idle_hours.items()), abs=0.01)
+
+
+def test_the_gpu_hours_add_up_alike_in_every_view(planned: Plan) -> None:
+    # GPUs held at once do not add up across lines (work takes turns on the same GPUs); GPU-hours do, as dollars do
+    totals = {by: sum(line.gpu_hours_per_month for line in showback(planned, by)) for by in CostDimension}
+    assert len({round(t, 2) for t in totals.values()}) == 1, totals  # to the hundredth, as dollars to the cent
+    committed = sum(u.capacity_gpus for u in planned.pools if u.committed) * 730
+    rented = sum(p.gpus * p.hours_per_month for p in planned.placements
+                 if not next(u for u in planned.pools if u.pool == p.pool).committed)
+    assert totals[CostDimension.tier] == pytest.approx(committed + rented, abs=0.05)

@@ -52,20 +52,6 @@ def peak_gpus(placements: Iterable[Placement], lengths: Sequence[float],
             for name, by_segment in _gpus_by_segment(placements, lengths, key).items()}
 
 
-def idle_committed_gpus(plan: Plan) -> int:
-    """The committed pools' GPUs idle at once, showback's `(idle committed)` line: capacity less what is used; in
-    a timed plan the most idle in any segment, as the other lines show the most they hold at once. A reserved
-    pool full by day and idle at night counts its idle nights' GPUs (its idle dollars), not 0."""
-    committed = [u for u in plan.pools if u.committed]
-    if not plan.segments:
-        return sum(u.capacity_gpus - u.used_gpus for u in committed)
-    lengths = [s.hours for s in plan.segments]
-    held = _gpus_by_segment(plan.placements, lengths)
-    none = [0.0] * len(lengths)
-    idle = [sum(max(u.capacity_gpus - held.get(u.pool, none)[s], 0.0) for u in committed) for s in range(len(lengths))]
-    return math.ceil(max(idle, default=0.0) - 1e-6)
-
-
 @dataclass(frozen=True)
 class MachineWeek:
     """A pay-per-use pool's machines over a timed plan's week, by the spec's rule: in each segment the replicas

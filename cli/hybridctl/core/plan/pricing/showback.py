@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.cents import allocate_cents, to_cents
 from hybridctl.core.plan.pricing.shares import placement_shares
-from hybridctl.core.plan.weekusage import idle_committed_gpus, peak_gpus
+from hybridctl.core.plan.weekusage import peak_gpus
 
 IDLE_COMMITTED = "(idle committed)"
 NO_TEAM = "(no team)"
@@ -38,10 +39,16 @@ class CostDimension(StrEnum):
 @dataclass(frozen=True)
 class CostLine:
     key: str
+    # GPUs: its placements' (in a timed plan the most they hold at once); the idle committed line's, the committed
+    # GPUs no placement holds. Neither adds up across lines in a timed plan: work takes turns on the same GPUs.
     gpus: int
     compute_usd_per_month: float  # compute at the pools' rates, plus its share of machine rounding under cash
     data_usd_per_month: float
     idle_usd_per_month: float = 0.0  # of the compute: pay-per-use machine rounding (idle GPUs) it carries
+    # GPU-hours a month: its placements' (replicas x GPUs x hours, rework included: what the compute prices); the
+    # idle committed line's, the committed GPU-hours no placement uses (what its dollars pay for). They add up
+    # across lines and views to the plan's GPU-hours, as the dollars do.
+    gpu_hours_per_month: float = 0.0
 
     @property
     def total_usd_per_month(self) -> float:
@@ -79,12 +86,14 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
     data: dict[str, float] = defaultdict(float)
     idle: dict[str, float] = defaultdict(float)
     gpus: dict[str, int] = defaultdict(int)
+    gpu_hours: dict[str, float] = defaultdict(float)
     first_pool_at: dict[tuple[str, str], str] = {}
     for p, share in zip(plan.placements, placement_shares(plan), strict=True):
         key = key_of(p.workload, p.site, p.pool, p.tier)
         total[key] += share
         idle[key] += share - p.usd_per_month
         gpus[key] += p.gpus
+        gpu_hours[key] += p.gpus * p.hours_per_month
         first_pool_at.setdefault((p.workload, p.site), p.pool)
     for m in plan.data_movements:
         pool = first_pool_at.get((m.workload, m.to_site), "")
@@ -96,12 +105,26 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
                                           lambda p: key_of(p.workload, p.site, p.pool, p.tier)))
     if plan.cost_model == "cash" and any(p.committed for p in plan.pools):
         total[IDLE_COMMITTED] = sum(p.usd_per_month - p.amortized_usd_per_month for p in plan.pools if p.committed)
-        gpus[IDLE_COMMITTED] = idle_committed_gpus(plan)
+        gpus[IDLE_COMMITTED] = sum(p.capacity_gpus - p.used_gpus for p in plan.pools if p.committed)
+        gpu_hours[IDLE_COMMITTED] = idle_committed_gpu_hours(plan)
     total_cents = allocate_cents(total, to_cents(plan.total_usd_per_month))
+    # GPU-hours in hundredths, rounded together as the dollars are: every view adds up to the same total
+    hours = allocate_cents(gpu_hours, to_cents(sum(p.gpus * p.hours_per_month for p in plan.placements)
+                                               + gpu_hours.get(IDLE_COMMITTED, 0.0)))
     data_cents = allocate_cents(data, to_cents(plan.data_usd_per_month))
     lines = [CostLine(k, gpus.get(k, 0), (total_cents[k] - data_cents.get(k, 0)) / 100, data_cents.get(k, 0) / 100,
-                      round(idle.get(k, 0.0), 2)) for k in total_cents]
+                      round(idle.get(k, 0.0), 2), hours.get(k, 0) / 100) for k in total_cents]
     return sorted(lines, key=lambda line: (-line.total_usd_per_month, line.key))
+
+
+def idle_committed_gpu_hours(plan: Plan) -> float:
+    """The committed pools' GPU-hours a month no placement uses: capacity x 730 less the GPU-hours placed there (the
+    hours part-time work leaves included), what the idle committed dollars pay for."""
+    committed = {p.pool: float(p.capacity_gpus * DEFAULT_REALTIME_HOURS) for p in plan.pools if p.committed}
+    for pl in plan.placements:
+        if pl.pool in committed:
+            committed[pl.pool] -= pl.gpus * pl.hours_per_month
+    return sum(max(hours, 0.0) for hours in committed.values())
 
 
 def committed_compute(plan: Plan, by: CostDimension) -> dict[str, float]:
@@ -142,7 +165,8 @@ def placement_costs(plan: Plan) -> PlacementCosts:
 def showback_document(plan: Plan) -> dict[str, object]:
     """The plan's showback by workload as JSON (plan --format json): the lines add up to the total."""
     return {"by": CostDimension.workload.value, "total_usd_per_month": plan.total_usd_per_month,
-            "lines": [{"workload": line.key, "gpus": line.gpus, "compute_usd_per_month": line.compute_usd_per_month,
+            "lines": [{"workload": line.key, "gpus": line.gpus, "gpu_hours_per_month": line.gpu_hours_per_month,
+                        "compute_usd_per_month": line.compute_usd_per_month,
                        "idle_pay_per_use_usd_per_month": line.idle_usd_per_month,
                        "data_usd_per_month": line.data_usd_per_month, "total_usd_per_month": line.total_usd_per_month}
                       for line in showback(plan, CostDimension.workload)]}
