@@ -39,6 +39,7 @@ from hybridctl.core.plan.pricing.rates import (
 )
 from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
 from hybridctl.core.plan.priority import by_priority, needs_stages
+from hybridctl.core.plan.reason_tallies import pool_tallies
 from hybridctl.core.plan.segment_classes import column_segment_hours, segment_classes
 from hybridctl.core.plan.solve import solve
 from hybridctl.core.plan.tiers import classify_workload
@@ -102,8 +103,6 @@ class _Assignment:
     """The solver's answer handed back to demands, and its objective by the spec's rules."""
 
     assigned: list[tuple[Demand, int, int]]  # (demand, pool, replicas)
-    used: dict[int, int]
-    used_by_tier: dict[int, dict[str, int]]
     objective: float
     penalty: float
     segment_hours: dict[tuple[str, int], tuple[float, ...]] = field(default_factory=dict)  # (demand, pool) -> hours
@@ -153,7 +152,7 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
     """Hand replicas back to demands and price the result as the model counts it: compute under
     the cost model (pay-per-use always-on machines per pool), data movement once per site, the
     penalty on unplaced replicas and the stability term."""
-    result = _Assignment([], defaultdict(int), defaultdict(lambda: defaultdict(int)), 0.0, 0.0)
+    result = _Assignment([], 0.0, 0.0)
     moved = 0.0
     always_on_gpus: dict[int, int] = defaultdict(int)
     for u, unit in enumerate(units):
@@ -169,8 +168,6 @@ def _assign(units: list[Unit], solved: _Solved, pools: list[PoolInfo], table: Po
             if week is not None:
                 result.segment_hours[(demand.key, p)] = segment_hours(unit, p, counts.get(p, n), week,
                                                                       solved.hours.get(u, {}).get(p))
-            result.used[p] += n * demand.gpu_count
-            result.used_by_tier[p][demand.tier.value] += n * demand.gpu_count
             if week is None:  # a timed plan is priced by the week's rules, below
                 result.objective += objective_usd_per_month(demand, pools[p], n, cash)
             if not pools[p].committed and is_always_on(demand.hours):
@@ -234,19 +231,10 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
             solved, result = exact, exact_result
         else:
             solved.bound = exact.bound
-    used, used_by_tier = result.used, result.used_by_tier
-
-    # whole machines per pay-per-use pool, for the explanations (committed pools count GPUs)
-    machines: dict[int, int] = defaultdict(int)
-    always_on_gpus: dict[int, int] = defaultdict(int)
-    for demand, p, n in result.assigned:
-        if not pools[p].committed:
-            if is_always_on(demand.hours):
-                always_on_gpus[p] += n * demand.gpu_count
-            else:
-                machines[p] += n * whole_machines(demand.gpu_count, pools[p].gpus_per_node)
-    for p, gpus in always_on_gpus.items():
-        machines[p] += whole_machines(gpus, pools[p].gpus_per_node)
+    # what the reasons count of each pool (in a timed plan, its busiest segment: reason_tallies.py)
+    tallies = pool_tallies(result.assigned, pools, result.segment_hours,
+                           [s.hours for s in week.segments] if week is not None and week.timed else ())
+    used, used_by_tier, machines = tallies.used, tallies.used_by_tier, tallies.machines
     holders: dict[int, dict[str, int]] = defaultdict(dict)  # who holds each pool's GPUs, for the reasons
     for demand, p, n in result.assigned:
         name = demand.workload.name
