@@ -21,3 +21,14 @@ def test_an_untimed_plan_has_no_strip() -> None:
     from hybridctl.paths import inventories_dir
 
     assert week_strip_lines(plan(load_inventory(inventories_dir() / "cloud-burst.yaml").inventory)) == []
+
+
+def test_a_pool_holding_a_sliver_of_its_gpus_shows_it() -> None:
+    # the enterprise fleet's euc1-p5-od holds 2 of its 128 GPUs in the working day: a blank cell read as nothing held
+    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.paths import inventories_dir
+
+    lines = week_strip_lines(plan(load_inventory(inventories_dir() / "enterprise").inventory, options=WEEK))
+    [row] = [line for line in lines if line.startswith("euc1-p5-od ")]
+    cells = row[len(lines[0]) - 56:]
+    assert len(cells) == 56 and " " not in cells and "▁" in cells

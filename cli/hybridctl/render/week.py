@@ -34,7 +34,9 @@ def week_strip_lines(plan: Plan) -> list[str]:
             gpu_hours = sum(g * max(0.0, min(end, s.end_hour) - max(start, s.start_hour))
                             for g, s in zip(week.gpus, plan.segments, strict=True))
             share = gpu_hours / max(capacity.get(week.pool, 0) * _CELL_HOURS, 1e-9)
-            cells.append(_SHADES[min(len(_SHADES) - 1, round(share * (len(_SHADES) - 1)))] if gpu_hours > 0 else "·")
+            # a share under 1/16 still shows (▁): a blank cell read as nothing held beside the `·` that means it
+            cells.append(_SHADES[min(len(_SHADES) - 1, max(1, round(share * (len(_SHADES) - 1))))] if gpu_hours > 0
+                         else "·")
         rows.append((f"{week.pool} {capacity.get(week.pool, 0)} GPUs", "".join(cells)))
     if not rows:
         return []
