@@ -97,9 +97,15 @@ def test_the_runbook_shows_cash_beside_the_capacity_lost_and_its_rows_add_up(hos
                                   "2 GPUs ($1,460.00/month, still paid)")
     assert cash_text(runbook) in runbook_markdown(runbook)
     assert "Cash change by team: emergency +$5,840.00." in runbook_markdown(runbook)
-    summary = runbook_to_dict(runbook)["summary"]
+    document = runbook_to_dict(runbook)
+    summary = document["summary"]
     assert (summary["usd_per_month_delta"], summary["committed_lost"], summary["usd_per_month_delta_by_team"]) == (
         5840.0, {"gpus": 2, "usd_per_month": 1460.0}, {"emergency": 5840.0})
+    # the after plan is priced over what is left (the lost pools at 0): with the lost capacity still paid, it is the
+    # summary's "after", never a saving (an audit read two "after" totals in one runbook)
+    after_plan = document["after_plan"]["total_usd_per_month"]
+    assert (after_plan, summary["usd_per_month_after"]) == (32030.0, 33490.0)
+    assert round(after_plan + summary["committed_lost"]["usd_per_month"], 2) == summary["usd_per_month_after"]
 
 
 def test_work_that_stays_where_it_is_is_the_unlisted_part_of_the_change(hospital) -> None:
