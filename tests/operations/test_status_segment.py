@@ -93,7 +93,8 @@ def test_an_untimed_plan_shows_no_segment(tmp_path: Path) -> None:
     assert shown.code == 0 and "segment" not in shown.stdout and "should be running" not in shown.stdout
 
 
-@pytest.mark.parametrize("at", ["tomorrow", "2026-11-30T10:00"])
+# the last two overflowed in UTC (exit 70)
+@pytest.mark.parametrize("at", ["tomorrow", "2026-11-30T10:00", "9999-12-31T23:59-14:00", "0001-01-01T00:00+14:00"])
 def test_a_moment_that_is_not_one(state: str, at: str) -> None:
     result = run_cli("status", "--state", state, "--no-drift", "--at", at)
     assert result.code == int(ExitCode.USAGE) and "--at" in result.output and "Traceback" not in result.output

@@ -29,6 +29,10 @@ def parse_moment(text: str) -> datetime | None:
         raise UsageError(f"--at: '{text}' is not an ISO 8601 date-time", hint=_HINT) from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise UsageError(f"--at: '{text}' has no offset: the moment would depend on this machine's zone", hint=_HINT)
+    from hybridctl.core.plan.week import FIRST_YEAR, LAST_YEAR
+
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:  # 9999-12-31T23:59-14:00 overflowed in UTC
+        raise UsageError(f"--at: '{text}' is outside the years {FIRST_YEAR} to {LAST_YEAR} plans are for", hint=_HINT)
     return moment.astimezone(UTC)
 
 

@@ -84,6 +84,15 @@ class TestErrors:
         assert (found.code, found.location.line) == ("invalid-value", line_of(text, "Atlantis"))
         assert "is not an IANA time zone" in found.message and found.hint and "Europe/Amsterdam" in found.hint
 
+    # a directory of the zone database ("Is a directory"), a name the OS refuses as a path ("File name too long"),
+    # and zones that depend on the host: each was read as a file, or planned by this machine's settings
+    @pytest.mark.parametrize("zone", ["America", "A" * 5000, "localtime", "Factory", "../../etc/passwd"])
+    def test_a_name_that_is_no_iana_zone(self, zone: str) -> None:
+        text = scheduled(f'        - {{days: mon, from: "08:00", to: "09:00", tz: "{zone}"}}\n')
+        (found,) = errors(text)
+        assert found.code == "invalid-value" and found.location.line == line_of(text, "tz:")
+        assert "is not an IANA time zone" in found.message and found.hint and "Europe/Amsterdam" in found.hint
+
     @pytest.mark.parametrize("field", ["from", "to"])
     def test_a_time_off_the_quarter_hour(self, field: str) -> None:
         times = {"from": '"08:10", to: "09:00"', "to": '"08:00", to: "09:20"'}[field]

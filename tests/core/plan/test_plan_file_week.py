@@ -54,6 +54,9 @@ def test_format_2_files_still_read() -> None:
 
 @pytest.mark.parametrize(("change", "words"), [
     (lambda d: d.update(week="2026-48"), "is not an ISO week"),
+    # a week plan --week refuses: show and cost read 9999-W52, and synth and apply then failed with exit 70
+    (lambda d: d.update(week="9999-W52"), "years 1970 to 9998"),
+    (lambda d: d.update(week="2025-W53"), "has no week 53"),
     (lambda d: d.pop("week"), "week and segments go together"),
     (lambda d: d["segments"].pop(), "not at the week's end"),
     (lambda d: d["segments"][1].update(start_hour=9.0), "does not follow the previous segment"),

@@ -30,7 +30,9 @@ class TestIsoWeek:
     def test_read_and_written(self) -> None:
         assert (parse_iso_week("2026-W05"), str(IsoWeek(2026, 5))) == (IsoWeek(2026, 5), "2026-W05")
 
-    @pytest.mark.parametrize(("text", "words"), [("2026-48", "write YYYY-Www"), ("2025-W53", "has no week 53")])
+    # 0001-W01 was written back as "1-W01" and refused by the checker (exit 70); 9999-W52's last hours overflowed
+    @pytest.mark.parametrize(("text", "words"), [("2026-48", "write YYYY-Www"), ("2025-W53", "has no week 53"),
+                                                 ("0001-W01", "years 1970 to 9998"), ("9999-W52", "years 1970 to 9998")])
     def test_refused_with_how_to_write_it(self, text: str, words: str) -> None:
         with pytest.raises(WeekError, match=words):
             parse_iso_week(text)

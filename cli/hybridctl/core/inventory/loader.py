@@ -153,6 +153,11 @@ def _diagnostic_for(error: ErrorDetails, locator: Locator) -> Diagnostic:
                           f"{ctx.get('le', ctx.get('lt'))}", location,
                           "every number has a documented upper bound (docs/inventory-format.md); "
                           "check the units and the value")
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = f"at least {ctx['ge']}" if "ge" in ctx else f"above {ctx.get('gt')}"
+        return Diagnostic("out-of-range", f"{where}: {_describe(value)} is too small: it must be {bound}", location,
+                          "every number has a documented lower bound (docs/inventory-format.md); "
+                          "check the units and the value")
     return Diagnostic("invalid-value", f"{where}: {error['msg'][0].lower()}{error['msg'][1:]} "
                       f"(got {_describe(value)})", location)
 

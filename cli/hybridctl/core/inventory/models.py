@@ -19,6 +19,9 @@ from hybridctl.core.inventory.schedule import Schedule, default_hours_per_month
 
 SUPPORTED_VERSIONS = (1,)
 HOURS_PER_MONTH_MAX = 744  # 31 days
+# A quarter of an hour, the week's grain: fewer GPU-hours than the solver's tolerances tell from none (1e-9 h
+# planned as nothing, and the checker then found its tier short)
+HOURS_PER_MONTH_MIN = 0.25
 DEFAULT_REALTIME_HOURS = 730
 
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
@@ -315,7 +318,8 @@ class Workload(_Model):
                                            "batch_inference | embedding | evaluation | experiment | federated_training.")
     gpu: GpuRequest = Field(description="GPUs per replica.")
     replicas: Replicas = Field(1, description="Replicas.")
-    hours_per_month: Annotated[float, Field(strict=True, gt=0, le=HOURS_PER_MONTH_MAX, allow_inf_nan=False)] | None = Field(
+    hours_per_month: Annotated[float, Field(strict=True, ge=HOURS_PER_MONTH_MIN, le=HOURS_PER_MONTH_MAX,
+                                         allow_inf_nan=False)] | None = Field(
         None, description="Hours run per month; with `schedule`, hours inside its windows (default: the whole "
                           "windows, W x 730 / 168); without, default 730 for realtime_inference, otherwise required.")
     datasets: list[Name] = Field(default_factory=list, description="Datasets read.")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from functools import cache
@@ -39,6 +38,7 @@ from hybridctl.core.plan.model import (
     Unplaced,
 )
 from hybridctl.core.plan.pricing.showback import showback_document
+from hybridctl.core.plan.week import WeekError, parse_iso_week
 from hybridctl.core.plan.weekusage import pool_weeks_document
 from hybridctl.errors import HybridctlError, RefusedError
 
@@ -306,9 +306,10 @@ def _segments(raw: JsonDict, source: str) -> tuple[PlanSegment, ...]:
     if raw.get("format_version") == 2 or not isinstance(week, str) or not isinstance(found, list) or not found:
         raise PlanFileError(f"{source}: week and segments go together, in a plan of format 3 (week "
                             f"{week!r}, segments {type(found).__name__})", hint=_PLAN_FILE_HINT)
-    match = re.fullmatch(r"(\d{4})-W(\d{2})", week)
-    if match is None or not 1 <= int(match.group(2)) <= 53:
-        raise PlanFileError(f"{source}: week {week!r} is not an ISO week (YYYY-Www)", hint=_PLAN_FILE_HINT)
+    try:
+        parse_iso_week(week)
+    except WeekError as exc:
+        raise PlanFileError(f"{source}: week: {exc}", hint=_PLAN_FILE_HINT) from None
     segments: list[PlanSegment] = []
     at = 0.0
     for index, item in enumerate(found):

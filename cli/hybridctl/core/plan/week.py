@@ -29,6 +29,8 @@ QUARTERS_PER_WEEK = MINUTES_PER_WEEK // 15
 _WHOLE_TOLERANCE_HOURS = 0.01
 
 _ISO_WEEK_RE = re.compile(r"(\d{4})-W(\d{2})\Z")
+# The years a plan's week may fall in: a moment of the week, in any zone, stays a valid date-time
+FIRST_YEAR, LAST_YEAR = 1970, 9998
 
 
 class WeekError(ValueError):
@@ -54,6 +56,8 @@ def parse_iso_week(text: str) -> IsoWeek:
     if match is None:
         raise WeekError(f"'{text}' is not an ISO week: write YYYY-Www, such as 2026-W48")
     year, week = int(match.group(1)), int(match.group(2))
+    if not FIRST_YEAR <= year <= LAST_YEAR:  # 0001 wrote itself "1-W01"; 9999's last week overflowed its clock
+        raise WeekError(f"'{text}': plans are for weeks of the years {FIRST_YEAR} to {LAST_YEAR}")
     try:
         date.fromisocalendar(year, week, 1)
     except ValueError:
