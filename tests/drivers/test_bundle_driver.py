@@ -178,6 +178,29 @@ class TestVerify:
         with pytest.raises(BundleIntegrityError, match=re.escape("tokenizer/backdoor.py: present but not listed")):
             verify_bundle(bundle, keys[1])
 
+    def test_an_extra_file_is_named_without_being_read(self, bundle: Path, keys: tuple[Path, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+        # a 4 GiB file planted beside the artifacts was hashed before the verdict "present but not listed"
+        import hybridctl.drivers.bundle as driver
+
+        hashed: list[str] = []
+        real = driver.file_sha256
+        monkeypatch.setattr(driver, "file_sha256", lambda path: hashed.append(path.name) or real(path))
+        (bundle / "planted.bin").write_bytes(b"\0" * 4096)
+        with pytest.raises(BundleIntegrityError, match=re.escape("planted.bin: present but not listed")):
+            verify_bundle(bundle, keys[1])
+        assert "planted.bin" not in hashed and "weights.bin" in hashed
+
+    def test_directories_nested_past_the_bound_are_refused(self, bundle: Path, keys: tuple[Path, Path]) -> None:
+        # 1,200 nested directories crashed verify with a RecursionError (Python 3.11's os.walk recursed): the walk
+        # is a loop now, and stops past the bound
+        deep = bundle
+        for _ in range(40):
+            deep = deep / "d"
+        deep.mkdir(parents=True)
+        with pytest.raises(UsageError, match="nested more than 32 directories deep"):
+            check_bundle(bundle, keys[1])
+
     def test_missing_file_and_symlink_refused(self, bundle: Path, keys: tuple[Path, Path]) -> None:
         (bundle / "config.json").unlink()
         (bundle / "config.json").symlink_to("/etc/hostname")
