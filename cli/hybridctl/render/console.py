@@ -20,8 +20,9 @@ def _width(stream_isatty: bool) -> int | None:
 @cache
 def stdout() -> Console:
     tty = sys.stdout.isatty()
+    # emoji off: a name or a reason from an untrusted file saying `:warning:` is printed as written, not as ⚠
     return Console(no_color=bool(os.environ.get("NO_COLOR")) or not tty, highlight=False, width=_width(tty),
-                   soft_wrap=False)
+                   soft_wrap=False, emoji=False)
 
 
 @cache
@@ -30,4 +31,4 @@ def stderr() -> Console:
     # grep finds it whole; on a TTY rich folds it at the terminal's width, between words.
     tty = sys.stderr.isatty()
     return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or not tty, highlight=False,
-                   width=_width(tty), soft_wrap=not tty)
+                   width=_width(tty), soft_wrap=not tty, emoji=False)

@@ -37,6 +37,11 @@ def read(text: str) -> object:
     ('{"base_serial": ' + "9" * 25 + "}", None),  # beyond 64 bits: the float nearest it (no field takes one)
     ('{"a": "\\ud800"}', "f.json: a: text with a lone surrogate (\\ud800)"),
     ('{"a": {"\\udfff": 1}}', "a: a key with a lone surrogate (\\udfff)"),
+    # an escape sequence in a reason reached the terminal as `show` printed it; raw C1 (CSI) and DEL too
+    ('{"p": [{"reason": "\\u001b[31mred"}]}', "f.json: p[0].reason: text with a control character (\\u001b)"),
+    ('{"a": "x\\ry"}', "a: text with a control character (\\u000d)"),
+    ('{"a": "\u009b31m"}', "a: text with a control character (\\u009b)"),
+    ('{"\\u0007": 1}', "the document: a key with a control character (\\u0007)"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply to be a hybridctl plan"),
     ('{"a": 1', "f.json:1:8: not valid JSON"),
     ("[]", "f.json: not a hybridctl plan"),
@@ -102,3 +107,8 @@ def test_fuzz_a_key_given_twice_is_never_lost(pairs: list[tuple[str, object]], s
             read(text)
     else:
         assert read(text) == json.loads(text)
+
+
+def test_newlines_tabs_and_escaped_backslashes_read_as_they_are() -> None:
+    # the control-character check looks at what the text holds, not at a backslash followed by b
+    assert read('{"a": "line\\nnext\\ttab \\\\b"}') == {"a": "line\nnext\ttab \\b"}

@@ -34,7 +34,8 @@ def json_object(text: str, source: str, error: type[HybridctlError], what: str, 
         raw = _strict(text, source, error, what, hint)
     if not isinstance(raw, dict):
         raise error(f"{source}: not a hybridctl {what}", hint=hint)
-    if _SURROGATE_ESCAPE.search(text):  # rare (hybridctl writes no escapes but control characters'): a walk
+    # rare (hybridctl writes no escapes but control characters', and of those only newlines and tabs): a walk
+    if _SURROGATE_ESCAPE.search(text) or _CONTROL.search(text):
         where = unrepresentable(raw)
         if where is not None:
             raise error(f"{source}: {where}", hint=hint)
@@ -97,6 +98,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> JsonDict:
 
 # What may stand for a lone surrogate: its escape (json reads "\ud800" as one; no file can hold it).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# A control character but a newline or a tab, escaped or (DEL and C1) as it is: an escape sequence in a plan's
+# reason reached the terminal as `show` printed it (`\u001b[31m`); the walk then says which text holds it
+_CONTROL = re.compile(r"\\u00(?:0[0-8bBcCdDeEfF]|1[0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])|\\[bfr]|[\x7f-\x9f]")
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Numbers beyond a float: 1e400 reads as infinity; an int of more digits than a float's range is refused
 # before it is read (Python reads one of at most 4,300 digits, and printing it would fail as well).
 _MAX_INT_DIGITS = 300
@@ -135,7 +140,8 @@ _FLOAT_MAX = sys.float_info.max
 
 
 def unrepresentable(document: Any) -> str | None:
-    """Where the parsed document holds a number that is not finite or text with a lone surrogate, and what."""
+    """Where the parsed document holds a number that is not finite, or text with a lone surrogate or a control
+    character (but a newline or a tab), and what."""
     stack: list[tuple[str, Any]] = [("", document)]
     while stack:
         path, value = stack.pop()
@@ -150,11 +156,15 @@ def unrepresentable(document: Any) -> str | None:
             return f"{path or 'the document'}: a number beyond the range of a float"
         if isinstance(value, str) and not encodable(value):
             return f"{path or 'the document'}: text with a lone surrogate ({surrogate(value)})"
+        if isinstance(value, str) and (found := _CONTROL_CHARACTER.search(value)):
+            return f"{path or 'the document'}: text with a control character (\\u{ord(found.group()):04x})"
         if isinstance(value, dict):
             for key, item in value.items():
                 inner = f"{path}.{key}" if path else str(key)
                 if not encodable(key):
                     return f"{path or 'the document'}: a key with a lone surrogate ({surrogate(key)})"
+                if found := _CONTROL_CHARACTER.search(key):
+                    return f"{path or 'the document'}: a key with a control character (\\u{ord(found.group()):04x})"
                 stack.append((inner, item))
         elif isinstance(value, list):
             stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
