@@ -26,3 +26,16 @@ def test_the_row_shows_the_tightest_rto_of_the_touched_workloads() -> None:
     ]}
     rows = drill_view(json.dumps(report), "drill.json").rows
     assert [(r.name, r.rto_minutes) for r in rows] == [("dc-a down", 10.0), ("dc-b down", 10.0), ("quiet", None)]
+
+
+def test_a_drill_report_is_read_as_strictly_as_a_plan_file() -> None:
+    # NaN was rendered "−$nan/month" at exit 0; a key given twice and an escape sequence are refused alike
+    import pytest
+    from hybridctl.render.report import DrillFileError
+
+    head = f'{{"format_version": {DRILL_FORMAT_VERSION}, "scenarios": [{{"name": "x", "usd_per_month_delta": '
+    for text, words in ((head + "NaN}]}", "NaN is not a JSON number"),
+                        (head + '1, "name": "y"}]}', "appears twice"),
+                        (head + '1, "reason": "\\u001b[2J"}]}', "control character")):
+        with pytest.raises(DrillFileError, match=words):
+            drill_view(text, "drill.json")

@@ -7,7 +7,6 @@ e-mail attachment. Names from the inventory, plan and drill files are escaped by
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from hybridctl import __version__
 from hybridctl.core.failover.worst import gpus_text
 from hybridctl.core.plan.diff import PlanDiff, diff_plans
+from hybridctl.core.plan.jsonread import json_object
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.showback import placement_costs
 from hybridctl.core.plan.summary import objective_note, summarize
@@ -123,11 +123,9 @@ def _worst_segment(raw: object) -> str:
 
 def drill_view(text: str, source: str) -> DrillView:
     """The scenario × workload impact matrix of a drill report (`drill --json-out`)."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DrillFileError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", hint=DRILL_HINT) from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("scenarios"), list):
+    # read as strictly as plan files: NaN (rendered "−$nan/month"), a key twice, control characters are refused
+    raw = json_object(text, source, DrillFileError, "drill report", DRILL_HINT)
+    if not isinstance(raw.get("scenarios"), list):
         raise DrillFileError(f"{source}: not a hybridctl drill report", hint=DRILL_HINT)
     if raw.get("format_version") != DRILL_FORMAT_VERSION:
         raise DrillFileError(f"{source}: drill format_version {raw.get('format_version')!r} is not supported "
