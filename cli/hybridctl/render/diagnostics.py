@@ -45,6 +45,10 @@ def _diagnostic_dict(d: Diagnostic) -> dict[str, object]:
     }
 
 
+# A person reads the first few: 8,000 duplicated workloads printed 16,000 lines in 13 s (--format json has all)
+TEXT_DIAGNOSTICS_SHOWN = 200
+
+
 def render_text(console: Console, reports: list[InventoryReport]) -> None:
     for report in reports:
         if not report.diagnostics:
@@ -55,7 +59,8 @@ def render_text(console: Console, reports: list[InventoryReport]) -> None:
         console.print(f"{mark} {escape(report.path)}: {report.errors} error(s), {report.warnings} warning(s)")
         ordered = sorted(report.diagnostics, key=lambda d: (d.location.file if d.location else "",
                                                             d.location.line or 0 if d.location else 0))
-        for file, group in groupby(ordered, key=lambda d: d.location.file if d.location else report.path):
+        shown = ordered[:TEXT_DIAGNOSTICS_SHOWN]
+        for file, group in groupby(shown, key=lambda d: d.location.file if d.location else report.path):
             console.print(f"  [bold]{escape(file)}[/]")
             for d in group:
                 colour = "red" if d.severity is Severity.ERROR else "yellow"
@@ -64,6 +69,9 @@ def render_text(console: Console, reports: list[InventoryReport]) -> None:
                               f"[dim]\\[{d.code}][/]")
                 if d.hint:
                     console.print(f"              [cyan]hint:[/] {escape(d.hint)}")
+        if len(ordered) > len(shown):
+            console.print(f"  … and {len(ordered) - len(shown):,} more (the first {len(shown)} are shown; "
+                          "--format json lists them all)")
 
 
 def render_json(reports: list[InventoryReport]) -> str:
