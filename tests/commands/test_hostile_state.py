@@ -10,6 +10,7 @@ number) or failed far from where it was read (int('x'), a JSON list iterated as 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +101,11 @@ CASES: dict[str, tuple[Edit, str, str]] = {
     "deployed of numbers": (field("deployed", {"x": 5}), STATE, "deployed.x"),
     "a deployed record a list": (nested(("deployed", "*", "record"), [1]), STATE, ".record"),
     "a deployed site a number": (nested(("deployed", "*", "site"), 7), STATE, ".site"),
+    # what destroy and `status --drift` run again: a Pulumi project (a program), a playbook, hosts (security audit)
+    "a deployed record's Pulumi project elsewhere": (nested(("deployed", "*", "record", "project"), "/tmp/evil"),
+                                                     STATE, ".record.project: '/tmp/evil' is not the Pulumi project"),
+    "a deployed record's stack name up the tree": (nested(("deployed", "*", "record", "stack_name"), "../../x"),
+                                                   STATE, ".record.stack_name"),
     "pending a list": (field("pending", [1]), STATE, "pending"),
     "pending text": (field("pending", "apply"), STATE, "pending"),
     "pending run_ids text": (field("pending", {"operation": "apply", "run_ids": "abc"}), STATE, "pending.run_ids"),
@@ -207,3 +213,81 @@ def test_a_damaged_list_of_failovers_is_refused_before_a_failover_runs_a_step(
     result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
     assert_refused(result, str(state / ACTIVE), codes=frozenset({1}))
     assert snapshot(state) == before  # no step journaled, no stack brought up
+
+
+# --- state migrate: only the state's own regular files are copied ------------------------------------
+
+
+def _link_to_hostname(state: Path) -> Path:
+    (state / "runbooks").mkdir(exist_ok=True)
+    (state / "runbooks" / "rb-0000000000000000.json").symlink_to("/etc/hostname")
+    return state / "runbooks" / "rb-0000000000000000.json"
+
+
+def _link_as_runbooks(state: Path) -> Path:
+    shutil.rmtree(state / "runbooks", ignore_errors=True)
+    (state.parent / "elsewhere").mkdir()
+    (state.parent / "elsewhere" / "rb-0000000000000000.json").write_text("{}")
+    (state / "runbooks").symlink_to(state.parent / "elsewhere")
+    return state / "runbooks"
+
+
+def _fifo_in_pulumi(state: Path) -> Path:
+    (state / "pulumi").mkdir(exist_ok=True)
+    (state / "pulumi" / "Pulumi.yaml").write_text("name: x\n")
+    os.mkfifo(state / "pulumi" / "fifo")
+    return state / "pulumi" / "fifo"
+
+
+def _link_in_pulumi(state: Path) -> Path:
+    (state / "pulumi").mkdir(exist_ok=True)
+    (state / "pulumi" / "stolen").symlink_to("/etc/hostname")
+    return state / "pulumi" / "stolen"
+
+
+def _link_as_working_file(state: Path) -> Path:
+    (state / "notes").symlink_to("/etc/hostname")
+    return state / "notes"
+
+
+MIGRATE_HOSTILE: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "a runbook that links out of the state": (_link_to_hostname, "a symbolic link"),
+    "runbooks/ a link to another directory": (_link_as_runbooks, "a symbolic link"),
+    "a FIFO in the Pulumi backend": (_fifo_in_pulumi, "a FIFO"),
+    "a link in the Pulumi backend": (_link_in_pulumi, "a symbolic link"),
+    "a working file that is a link": (_link_as_working_file, "a symbolic link"),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(MIGRATE_HOSTILE))
+def test_state_migrate_copies_only_regular_files_and_refuses_before_copying(
+        applied: tuple[Path, Path], tmp_path: Path, name: str) -> None:
+    """Audit finding: a runbook linked to /etc/hostname was copied into the target (with PostgreSQL, into the
+    shared database); a FIFO under pulumi/ ended in `error: Error` with the target half copied."""
+    _, source = applied
+    state = shutil.copytree(source, tmp_path / "state")
+    make, words = MIGRATE_HOSTILE[name]
+    path = make(state)
+    before = snapshot(state)
+    target = tmp_path / "target"
+    result = run("state", "migrate", "--from", state, "--to", target)
+    assert_refused(result, str(path), words, "nothing was copied", codes=frozenset({2}))
+    copied = [p for p in target.rglob("*") if p.name not in ("lock", "lock.holder.json")] if target.exists() else []
+    assert copied == []
+    assert snapshot(state) == before
+
+
+def test_state_migrate_copies_the_working_files_it_may(applied: tuple[Path, Path], tmp_path: Path) -> None:
+    _, source = applied
+    state = shutil.copytree(source, tmp_path / "state")
+    (state / "pulumi" / ".pulumi" / "stacks").mkdir(parents=True)
+    (state / "pulumi" / ".pulumi" / "stacks" / "s.json").write_text('{"checkpoint": {}}')
+    (state / "pulumi" / ".pulumi" / "stacks" / "s.json").chmod(0o600)
+    (state / "runbooks").mkdir(exist_ok=True)
+    (state / "runbooks" / "rb-0000000000000001.json").write_text('{"id": "rb-0000000000000001"}')
+    result = run("state", "migrate", "--from", state, "--to", tmp_path / "target")
+    assert result.code == 0, result.output
+    copied = tmp_path / "target" / "pulumi" / ".pulumi" / "stacks" / "s.json"
+    assert copied.read_text() == '{"checkpoint": {}}' and copied.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "target" / "runbooks" / "rb-0000000000000001.json").read_text() == '{"id": "rb-0000000000000001"}'

@@ -55,8 +55,42 @@ def test_a_plan_file_needs_its_inventory_and_must_match_it(tmp_path: Path) -> No
 
 def test_stacks_of_an_earlier_synth_do_not_linger(tmp_path: Path) -> None:
     out = tmp_path / "synth"
-    (out / "old-stack" / "kubernetes").mkdir(parents=True)
-    (out / "index.json").write_text(json.dumps({"format": "hybridctl-synth/v1", "stacks": [{"stack": "old-stack"}]}))
+    earlier = run_cli("synth", inventories_dir() / "split-inference.yaml", "--out", out, env=offline_env(), cwd=tmp_path)
+    assert earlier.returncode == 0, earlier.stderr
+    old = [s["stack"] for s in json.loads((out / "index.json").read_text())["stacks"]]
+    assert old and all((out / name / ".hybridctl-synth").is_file() for name in old)
     done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert not (out / "old-stack").exists()
+    assert not any((out / name).exists() for name in old)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["index.json", *(s["stack"] for s in json.loads((out / "index.json").read_text())["stacks"])])
+
+
+def test_a_directory_synth_did_not_write_is_never_removed(tmp_path: Path) -> None:
+    """Audit finding: an index.json naming `my-manifests` made synth rmtree a directory the user wrote, because
+    it held only `kubernetes/` and `.*.tmp` files. Only a directory bearing synth's own marker is removed."""
+    out = tmp_path / "synth"
+    mine = out / "my-manifests"
+    (mine / "kubernetes").mkdir(parents=True)
+    (mine / "kubernetes" / "prod.yaml").write_text("kind: ConfigMap\n")
+    (mine / ".keep-notes.tmp").write_text("notes")
+    (out / "index.json").write_text(json.dumps({"format": "hybridctl-synth/v1", "inventory": "x",
+                                                "stacks": [{"stack": "my-manifests", "resources": []}]}))
+    done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (mine / "kubernetes" / "prod.yaml").read_text() == "kind: ConfigMap\n"
+    assert (mine / ".keep-notes.tmp").read_text() == "notes"
+    assert f"{mine}" in " ".join(done.stderr.split()) and "left in place" in done.stderr
+    assert "my-manifests" not in [s["stack"] for s in json.loads((out / "index.json").read_text())["stacks"]]
+
+
+def test_a_directory_in_the_way_of_a_stack_is_refused_in_one_message(tmp_path: Path) -> None:
+    out = tmp_path / "synth"
+    (out / "cloud-burst-ml-use1" / "kubernetes").mkdir(parents=True)
+    (out / "cloud-burst-ml-use1" / "kubernetes" / "prod.yaml").write_text("kind: ConfigMap\n")
+    done = run_cli("synth", CLOUD_BURST, "--out", out, env=offline_env(), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("error:") == 1, done.stderr
+    assert "was not written by synth" in " ".join(done.stderr.split())
+    assert (out / "cloud-burst-ml-use1" / "kubernetes" / "prod.yaml").read_text() == "kind: ConfigMap\n"
+    assert not (out / "index.json").exists() and not (out / "cloud-burst-aws-us-east-1").exists()

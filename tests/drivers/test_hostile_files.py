@@ -19,8 +19,9 @@ Kinds and the cases tried:
   directory, a sparse manifest over the limit; a model or version name with a trailing newline; a public
   key that is /dev/zero; fuzz: any manifest bytes, and any model/version text.
 - synth's output directory: an index.json listing `..`, `.`, `../x`, an absolute path, `a/b`; a stack
-  directory that is a symbolic link out of --out, or holds files synth does not write; index.json a FIFO
-  or a link to /dev/zero; fuzz: any stack names in the index.
+  directory that is a symbolic link out of --out, has no synth marker, a marker of another stack, holds
+  files synth did not write or files changed since; index.json a FIFO or a link to /dev/zero; fuzz: any
+  stack names in the index.
 (State URLs: tests/drivers/test_state_urls.py.)
 """
 
@@ -634,20 +635,49 @@ def test_synth_on_the_cli_with_an_index_naming_its_parent(tmp_path: Path) -> Non
 
 
 def test_a_stale_stack_synth_did_not_write_is_left_alone(tmp_path: Path) -> None:
+    """Audit finding: a directory holding only `kubernetes/`, `aws/` or `.*.tmp` files was taken for synth's
+    and removed. Only a directory bearing synth's marker for that stack, holding what synth wrote, is."""
+    import shutil
+
     out = tmp_path / "synth"
-    _earlier_index(out, "mine", "linked", "yours")
-    (out / "mine" / "aws").mkdir(parents=True)  # synth's: removed
+    _synth(out, "mine", "edited", "added")  # synth's: `mine` removed; `edited` and `added` changed since, so kept
+    (out / "edited" / "aws" / "eks.NodeGroup" / "ng.json").write_text('{"x": 2}')
+    shutil.copytree(out / "mine", out / "copied")  # synth's marker, but for another stack
+    (out / "unmarked" / "kubernetes").mkdir(parents=True)  # synth's layout, no marker
+    (out / "unmarked" / "kubernetes" / "prod.yaml").write_text("kind: ConfigMap")
+    (out / "unmarked" / ".keep-notes.tmp").write_text("notes")
+    (out / "added" / "aws" / "notes.txt").write_text("mine, not synth's")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "f").write_text("x")
     (out / "linked").symlink_to(tmp_path / "elsewhere")  # a link out of --out: neither followed nor removed
     (out / "yours").mkdir()
     (out / "yours" / "notes.txt").write_text("mine, not synth's")
+    kept = ["edited", "copied", "unmarked", "added", "linked", "yours"]
+    _earlier_index(out, "mine", *kept)
+    notes: list[str] = []
+    from hybridctl.drivers.synth_write import write_synth
+
     with untouched(tmp_path, "synth/index.json", "synth/mine", "synth/test-aws"):
-        _synth(out, "test-aws")
-    assert not (out / "mine").exists() and (out / "linked").is_symlink() and (out / "yours" / "notes.txt").exists()
+        write_synth(out, [_run("test-aws")], plan_digest="sha256:x", inventory="test", note=notes.append)  # type: ignore[list-item]
+    assert not (out / "mine").exists() and (out / "test-aws" / ".hybridctl-synth").is_file()
+    assert [n.split(" ", 1)[0] for n in notes] == [str(out / name) for name in kept]
+    assert all("left in place" in n for n in notes)
+    assert "changed since synth wrote them (aws/eks.NodeGroup/ng.json)" in notes[0]
+    assert "names 'mine'" in notes[1] and "no .hybridctl-synth marker" in notes[2] and "aws/notes.txt" in notes[3]
 
 
-@pytest.mark.parametrize("kind", ["link-out", "foreign-files", "file"])
+def test_an_interrupted_synth_is_still_synths(tmp_path: Path) -> None:
+    """The marker is written first: a run killed before every file was renamed into place (temp files left,
+    files missing) leaves a directory the next synth still knows as its own."""
+    out = tmp_path / "synth"
+    _synth(out, "test-aws", "half")
+    (out / "half" / "aws" / "eks.NodeGroup" / "ng.json").rename(out / "half" / "aws" / "eks.NodeGroup" / ".ng.json.abc_1234.tmp")
+    _earlier_index(out, "test-aws", "half")
+    _synth(out, "test-aws")
+    assert not (out / "half").exists()
+
+
+@pytest.mark.parametrize("kind", ["link-out", "foreign-files", "file", "unmarked", "marker-of-another", "edited"])
 def test_a_stack_directory_this_run_must_write_is_never_written_through(tmp_path: Path, kind: str) -> None:
     out = tmp_path / "synth"
     out.mkdir()
@@ -657,11 +687,20 @@ def test_a_stack_directory_this_run_must_write_is_never_written_through(tmp_path
     elif kind == "foreign-files":
         (out / "test-aws").mkdir()
         (out / "test-aws" / "notes.txt").write_text("x")
+    elif kind == "unmarked":
+        (out / "test-aws" / "aws").mkdir(parents=True)
+    elif kind == "marker-of-another":
+        _synth(out, "other")
+        (out / "other").rename(out / "test-aws")
+    elif kind == "edited":
+        _synth(out, "test-aws")
+        (out / "test-aws" / "aws" / "eks.NodeGroup" / "ng.json").write_text("{}")
     else:
         (out / "test-aws").write_text("x")
     from hybridctl.errors import UsageError
 
-    with untouched(tmp_path), pytest.raises(UsageError, match=f"{out / 'test-aws'} (is a symbolic link|holds files|is not a)"):
+    words = "(is a symbolic link|holds files|is not a directory|was not written by synth)"
+    with untouched(tmp_path), pytest.raises(UsageError, match=f"{out / 'test-aws'} {words}"):
         _synth(out, "test-aws")
 
 

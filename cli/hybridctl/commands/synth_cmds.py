@@ -22,7 +22,7 @@ def synth(
     source: Path = typer.Argument(..., help="A plan file from `plan --out` (with --inventory), or an inventory "
                                   "(planned first)."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write the stacks into (created; the stacks "
-                             "it already holds are replaced)."),
+                             "synth wrote there before are replaced, nothing else is removed)."),
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="With a plan file: the inventory it "
                                           "was made from."),
     week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP + " Not with a plan file: "
@@ -67,7 +67,8 @@ def synth(
     for spec in specs:
         err.print(f"synth {spec.project}/{spec.stack_name}")
         runs.append(synth_stack(spec.project, spec.stack_name, spec.values(), stacks_dir()))
-    index = write_synth(out, runs, plan_digest=digest, inventory=loaded.name)
+    index = write_synth(out, runs, plan_digest=digest, inventory=loaded.name,
+                        note=lambda text: err.print(f"note: {text}", markup=False))
     count = sum(len(r.resources) for r in runs)
     stdout().print(f"wrote {len(runs)} stack(s), {count} resource(s) to {out} "
                    f"(index: {index}) in {time.perf_counter() - began:.1f}s")

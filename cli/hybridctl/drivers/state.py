@@ -22,6 +22,7 @@ power cut is the last line and is ignored when read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import uuid
@@ -207,9 +208,10 @@ class DirectoryBackend:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
-    def read_document(self, name: str) -> str | None:
+    def read_document(self, name: str, *, follow_symlinks: bool = True) -> str | None:
         try:
-            return read_utf8(self.root / check_document_name(name), DOCUMENT_LIMIT, what="a state document")
+            return read_utf8(self.root / check_document_name(name), DOCUMENT_LIMIT, what="a state document",
+                             follow_symlinks=follow_symlinks)
         except FileNotFoundError:
             return None
 
@@ -220,8 +222,20 @@ class DirectoryBackend:
         (self.root / check_document_name(name)).unlink(missing_ok=True)
 
     def document_names(self) -> list[str]:
-        return sorted(str(p.relative_to(self.root)) for d in DOCUMENT_DIRS for p in (self.root / d).rglob("*")
-                      if p.is_file() and not p.name.startswith(".") and DOCUMENT_NAME.fullmatch(p.name))
+        """The documents' names: regular files under DOCUMENT_DIRS, found without following a symbolic link
+        (a linked directory is never entered, a linked file never listed: neither is the state's)."""
+        names = []
+        for top in DOCUMENT_DIRS:
+            if not (self.root / top).is_dir() or (self.root / top).is_symlink():
+                continue
+            for directory, dirs, files in os.walk(self.root / top):  # never into a linked directory
+                dirs[:] = [d for d in dirs if DOCUMENT_NAME.fullmatch(d)]
+                for file in files:
+                    name = (Path(directory) / file).relative_to(self.root).as_posix()
+                    if DOCUMENT_NAME.fullmatch(name) and (Path(directory) / file).is_file() \
+                            and not (Path(directory) / file).is_symlink():
+                        names.append(name)
+        return sorted(names)
 
 
 class StateStore:
@@ -299,8 +313,12 @@ class StateStore:
         self.backend.remove_document(name)
 
     def documents(self) -> dict[str, str]:
-        """Every document, by name (for `state migrate`)."""
-        found = {name: self.backend.read_document(name) for name in self.backend.document_names()}
+        """Every document, by name (for `state migrate`): in a state directory, never read through a link."""
+        backend = self.backend
+        read: Callable[[str], str | None] = backend.read_document
+        if isinstance(backend, DirectoryBackend):
+            read = functools.partial(backend.read_document, follow_symlinks=False)
+        found = {name: read(name) for name in backend.document_names()}
         return {name: text for name, text in found.items() if text is not None}
 
     @contextlib.contextmanager

@@ -6,6 +6,7 @@
     DIR/<stack>/kubernetes.yaml                      all of the stack's objects, referenced ones first
     DIR/<stack>/aws/<service>.<Type>/<name>.json     an AWS resource's inputs (wire names)
     DIR/<stack>/providers/<name>.json                an explicit provider's inputs
+    DIR/<stack>/.hybridctl-synth                     synth's marker: the stack's name, every file's size and digest
 
 Files are written whole, resources in a fixed order and keys sorted, so two runs of the same
 plan give the same bytes and a pull request shows only what changed.
@@ -13,18 +14,20 @@ plan give the same bytes and a pull request shows only what changed.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
-import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from hybridctl.core.filereader import DOCUMENT_LIMIT, FileRefusedError, read_bounded
-from hybridctl.drivers.files import atomic_write_text
+from hybridctl.core.filereader import DOCUMENT_LIMIT, MIB, FileRefusedError, describe_mode, read_bounded
+from hybridctl.drivers.files import atomic_write_bytes, atomic_write_text
 from hybridctl.drivers.synth import ProgramRun, Registered
 from hybridctl.errors import Location, UsageError
 
@@ -111,18 +114,20 @@ def _order(resource: Registered) -> tuple[int, str, str, str]:
 
 
 def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
-    """Write one stack's files; its entry in the index."""
+    """Write one stack's files, its marker first (so an interrupted run leaves a directory synth knows as
+    its own); its entry in the index."""
     root = out / run.stack
     resources: list[dict[str, Any]] = []
     providers: list[dict[str, Any]] = []
     documents: list[str] = []
+    files: dict[str, str] = {}  # path in the stack directory -> text; a later file of the same path wins
     for r in sorted(run.resources, key=_order):
         entry: dict[str, Any] = {"type": r.type, "name": r.name}
         if r.type.startswith(PROVIDER_PREFIX):
             path = Path("providers") / f"{_safe(r.name)}.json"
             providers.append({"name": r.name, "type": r.type, "file": f"{run.stack}/{path}",
                               "targets": provider_target(r)})
-            atomic_write_text(root / path, _dump_json(r.inputs))
+            files[path.as_posix()] = _dump_json(r.inputs)
             continue
         if r.type.startswith(K8S_PREFIX):
             obj = k8s_object(r)
@@ -137,27 +142,56 @@ def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
         else:
             path = Path("aws") / _safe(_aws_dir(r.type)) / f"{_safe(r.name)}.json"
             text = _dump_json(r.inputs)
-        atomic_write_text(root / path, text)
+        files[path.as_posix()] = text
         entry["file"] = f"{run.stack}/{path}"
         if r.options:
             entry["options"] = r.options
         resources.append(entry)
     if documents:
-        atomic_write_text(root / "kubernetes.yaml", "---\n".join(documents))
+        files["kubernetes.yaml"] = "---\n".join(documents)
+    encoded = {name: text.encode("utf-8") for name, text in files.items()}
+    marker = {"format": MARKER_FORMAT, "stack": run.stack,
+              "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                        for name, data in sorted(encoded.items())}}
+    atomic_write_text(root / MARKER, _dump_json(marker))
+    for name, data in encoded.items():
+        atomic_write_bytes(root / name, data)
     return {"project": run.project, "stack": run.stack, "providers": providers, "resources": resources,
             "outputs": run.outputs}
 
 
-def write_synth(out: Path, runs: Sequence[ProgramRun], *, plan_digest: str, inventory: str) -> Path:
+def write_synth(out: Path, runs: Sequence[ProgramRun], *, plan_digest: str, inventory: str,
+                note: Callable[[str], None] | None = None) -> Path:
     """Replace `out`'s stacks (this run's, and those an earlier index lists) and write the index.
 
     Only what synth wrote is removed, and only inside `out`: a stack directory is a single path
     component of the form synth gives stack names (never `.`, `..` or a path), a real directory (not
-    a symbolic link) directly in `out`, holding only what write_stack writes. An earlier index that
-    is not synth's (another format, unreadable) names nothing to remove."""
-    stale = [name for name in _indexed_stacks(out) if name not in {run.stack for run in runs}]
-    for name in [*stale, *(run.stack for run in runs)]:
-        _remove_stack_dir(out, name, required=name not in stale)
+    a symbolic link) directly in `out` that bears synth's marker for that very stack and holds nothing
+    but the files the marker lists, as synth wrote them (and the temp files of an interrupted write).
+    An earlier index that is not synth's (another format, unreadable) names nothing to remove. A stale
+    directory that is not synth's is left in place (`note` says so); one this run must write is refused
+    (UsageError) before anything is removed or written."""
+    names = {run.stack for run in runs}
+    stale = [name for name in _indexed_stacks(out) if name not in names]
+    owned: list[_Owned] = []
+    for name in dict.fromkeys([*(run.stack for run in runs), *stale]):
+        if not STACK_NAME.fullmatch(name):  # never: this run's names come from the plan's DNS labels
+            raise UsageError(f"synth: {name!r} cannot name a stack directory")
+        path = out / name
+        verdict = _synths(path, name)
+        if isinstance(verdict, _Owned):
+            owned.append(verdict)
+        elif verdict is None:
+            continue
+        elif name in names:
+            raise UsageError(f"--out {out}: {path} {verdict}, so synth will not replace it",
+                             location=Location(str(path)),
+                             hint=f"move {path} away, or write the stacks to another directory (--out): synth "
+                                  f"removes only the stack directories that bear its marker ({MARKER})")
+        elif note is not None:
+            note(f"{path} {verdict}: left in place (synth removes only the stack directories it wrote)")
+    for stack in owned:
+        stack.remove()
     stacks = [write_stack(out, run) for run in runs]
     index = {"format": FORMAT, "inventory": inventory, "planDigest": plan_digest, "stacks": stacks}
     path = out / "index.json"
@@ -168,8 +202,12 @@ def write_synth(out: Path, runs: Sequence[ProgramRun], *, plan_digest: str, inve
 # A stack name as synth writes it (an inventory's name and a site's or a cluster's, DNS labels):
 # one path component, never `.` or `..`.
 STACK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
-# What write_stack puts in a stack's directory (and what an interrupted atomic write leaves: .*.tmp).
-STACK_ENTRIES = frozenset({"kubernetes", "kubernetes.yaml", "aws", "providers"})
+# synth's marker in each stack directory it writes: the only proof that synth wrote the directory. No
+# .json/.yaml suffix, so `kubectl apply -R -f` of a stack directory passes over it.
+MARKER = ".hybridctl-synth"
+MARKER_FORMAT = "hybridctl-synth-stack/v1"
+# What files.atomic_write_bytes leaves beside `name` when a run is killed between write and rename.
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
 
 
 def _indexed_stacks(out: Path) -> list[str]:
@@ -185,33 +223,131 @@ def _indexed_stacks(out: Path) -> list[str]:
     return [name for name in names if isinstance(name, str) and STACK_NAME.fullmatch(name)]
 
 
-def _remove_stack_dir(out: Path, name: str, *, required: bool) -> None:
-    """Remove `out/name` if it is a stack directory synth wrote. A stale one that is not is left alone;
-    one this run must write is refused (UsageError) rather than written through or deleted."""
-    if not STACK_NAME.fullmatch(name):  # never: this run's names come from the plan's DNS labels
-        raise UsageError(f"synth: {name!r} cannot name a stack directory")
-    path = out / name
+@dataclass(frozen=True)
+class _Owned:
+    """A stack directory synth wrote, checked: what to remove, files first, the marker last."""
+
+    root: Path
+    files: tuple[Path, ...]
+    directories: tuple[Path, ...]  # deepest first
+
+    def remove(self) -> None:
+        for path in self.files:
+            path.unlink(missing_ok=True)
+        (self.root / MARKER).unlink(missing_ok=True)  # last: an interrupted removal leaves a marked directory
+        for directory in (*self.directories, self.root):
+            directory.rmdir()  # never rmtree: whatever appeared since the check stays, and says so (ENOTEMPTY)
+
+
+def _synths(path: Path, name: str) -> _Owned | str | None:
+    """`path` (the directory of stack `name`) if synth wrote it; nothing there: None; otherwise why not."""
     try:
         mode = path.lstat().st_mode
     except FileNotFoundError:
-        return
-    foreign = _not_synths(path, mode)
-    if foreign is None:
-        shutil.rmtree(path)
-    elif required:
-        raise UsageError(f"--out {out}: {path} {foreign}, so synth will not replace it",
-                         location=Location(str(path)),
-                         hint=f"move {path} away, or write the stacks to another directory (--out)")
-
-
-def _not_synths(path: Path, mode: int) -> str | None:
-    """Why `path` is not a stack directory synth wrote, or None when it is one."""
+        return None
+    except OSError as exc:
+        return f"cannot be examined ({exc.strerror or exc})"
     if stat.S_ISLNK(mode):
         return "is a symbolic link"
     if not stat.S_ISDIR(mode):
-        return "is not a directory"
-    others = sorted(p.name for p in path.iterdir()
-                    if p.name not in STACK_ENTRIES and not (p.name.startswith(".") and p.name.endswith(".tmp")))
-    if others:
-        return f"holds files synth does not write ({', '.join(others[:3])}{', …' if len(others) > 3 else ''})"
-    return None
+        return f"is not a directory ({describe_mode(mode)})"
+    listed = _marker(path, name)
+    if isinstance(listed, str):
+        return listed
+    try:
+        return _check_files(path, listed)
+    except OSError as exc:
+        return f"cannot be examined ({exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''})"
+
+
+def _marker(path: Path, name: str) -> dict[str, tuple[int, str]] | str:
+    """The files synth's marker in `path` lists (path -> size, SHA-256), or why it has no marker of synth's."""
+    marker = path / MARKER
+    try:
+        data = json.loads(read_bounded(marker, DOCUMENT_LIMIT, what="synth's stack marker", follow_symlinks=False))
+    except FileNotFoundError:
+        return f"was not written by synth (it has no {MARKER} marker)"
+    except (OSError, ValueError, RecursionError, FileRefusedError) as exc:  # a FIFO, a link, a directory, not JSON
+        reason = exc.message if isinstance(exc, FileRefusedError) else str(exc)
+        return f"was not written by synth (its {MARKER} is not synth's: {reason})"
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("format") != MARKER_FORMAT or not isinstance(files, dict):
+        return f"was not written by synth (its {MARKER} is not synth's)"
+    if data.get("stack") != name:
+        return f"was not written by synth as this stack (its {MARKER} names {str(data.get('stack'))[:80]!r})"
+    listed: dict[str, tuple[int, str]] = {}
+    for file, entry in files.items():
+        size = entry.get("bytes") if isinstance(entry, dict) else None
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        if type(size) is not int or not isinstance(digest, str):
+            return f"was not written by synth (its {MARKER} is not synth's)"
+        listed[file] = (size, digest)
+    return listed
+
+
+def _check_files(root: Path, listed: dict[str, tuple[int, str]]) -> _Owned | str:
+    """Every entry under `root` (links never followed, nothing but regular files opened) is a file the
+    marker lists, with the size and digest it lists (or the temp file of an interrupted write of one)."""
+    parents = {p.as_posix() for file in listed for p in Path(file).parents if p != Path(".")}
+    files: list[Path] = []
+    directories: list[Path] = []
+    foreign: list[str] = []
+    changed: list[str] = []
+    pending = [Path()]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(root / relative) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                name = (relative / entry.name).as_posix()
+                if entry.is_dir(follow_symlinks=False):
+                    if name in parents:
+                        pending.append(relative / entry.name)
+                        directories.append(root / name)
+                    else:
+                        foreign.append(name + "/")
+                    continue
+                if not entry.is_file(follow_symlinks=False):  # a link, a FIFO, a socket, a device
+                    foreign.append(name)
+                    continue
+                if name == MARKER:
+                    continue
+                if name in listed:
+                    if not _as_written(root / name, *listed[name]):
+                        changed.append(name)
+                    files.append(root / name)
+                    continue
+                leftover = _LEFTOVER.fullmatch(entry.name)
+                if leftover and (relative / leftover["name"]).as_posix() in {*listed, MARKER}:
+                    files.append(root / name)
+                    continue
+                foreign.append(name)
+    if foreign:
+        return f"holds files synth did not write ({_some(foreign)})"
+    if changed:
+        return f"holds files changed since synth wrote them ({_some(changed)})"
+    directories.sort(key=lambda d: len(d.parts), reverse=True)
+    return _Owned(root, tuple(files), tuple(directories))
+
+
+def _as_written(path: Path, size: int, digest: str) -> bool:
+    """Whether the regular file at `path` (never a link followed, never a FIFO opened) has these bytes."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        opened = os.fstat(descriptor)
+        if not stat.S_ISREG(opened.st_mode) or opened.st_size != size:
+            return False
+        sha = hashlib.sha256()
+        read = 0
+        while read <= size:
+            chunk = os.read(descriptor, min(MIB, size + 1 - read))
+            if not chunk:
+                break
+            sha.update(chunk)
+            read += len(chunk)
+        return read == size and sha.hexdigest() == digest
+    finally:
+        os.close(descriptor)
+
+
+def _some(names: list[str]) -> str:
+    return f"{', '.join(names[:3])}{', …' if len(names) > 3 else ''}"
