@@ -31,11 +31,10 @@ def synth(
     """Render the plan's cloud stacks offline: Kubernetes YAML, AWS resource inputs, an index."""
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
-    from hybridctl.core.inventory.digest import inventory_digest
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
-    from hybridctl.operations.common import check_rules, looks_like_plan, read_plan
+    from hybridctl.operations.common import looks_like_plan, plan_of_inventory
     from hybridctl.operations.week import planned
     from hybridctl.paths import stacks_dir
     from hybridctl.render.console import stderr, stdout
@@ -45,12 +44,8 @@ def synth(
     if looks_like_plan(source):
         if inventory is None:
             raise UsageError(f"synth {source} needs --inventory PATH: the inventory the plan was made from")
-        the_plan = read_plan(source, checked=False)  # check_rules below checks it with the inventory
-        loaded = load_inventory(inventory).inventory
-        if the_plan.inventory_digest != inventory_digest(loaded):
-            raise UsageError(f"{source} was made from another inventory: {inventory} has changed since",
-                             hint=f"make a new plan: hybridctl plan {inventory} --out {source}")
-        check_rules(the_plan, loaded, source)  # a plan file is untrusted: its stacks are what apply would make
+        # a plan file is untrusted, and of its inventory (exit 4, as apply): its stacks are what apply would make
+        the_plan, loaded = plan_of_inventory(source, inventory)
     else:
         loaded = load_inventory(source).inventory
         the_plan = planned(loaded, synth_week)  # verified: its stacks are what apply would make of it

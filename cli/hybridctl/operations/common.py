@@ -144,6 +144,24 @@ def check_rules(plan: Plan, inventory: Inventory, plan_path: Path, run_memo: Run
     _refuse(plan_path, plan_violations(inventory, plan, run_memo), "breaks the inventory's rules")
 
 
+def plan_of_inventory(plan_path: Path, inventory_path: Path,
+                      run_memo: RunMemo | None = None) -> tuple[Plan, Inventory]:
+    """A plan file and the inventory it was made from, checked against it (a rehearsal, synth of a plan file);
+    `run_memo`: the caller's (its check of the plan file reads the inventory as the caller does). A plan of
+    another inventory is refused (exit 4), as apply refuses it."""
+    from hybridctl.core.inventory.digest import inventory_digest
+    from hybridctl.core.inventory.loader import load_inventory
+
+    the_plan = read_plan(plan_path, checked=False)  # check_rules below checks it with the inventory
+    inventory = load_inventory(inventory_path).inventory
+    if the_plan.inventory_digest != inventory_digest(inventory):
+        raise RefusedError(f"{plan_path} was made from another inventory: {inventory_path} has changed since, or is "
+                           "not the inventory of this plan",
+                           hint=f"make a new plan: hybridctl plan {inventory_path} --out {plan_path}")
+    check_rules(the_plan, inventory, plan_path, run_memo)  # a plan file is untrusted: refused (exit 4), not a bug
+    return the_plan, inventory
+
+
 def _refuse(plan_path: Path, problems: list[str], what: str) -> None:
     if problems:
         shown = "\n  ".join(problems[:PROBLEMS_SHOWN])

@@ -9,35 +9,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.model import Plan
-from hybridctl.errors import RefusedError, UsageError
+from hybridctl.errors import UsageError
 from hybridctl.render.console import stdout
 
 if TYPE_CHECKING:
     from hybridctl.core.failover.expectations import FileChoices
     from hybridctl.core.failover.scenario import Scenario
-    from hybridctl.core.memo import RunMemo
     from hybridctl.core.plan.week import IsoWeek
 
 PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
-
-
-def rehearsal_base(plan_path: Path, inventory_path: Path,
-                   run_memo: RunMemo | None = None) -> tuple[Plan, Inventory]:
-    """A plan file and the inventory it was made from, for a rehearsal that needs no state; `run_memo`: the
-    rehearsal's (its check of the plan file reads the inventory as the rehearsal does)."""
-    from hybridctl.core.inventory.digest import inventory_digest
-    from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.operations.common import check_rules, read_plan
-
-    the_plan = read_plan(plan_path, checked=False)  # check_rules below checks it with the inventory
-    inventory = load_inventory(inventory_path).inventory
-    if the_plan.inventory_digest != inventory_digest(inventory):
-        raise RefusedError(f"{plan_path} was made from another inventory: {inventory_path} has changed since, or is "
-                           "not the inventory of this plan",
-                           hint=f"make a new plan: hybridctl plan {inventory_path} --out {plan_path}")
-    check_rules(the_plan, inventory, plan_path, run_memo)  # a plan file is untrusted: refused (exit 4), not a bug
-    return the_plan, inventory
 
 
 def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
@@ -54,7 +34,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.core.plan.planner import PlanOptions, plan
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.drivers.parallel import map_in_processes
-    from hybridctl.operations.common import check_output_path
+    from hybridctl.operations.common import check_output_path, plan_of_inventory
     from hybridctl.operations.week import planning_week
     from hybridctl.render.failover import drill_markdown, render_drill
 
@@ -63,7 +43,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     # the replans keep the base plan's week; this one is for a fresh plan, or a plan file that names none
     week = planning_week(week)
     if plan_file is not None:
-        base, inventory = rehearsal_base(plan_file, inventory_path, run_memo)
+        base, inventory = plan_of_inventory(plan_file, inventory_path, run_memo)
     else:
         inventory = load_inventory(inventory_path).inventory
     scenarios = []

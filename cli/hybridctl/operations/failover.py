@@ -324,13 +324,13 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
         raise UsageError("--plan and --state exclude each other: a rehearsal reads no state")
     if inventory is None:
         raise UsageError("--plan needs --inventory PATH: the inventory the plan was made from")
-    from hybridctl.operations.drill import rehearsal_base
+    from hybridctl.operations.common import plan_of_inventory
 
     run_memo = RunMemo()  # this rehearsal's
-    applied, the_inventory = rehearsal_base(plan_file, inventory, run_memo)
+    applied, the_inventory = plan_of_inventory(plan_file, inventory, run_memo)
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})
-    # rehearsal_base found the plan's inventory digest to be this inventory's
+    # plan_of_inventory found the plan's inventory digest to be this inventory's
     runbook = checked_failover(the_inventory, applied, events, options=options, digest=applied.inventory_digest,
                                steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
                                                        applied=applied, run_memo=run_memo), run_memo=run_memo)
