@@ -8,6 +8,7 @@ from rich.console import Console
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.pricing.rates import rate_text
 from hybridctl.core.plan.pricing.showback import (
     CostDimension,
     CostLine,
@@ -81,7 +82,7 @@ def render_details(console: Console, plan: Plan, max_rows: int = 0) -> None:
     print_capped(console, "Pools", ("site", "pool", "GPU", "capacity type", "used / capacity>", "machines>",
                                     "$/GPU-h>", "cost/mo>"), plan.pools,
                  lambda p: (p.site, p.pool, p.gpu, p.capacity_type, f"{p.used_gpus} / {p.capacity_gpus}",
-                            f"{p.machines} × {p.gpus_per_node}", f"{p.usd_per_gpu_hour:.2f}", usd(p.usd_per_month)),
+                            f"{p.machines} × {p.gpus_per_node}", rate_text(p.usd_per_gpu_hour), usd(p.usd_per_month)),
                  max_rows, "pools")
     for dimension in BREAKDOWNS:
         print_cost_table(console, f"Cost by {dimension.value.replace('_', ' ')}", showback(plan, dimension),

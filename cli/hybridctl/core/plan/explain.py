@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
 from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo
-from hybridctl.core.plan.pricing.rates import replica_usd_per_month, whole_machines
+from hybridctl.core.plan.pricing.rates import rate_text, replica_usd_per_month, whole_machines
 from hybridctl.core.plan.tiers import TIER_ORDER
 
 
@@ -87,7 +87,7 @@ def placement_reason(demand: Demand, pool: PoolInfo, index: EligibilityIndex, us
                      holders: Holders | None = None) -> str:
     eligible = [index.pools[p] for p in index.eligible(demand)]
     cheaper = [p for p in eligible if p.usd_per_gpu_hour < pool.usd_per_gpu_hour - 1e-9]
-    price = f"${pool.usd_per_gpu_hour:.2f}/GPU-h"
+    price = f"${rate_text(pool.usd_per_gpu_hour)}/GPU-h"
     cash = inventory.policies.cost_model is CostModel.CASH
     if cash and pool.committed and cheaper:
         rank = f"committed capacity, paid for whether used or not ({price} amortized)"

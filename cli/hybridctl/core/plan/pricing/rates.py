@@ -195,3 +195,12 @@ def egress_usd_by_site(demand: PricedDemand, pools: Sequence[PricedPool], eligib
         if usd > 0:
             costs[site] = usd
     return costs
+
+
+def rate_text(usd_per_gpu_hour: float) -> str:
+    """A price per GPU-hour as written: to the cent, or to the places it has (4 at most, as a plan's pools
+    record it). "$0.81/GPU-h" of a $0.805 rate did not give the cost beside it (6 x 730 x 0.805 = $3,525.90)."""
+    for digits in (2, 3, 4):
+        if abs(round(usd_per_gpu_hour, digits) - usd_per_gpu_hour) < 1e-9:
+            return f"{usd_per_gpu_hour:,.{digits}f}"
+    return f"{usd_per_gpu_hour:,.4f}"
