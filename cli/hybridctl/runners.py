@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hybridctl.core.deploy.ansible_inventory import AnsibleInventory
-from hybridctl.core.deploy.steps import CLOUD_KINDS, Step, StepKind
-from hybridctl.errors import PrerequisiteError
+from hybridctl.core.deploy.stepcheck import check_step_params
+from hybridctl.core.deploy.steps import ANSIBLE_KINDS, CLOUD_KINDS, Step, StepKind
+from hybridctl.errors import HybridctlError, PrerequisiteError
 from hybridctl.executor import StepContext, StepOutcome, StepRunner, StepStatus
 
 if TYPE_CHECKING:
@@ -143,14 +144,35 @@ def playbook_error(result: PlaybookResult, known_hosts: Path) -> str:
     return "\n".join(lines) or f"ansible-playbook ended {result.status.value} (rc {result.rc})"
 
 
+def shipped_playbook(step: Step, playbooks: Path) -> Path:
+    """The playbook an Ansible step runs: the one hybridctl ships for its kind, a file of `playbooks`. Its
+    params were checked where they were read (a runbook, a state); checked here again, as the last thing before
+    Ansible, for a step that came another way (HybridctlError: the step fails, nothing runs)."""
+    if step.kind not in ANSIBLE_KINDS:
+        raise HybridctlError(f"step {step.id}: a {step.kind} step runs no playbook")
+    try:
+        check_step_params(step.kind, step.params)
+    except ValueError as exc:
+        raise HybridctlError(f"step {step.id}: {exc}", hint="the runbook or state it came from was edited: restore "
+                             "it from a backup, or make it again with `hybridctl failover` or `hybridctl apply`") from None
+    name = str(step.params["playbook"])  # a plain name (check_step_params): resolved, it must stay in `playbooks`
+    root = playbooks.resolve()
+    path = (root / name).resolve()
+    if path.parent != root or not path.is_file():
+        raise HybridctlError(f"step {step.id}: {name!r} is not a playbook hybridctl ships (in {root})")
+    return path
+
+
 def run_ansible_step(step: Step, context: StepContext | None, *, playbooks: Path, ssh: SshOptions, work_dir: Path,
                      check: bool = False, diff: bool = False) -> PlaybookResult:
     """One playbook against the hosts the step carries; the inventory file is private and removed after."""
     from hybridctl.drivers.ansible import AnsibleEvent, EventKind, run_playbook
 
-    raw_hosts, raw_vars = step.params.get("inventory"), step.params.get("extravars")
-    hosts = AnsibleInventory.from_params(raw_hosts if isinstance(raw_hosts, Mapping) else {})
-    extravars = dict(raw_vars) if isinstance(raw_vars, Mapping) else {}
+    playbook = shipped_playbook(step, playbooks)
+    raw_hosts, raw_vars = step.params["inventory"], step.params.get("extravars", {})
+    assert isinstance(raw_hosts, Mapping) and isinstance(raw_vars, Mapping)  # shipped_playbook checked the params
+    hosts = AnsibleInventory.from_params(raw_hosts)
+    extravars = dict(raw_vars)
     path = write_inventory_file(hosts, work_dir)
 
     def on_event(event: AnsibleEvent) -> None:
@@ -158,7 +180,7 @@ def run_ansible_step(step: Step, context: StepContext | None, *, playbooks: Path
             context.note(event.task)
 
     try:
-        return run_playbook(playbooks / str(step.params["playbook"]), path, ssh=ssh, extravars=extravars,
+        return run_playbook(playbook, path, ssh=ssh, extravars=extravars,
                             check=check, diff=diff, on_event=on_event,
                             cancel=context.cancel if context is not None else None, work_dir=work_dir)
     finally:

@@ -8,6 +8,7 @@ name the state knows it by; and every runbook file is read as strictly as a plan
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -200,3 +201,142 @@ class TestResumeChecksTheRunbooksBeforePlan:
 
 
 SHA256_TAG = re.compile(r'"planDigest": "(sha256:[0-9a-f]{64})"')
+
+
+# --- the steps of a runbook run only what hybridctl ships (security audit: an edited runbook ran any playbook) -----
+
+
+@pytest.fixture(scope="module")
+def unfinished_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(state, runbook id): a failover of the cloud document whose cloud step cloud-pools/aws-b failed."""
+    _, state = applied_state(tmp_path_factory.mktemp("unfinished"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
+        result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+    assert result.code == 1, result.output
+    return state, json.loads((state / "state.json").read_text())["pending"]["target"]
+
+
+FAILED_STEP = "cloud-pools/aws-b"
+
+
+def evil_playbook(directory: Path) -> tuple[Path, Path]:
+    """(playbook, the file it makes): a play that runs a command on the controller."""
+    marker = directory / "evil-ran"
+    playbook = directory / "evil.yml"
+    playbook.write_text("- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
+                        f"    - ansible.builtin.command: touch {marker}\n")
+    return playbook, marker
+
+
+def no_hosts() -> dict[str, Any]:
+    return {"hostvars": {}, "groups": {}}
+
+
+def one_host(**variables: object) -> dict[str, Any]:
+    return {"hostvars": {"h1": {"ansible_host": "h1.example.com", "ansible_port": 22, "ansible_user": "root",
+                                **variables}}, "groups": {"hybridctl": ["h1"]}}
+
+
+# name: (the failed step's new kind, its new params (EVIL: the evil playbook's path), what the message says)
+FORGED_STEPS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "a playbook by absolute path": ("preflight", {"playbook": "EVIL", "inventory": no_hosts(), "extravars": {}},
+                                    "params.playbook"),
+    "a playbook up the tree": ("preflight", {"playbook": "../" * 12 + "EVIL", "inventory": no_hosts(),
+                                             "extravars": {}}, "params.playbook"),
+    "a playbook hybridctl ships, but not for this step": ("preflight", {"playbook": "trust.yml", "inventory": no_hosts(),
+                                                                        "extravars": {}}, "params.playbook"),
+    "ssh options in a host variable": ("preflight", {"playbook": "preflight.yml", "extravars": {}, "inventory": one_host(
+        ansible_ssh_common_args="-oProxyCommand='touch /tmp/x'")}, "ansible_ssh_common_args"),
+    "a local connection": ("preflight", {"playbook": "preflight.yml", "extravars": {},
+                                         "inventory": one_host(ansible_connection="local")}, "ansible_connection"),
+    "an address read as an ssh option": ("preflight", {"playbook": "preflight.yml", "extravars": {},
+                                                       "inventory": one_host(ansible_host="-oProxyCommand=x")},
+                                         "ansible_host"),
+    "a user with a shell word": ("preflight", {"playbook": "preflight.yml", "extravars": {},
+                                               "inventory": one_host(ansible_user="root;id")}, "ansible_user"),
+    "a port beyond 65535": ("preflight", {"playbook": "preflight.yml", "extravars": {},
+                                          "inventory": one_host(ansible_port=70000)}, "ansible_port"),
+    "a host name with a space": ("preflight", {"playbook": "preflight.yml", "extravars": {},
+                                               "inventory": {"hostvars": {"h 1": {}}, "groups": {}}}, "'h 1'"),
+    "extra variables a preflight never carries": ("preflight", {"playbook": "preflight.yml", "inventory": no_hosts(),
+                                                                "extravars": {"ansible_connection": "local"}},
+                                                  "params.extravars"),
+    "a Pulumi project outside stacks/": ("cloud-pools", {"project": "../../../tmp/evil", "stack_name": "hostile-aws-b",
+                                                         "config": {}, "site": "aws-b", "cluster": None, "sites": []},
+                                         "params.project"),
+}
+
+
+def forge_step(runbook: Path, kind: str, params: dict[str, Any], *, identity: bool) -> Path:
+    """The runbook with its failed step's kind and params replaced and steps_digest worked out again, as the audit
+    did. With `identity`, the forger goes on: the step's digest and key, the runbook's id and file name, and the
+    state's pending run are all made to agree with the edit. Returns the runbook's (new) path."""
+    from hybridctl.core.deploy.steps import canonical_json, inputs_digest
+    from hybridctl.core.failover.serialize import steps_digest
+
+    document = json.loads(runbook.read_text())
+    step = next(s for s in document["steps"] if s["id"] == FAILED_STEP)
+    step["kind"], step["params"] = kind, params
+    if identity:
+        step["digest"] = inputs_digest(kind, params)
+        step["key"] = f"{step['id']}@{step['digest'].removeprefix('sha256:')[:16]}"
+    document["steps_digest"] = steps_digest(document["steps"])
+    if not identity:
+        runbook.write_text(json.dumps(document, indent=2))
+        return runbook
+    keys = [s["key"] for s in document["steps"]]
+    new_id = "rb-" + hashlib.sha256(canonical_json([document["kind"], document["incident"], keys])).hexdigest()[:16]
+    forged = runbook.with_name(f"{new_id}.json")
+    runbook.unlink()
+    forged.write_text(json.dumps(document, indent=2))
+    state_file = runbook.parent.parent / "state.json"
+    state = json.loads(state_file.read_text())
+    state["pending"]["target"] = new_id
+    state["pending"]["detail"].update(file=f"runbooks/{new_id}.json", runbook=new_id)
+    state_file.write_text(json.dumps(state, indent=2))
+    return forged
+
+
+class TestResumeRunsOnlyWhatHybridctlShips:
+    """A runbook's step said which playbook to run, against which hosts, with which variables, and the runner
+    took it as it came: `playbooks / "/tmp/evil.yml"` is /tmp/evil.yml, and any host variable (ansible_ssh_common_args,
+    ansible_connection) reached Ansible and ssh. Now every step is checked when its runbook is read, before anything
+    runs: its playbook is the one hybridctl ships for its kind, its hosts pass the inventory's own checks, its extra
+    variables are those its kind carries; and its digest must be that of its kind and params, so that an edit shows
+    in the runbook's id."""
+
+    @pytest.fixture
+    def unfinished(self, unfinished_source: tuple[Path, str], tmp_path: Path) -> tuple[Path, Path]:
+        source, runbook_id = unfinished_source
+        state = shutil.copytree(source, tmp_path / "state")
+        return state, state / "runbooks" / f"{runbook_id}.json"
+
+    @pytest.mark.parametrize("identity", [False, True], ids=["digest kept", "identity forged"])
+    @pytest.mark.parametrize("name", sorted(FORGED_STEPS))
+    def test_a_forged_step_is_refused_before_anything_runs(self, unfinished: tuple[Path, Path], tmp_path: Path,
+                                                           name: str, identity: bool) -> None:
+        state, runbook = unfinished
+        playbook, marker = evil_playbook(tmp_path)
+        kind, params, named = FORGED_STEPS[name]
+        params = json.loads(json.dumps(params).replace("EVIL", str(playbook)))
+        forged = forge_step(runbook, kind, params, identity=identity)
+        before = snapshot(state)
+        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        assert_refused(result, str(forged), f"step {FAILED_STEP}", named, "hybridctl failover", codes=frozenset({1}))
+        assert not marker.exists()
+        assert snapshot(state) == before
+
+    def test_a_step_whose_params_changed_under_its_digest_is_refused(self, unfinished: tuple[Path, Path]) -> None:
+        """Params hybridctl could have written, but not under this digest: the runbook's id would not show it."""
+        state, runbook = unfinished
+        step = next(s for s in json.loads(runbook.read_text())["steps"] if s["id"] == FAILED_STEP)
+        forge_step(runbook, step["kind"], {**step["params"], "stack_name": "hostile-aws-c"}, identity=False)
+        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        assert_refused(result, str(runbook), f"step {FAILED_STEP}", "digest", "hybridctl failover",
+                       codes=frozenset({1}))
+
+    def test_the_unedited_runbook_still_resumes(self, unfinished: tuple[Path, Path]) -> None:
+        state, _ = unfinished
+        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        assert result.code == 0, result.output

@@ -82,7 +82,9 @@ class TestStateFile:
                         finished_at="2026-01-01T00:01:00+00:00", summary="1 failed", resumed_from=("r0",))
         state = State(serial=3, applied_plan={"inventory": "x"}, applied_plan_digest="sha256:p",
                       applied_at="t", inventory_path="/inv.yaml", site_kinds={"a": "cloud"},
-                      deployed={"cloud-pools/a": Deployed("cloud-pools/a", "cloud-pools", "k", "a", "t", {"x": [1]})},
+                      deployed={"cloud-pools/a": Deployed("cloud-pools/a", "cloud-pools", "k", "a", "t", {
+                          "project": "aws-gpu-pools", "stack_name": "inv-a", "config": {"x": [1]}, "site": "a",
+                          "cluster": None, "sites": []})},
                       pending=PendingRun("apply", ("r0", "r1"), "sha256:x", {"d": 1}), history=(run,))
         written = store.write(state)
         assert written.lineage  # a new state gets a lineage

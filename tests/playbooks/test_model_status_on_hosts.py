@@ -28,7 +28,9 @@ def test_status_shows_each_hosts_active_version_against_the_plan(host_lab: HostL
         assert synced.succeeded, describe(synced)
     names = [h.name for h in hosts]
     inventory_vars = host_lab.inventory(hosts)["all"]["children"]["lab"]["hosts"]  # type: ignore[index]
-    inventory = AnsibleInventory({n: dict(inventory_vars[n]) for n in names}, {"lab": tuple(names)})
+    # as apply records it: the variables hybridctl gives a host (the interpreter is found on the host), its groups
+    inventory = AnsibleInventory({n: {k: v for k, v in inventory_vars[n].items() if k != "ansible_python_interpreter"}
+                                  for n in names}, {"hybridctl": tuple(names)})
     record = {"playbook": "model-sync.yml", "inventory": inventory.to_params(),
               "extravars": {"hybridctl_model": MODEL, "hybridctl_model_version": "v2"}}
     state = State(deployed={"model-sync/dc-lab/fraud": Deployed("model-sync/dc-lab/fraud", "model-sync", "k",

@@ -88,10 +88,18 @@ class Deployed:
 
     @staticmethod
     def from_dict(raw: Mapping[str, Any], where: str = "deployed[]") -> Deployed:
+        from hybridctl.core.deploy.stepcheck import check_step_params
+
         raw = _object(raw, where)
-        return Deployed(_text(raw, "step_id", where), _text(raw, "kind", where), _text(raw, "key", where),
-                        _text(raw, "site", where, None), _text(raw, "applied_at", where),
-                        _object(raw.get("record", {}), f"{where}.record"))
+        kind, record = _text(raw, "kind", where), _object(raw.get("record", {}), f"{where}.record")
+        # the record is what destroy, `status --drift` and the model check run again (a Pulumi project, a
+        # playbook, hosts): held to what hybridctl makes for the kind, as a runbook's steps are
+        try:
+            check_step_params(kind, record)
+        except ValueError as exc:
+            raise ValueError(f"{where}.record.{str(exc).removeprefix('params.')}") from None
+        return Deployed(_text(raw, "step_id", where), kind, _text(raw, "key", where),
+                        _text(raw, "site", where, None), _text(raw, "applied_at", where), record)
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,27 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from typing import Annotated
 
-from hybridctl.core.inventory.models import CapacityType, Inventory, Policies, Pool, SiteKind
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from hybridctl.core.inventory.models import (
+    CapacityType,
+    HostAddress,
+    HostName,
+    Inventory,
+    Name,
+    Policies,
+    Pool,
+    PosixUser,
+    SiteKind,
+    Token,
+)
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.tiers import TIER_ORDER, Tier
 
@@ -66,14 +82,96 @@ class AnsibleInventory:
 
     @staticmethod
     def from_params(raw: Mapping[str, object]) -> AnsibleInventory:
-        hostvars = raw.get("hostvars", {})
-        groups = raw.get("groups", {})
-        if not isinstance(hostvars, Mapping) or not isinstance(groups, Mapping):
-            raise ValueError("an Ansible inventory needs `hostvars` and `groups` mappings")
-        return AnsibleInventory(
-            {str(h): dict(v) if isinstance(v, Mapping) else {} for h, v in hostvars.items()},
-            {str(g): tuple(str(h) for h in m) if isinstance(m, list | tuple) else () for g, m in groups.items()},
-        )
+        """The inventory a step carries (to_params), read back from a runbook or a state: files anyone who can
+        write the state can edit. Everything in it reaches Ansible and ssh, so it is checked as the inventory
+        checks the hosts it came from (_checked_params); ValueError names what is wrong."""
+        hostvars, groups = _checked_params(raw)
+        return AnsibleInventory({h: dict(v) for h, v in hostvars.items()}, {g: tuple(m) for g, m in groups.items()})
+
+
+def _one_of(*allowed: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"is not one of {', '.join(allowed)}")
+        return value
+    return AfterValidator(check)
+
+
+class _HostVars(BaseModel):
+    """The variables build_ansible_inventory gives a host, each held to the inventory's rule for the field it
+    comes from (models.py: Host, Site, Pool, Workload), and no other: a variable such as ansible_connection or
+    ansible_ssh_common_args would change how, or where, Ansible runs its tasks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    ansible_host: HostAddress | None = None
+    ansible_port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    ansible_user: PosixUser | None = None
+    hybridctl_site: Name | None = None
+    hybridctl_site_kind: Annotated[str, _one_of(*(k.value for k in SiteKind if k is not SiteKind.CLOUD))] | None = None
+    hybridctl_pool: Name | None = None
+    hybridctl_gpu: Token | None = None
+    hybridctl_tiers: list[Annotated[str, _one_of(*(t.value for t in Tier))]] | None = None
+    hybridctl_expected_gpus: Annotated[int, Field(ge=0)] | None = None
+    hybridctl_failure_domain: Token | None = None
+    hybridctl_jurisdiction: Token | None = None
+    hybridctl_workloads: list[Name] | None = None
+    preflight_model_cache_required_gb: Annotated[float, Field(ge=0)] | None = None
+    hybridctl_model_cache_required_gb: Annotated[float, Field(ge=0)] | None = None  # its name in earlier states
+
+
+# the groups build_ansible_inventory makes: ALL_GROUP, and group_name's of DNS labels
+_GROUP_RE = re.compile(rf"{ALL_GROUP}|(?:site|kind|pool|tier)_[a-z0-9_]{{1,63}}")
+
+
+@cache  # made when first needed: a runbook or state without hosts never needs it
+def _host_name() -> TypeAdapter[str]:
+    return TypeAdapter(HostName)
+
+
+def _problem(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{where}: not a variable hybridctl gives a host"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message[:1].lower()}{message[1:]} (got {error.get('input')!r})"
+
+
+def _checked_params(raw: Mapping[str, object]) -> tuple[dict[str, Mapping[str, object]], dict[str, list[str]]]:
+    """An inventory in its to_params form, refused (ValueError, naming the host and the variable) unless
+    build_ansible_inventory could have made it from a valid inventory."""
+    unknown = sorted(str(k) for k in raw if k not in ("hostvars", "groups"))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: not a part of an Ansible inventory (it has hostvars and groups)")
+    raw_hosts, raw_groups = raw.get("hostvars"), raw.get("groups")
+    if not isinstance(raw_hosts, Mapping) or not isinstance(raw_groups, Mapping):
+        raise ValueError("an Ansible inventory needs `hostvars` and `groups` mappings")
+    hostvars: dict[str, Mapping[str, object]] = {}
+    for host, variables in raw_hosts.items():
+        try:
+            name = _host_name().validate_python(host)
+        except ValidationError:
+            raise ValueError(f"hostvars: {host!r} is not a host name") from None
+        if not isinstance(variables, Mapping):
+            raise ValueError(f"hostvars[{host!r}]: not a mapping of variables")
+        try:
+            _HostVars.model_validate(dict(variables))
+        except ValidationError as exc:
+            raise ValueError(f"hostvars[{host!r}]{_problem(exc)}") from None
+        hostvars[name] = variables
+    groups: dict[str, list[str]] = {}
+    for group, members in raw_groups.items():
+        if not isinstance(group, str) or not _GROUP_RE.fullmatch(group):
+            raise ValueError(f"groups: {group!r} is not a group hybridctl makes")
+        if not isinstance(members, list | tuple):
+            raise ValueError(f"groups[{group!r}]: not a list of hosts")
+        groups[group] = []
+        for member in members:
+            if not isinstance(member, str) or member not in hostvars:
+                raise ValueError(f"groups[{group!r}]: {member!r} is not one of the inventory's hosts")
+            groups[group].append(member)
+    return hostvars, groups
 
 
 def hosted_placements(inventory: Inventory, placements: Iterable[Placement]) -> list[Placement]:

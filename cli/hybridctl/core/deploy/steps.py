@@ -79,6 +79,16 @@ def inputs_digest(kind: str, params: Params) -> str:
     return "sha256:" + hashlib.sha256(canonical_json({"kind": kind, "params": params})).hexdigest()
 
 
+def params_digest(kind: str, params: Params) -> str:
+    """The digest the steps hybridctl makes carry for this kind and params: inputs_digest of all of them, but a
+    cloud stack's leaves out the plan digest its config is tagged with (_stack_identity). A step read back from a
+    file whose digest is another was edited: the digest is in its key, and so in a runbook's id."""
+    config = params.get("config")
+    if kind in (StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES) and isinstance(config, Mapping):
+        params = {**params, "config": {k: v for k, v in config.items() if k not in _VOLATILE_CONFIG}}
+    return inputs_digest(kind, params)
+
+
 @dataclass(frozen=True)
 class Step:
     id: str  # stable across plans: "node-baseline/dc-fra"

@@ -2,7 +2,8 @@
 
 A runbook's JSON is complete: its steps carry their parameters and digests, and both plans
 ride along, so `--execute`, `runbook resume` and `runbook rollback` work from it alone. Loading
-checks every step's digest against its parameters: an edited runbook is refused.
+checks every step's digest against its kind and parameters, and what each step would run against what
+this hybridctl ships for its kind (core/deploy/stepcheck.py): an edited runbook is refused.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from hybridctl.core.deploy.steps import Step, canonical_json
+from hybridctl.core.deploy.stepcheck import check_step_params
+from hybridctl.core.deploy.steps import Step, StepKind, canonical_json, params_digest
 from hybridctl.core.failover.drill import DrillReport, ScenarioResult
 from hybridctl.core.failover.impact import Arrival, Status, WorkloadImpact
 from hybridctl.core.failover.runbook import (
+    CONFIRM_KIND,
+    MANUAL_KIND,
     RUNBOOK_FORMAT_VERSION,
     Deferred,
     Runbook,
@@ -168,6 +172,29 @@ def _impact(raw: Mapping[str, object]) -> WorkloadImpact:
         expected_loss=bool(raw.get("expected_loss")))
 
 
+_KINDS = frozenset({*StepKind, MANUAL_KIND, CONFIRM_KIND})
+_REMAKE = ("runbook files are not edited: restore the file from a backup, or make the runbook again with "
+           "`hybridctl failover EVENT…`")
+
+
+def _check_step(step_id: str, kind: str, params: Mapping[str, object], digest: str, source: str) -> None:
+    """A step as hybridctl makes it, before anything runs it: what it runs is what this hybridctl ships for its
+    kind (stepcheck.py), and its digest is that of its kind and params. The digest is in the step's key, and the
+    keys in the runbook's id, which the state knows the runbook by: an edit of a step's kind or params shows in
+    that id. A forger can still work out every digest and id again, the state's names too (it is as writable as
+    the runbook), so the checks of what a step runs are what keeps an edited runbook from running anything else."""
+    if kind not in _KINDS:
+        raise RunbookFileError(f"{source}: step {step_id}: kind {kind!r} is not a kind of step hybridctl makes",
+                               hint=_REMAKE)
+    try:
+        check_step_params(kind, params)
+    except ValueError as exc:
+        raise RunbookFileError(f"{source}: step {step_id}: {exc}", hint=_REMAKE) from None
+    if digest != params_digest(kind, params):
+        raise RunbookFileError(f"{source}: step {step_id}: its digest is not that of its kind and params: the "
+                               "runbook was edited", hint=_REMAKE)
+
+
 def _step(raw: Mapping[str, object], source: str) -> RunbookStep:
     params = raw.get("params")
     if not isinstance(params, dict):
@@ -175,6 +202,7 @@ def _step(raw: Mapping[str, object], source: str) -> RunbookStep:
     kind = _str(raw, "kind")
     digest = _str(raw, "digest")
     site = raw.get("site")
+    _check_step(_str(raw, "id"), kind, params, digest, source)
     step = Step(_str(raw, "id"), kind, _str(raw, "title"), params, digest,
                 tuple(str(d) for d in _list(raw, "depends_on")), site if isinstance(site, str) else None,
                 int(_number(raw.get("phase")) or 0), bool(raw.get("deploys")),
