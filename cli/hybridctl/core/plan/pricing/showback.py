@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.pricing.cents import allocate_cents, to_cents
 from hybridctl.core.plan.pricing.shares import placement_shares
@@ -120,6 +119,8 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
 def idle_committed_gpu_hours(plan: Plan) -> float:
     """The committed pools' GPU-hours a month no placement uses: capacity x 730 less the GPU-hours placed there (the
     hours part-time work leaves included), what the idle committed dollars pay for."""
+    from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS  # here: `--help` imports this module
+
     committed = {p.pool: float(p.capacity_gpus * DEFAULT_REALTIME_HOURS) for p in plan.pools if p.committed}
     for pl in plan.placements:
         if pl.pool in committed:
