@@ -227,12 +227,12 @@ class TestOneDigestPerPlan:
         from hybridctl.core.failover.replan import FailoverOptions
         from hybridctl.core.failover.serialize import runbook_from_json, runbook_to_json
         from hybridctl.core.memo import RunMemo
-        from hybridctl.operations.drill import rehearsal_base
+        from hybridctl.operations.common import plan_of_inventory
         from hybridctl.operations.failover_compute import checked_failover, steps_builder
 
         plan_file = tmp_path / "plan.json"
         assert run("plan", EXAMPLES / "cloud-burst.yaml", "--out", plan_file, "--state", tmp_path / "s").code == 0
-        applied, inventory = rehearsal_base(plan_file, EXAMPLES / "cloud-burst.yaml")
+        applied, inventory = plan_of_inventory(plan_file, EXAMPLES / "cloud-burst.yaml")
         memo = RunMemo()
         runbook = checked_failover(inventory, applied, parse_events(["site-lost", "dc-ashburn"]),
                                    options=FailoverOptions(10_000, 30), digest=applied.inventory_digest,

@@ -13,7 +13,6 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -124,8 +123,9 @@ class _HostVars(BaseModel):
 _GROUP_RE = re.compile(rf"{ALL_GROUP}|(?:site|kind|pool|tier)_[a-z0-9_]{{1,63}}")
 
 
-@cache  # made when first needed: a runbook or state without hosts never needs it
 def _host_name() -> TypeAdapter[str]:
+    # made where it is needed (a runbook or state without hosts never needs it), and not kept: the core keeps
+    # no state across calls (tests/core/test_no_module_state.py)
     return TypeAdapter(HostName)
 
 

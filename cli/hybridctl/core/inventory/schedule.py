@@ -8,7 +8,6 @@ so daylight saving is the one of that week.
 
 from __future__ import annotations
 
-import functools
 import re
 import zoneinfo
 from datetime import date, datetime, timedelta
@@ -44,17 +43,19 @@ def _time_of_day(value: str) -> str:
     return value
 
 
-@functools.cache
-def _iana_zones() -> frozenset[str]:
-    """The IANA zones by name (read once: 70 ms), less those that depend on the host (`localtime`, `Factory`).
-    Looking a name up in ZoneInfo alone took a directory (`America`: "Is a directory") or a path the OS
-    refuses (5,000 characters) as a file to open, and said so in the OS's words."""
-    return frozenset(zoneinfo.available_timezones() - {"localtime", "Factory"})
+# Zones that name no place: they follow the host's settings, or mean no zone at all
+_HOST_ZONES = frozenset({"localtime", "Factory", "posixrules"})
 
 
 def _time_zone(value: str) -> str:
-    if value not in _iana_zones():
+    """An IANA zone by name. ZoneInfo alone took a directory of the zone database (`America`: "Is a directory")
+    or a name the OS refuses as a path (5,000 characters) as a file to open, and said so in the OS's words."""
+    if value in _HOST_ZONES or value.startswith(("posix/", "right/")):
         raise PydanticCustomError("time_zone", "is not an IANA time zone")
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise PydanticCustomError("time_zone", "is not an IANA time zone") from None
     return value
 
 
