@@ -33,10 +33,10 @@ RESERVED_NAMES = frozenset({MANIFEST_NAME, SIGNATURE_NAME})
 # Model and version names become directory names on every host, so they are kept to
 # characters that need no quoting and can never climb out of the models directory.
 # Every pattern here is used with fullmatch: `$` would also match before a trailing newline.
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+BUNDLE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 # Artifact paths also end up in sha256sum check lists on the hosts: no spaces, no newlines.
 _SEGMENT_RE = re.compile(r"[A-Za-z0-9._+=@-]{1,255}")
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+SHA256_HEX_RE = re.compile(r"[0-9a-f]{64}")
 _KEY_VALUE_RE = re.compile(r"([^=\s]+)=(\S+)")
 
 
@@ -85,7 +85,7 @@ class BundleFile(BaseModel):
     @field_validator("sha256")
     @classmethod
     def _hex_digest(cls, digest: str) -> str:
-        if not _SHA256_RE.fullmatch(digest):
+        if not SHA256_HEX_RE.fullmatch(digest):
             raise ValueError("must be 64 lower-case hex characters")
         return digest
 
@@ -114,14 +114,14 @@ class BundleManifest(BaseModel):
     @field_validator("model", "version")
     @classmethod
     def _safe_name(cls, name: str) -> str:
-        if not _NAME_RE.fullmatch(name):
+        if not BUNDLE_NAME_RE.fullmatch(name):
             raise ValueError("must start with a letter or digit and use only letters, digits and . _ + -")
         return name
 
     @field_validator("rollback_to")
     @classmethod
     def _safe_rollback(cls, name: str | None) -> str | None:
-        if name is not None and not _NAME_RE.fullmatch(name):
+        if name is not None and not BUNDLE_NAME_RE.fullmatch(name):
             raise ValueError("must be a version name: letters, digits and . _ + -")
         return name
 

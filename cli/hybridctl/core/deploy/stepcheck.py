@@ -39,16 +39,17 @@ def _controller_path(value: object) -> str | None:
 
 
 def _bundle_name(value: object) -> str | None:
-    from hybridctl.core.deploy.bundle import _NAME_RE  # the manifest's rule; bundle.py loads cryptography
+    # the manifest's rule, imported here: bundle.py loads cryptography
+    from hybridctl.core.deploy.bundle import BUNDLE_NAME_RE
 
-    ok = isinstance(value, str) and _NAME_RE.fullmatch(value)
+    ok = isinstance(value, str) and BUNDLE_NAME_RE.fullmatch(value)
     return None if ok else "is not a model or version name (letters, digits and . _ + -)"
 
 
 def _sha256(value: object) -> str | None:
-    from hybridctl.core.deploy.bundle import _SHA256_RE
+    from hybridctl.core.deploy.bundle import SHA256_HEX_RE
 
-    return None if isinstance(value, str) and _SHA256_RE.fullmatch(value) else "is not a SHA-256 in hex"
+    return None if isinstance(value, str) and SHA256_HEX_RE.fullmatch(value) else "is not a SHA-256 in hex"
 
 
 def _true(value: object) -> str | None:

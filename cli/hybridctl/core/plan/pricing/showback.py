@@ -86,6 +86,7 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
     idle: dict[str, float] = defaultdict(float)
     gpus: dict[str, int] = defaultdict(int)
     gpu_hours: dict[str, float] = defaultdict(float)
+    placed_gpu_hours = 0.0  # summed in the plan's order, the same in every view
     first_pool_at: dict[tuple[str, str], str] = {}
     for p, share in zip(plan.placements, placement_shares(plan), strict=True):
         key = key_of(p.workload, p.site, p.pool, p.tier)
@@ -93,6 +94,7 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
         idle[key] += share - p.usd_per_month
         gpus[key] += p.gpus
         gpu_hours[key] += p.gpus * p.hours_per_month
+        placed_gpu_hours += p.gpus * p.hours_per_month
         first_pool_at.setdefault((p.workload, p.site), p.pool)
     for m in plan.data_movements:
         pool = first_pool_at.get((m.workload, m.to_site), "")
@@ -108,8 +110,7 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
         gpu_hours[IDLE_COMMITTED] = idle_committed_gpu_hours(plan)
     total_cents = allocate_cents(total, to_cents(plan.total_usd_per_month))
     # GPU-hours in hundredths, rounded together as the dollars are: every view adds up to the same total
-    hours = allocate_cents(gpu_hours, to_cents(sum(p.gpus * p.hours_per_month for p in plan.placements)
-                                               + gpu_hours.get(IDLE_COMMITTED, 0.0)))
+    hours = allocate_cents(gpu_hours, to_cents(placed_gpu_hours + gpu_hours.get(IDLE_COMMITTED, 0.0)))
     data_cents = allocate_cents(data, to_cents(plan.data_usd_per_month))
     lines = [CostLine(k, gpus.get(k, 0), (total_cents[k] - data_cents.get(k, 0)) / 100, data_cents.get(k, 0) / 100,
                       round(idle.get(k, 0.0), 2), hours.get(k, 0) / 100) for k in total_cents]
