@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def measure(workloads: int, pools: int, seed: int, repeat: int) -> dict[str, float | int]:
+    from hybridctl.core.checker.check import check_plan
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.placement.planner import plan
     from inventory_gen import generate, to_yaml
 
     with tempfile.TemporaryDirectory() as tmp:

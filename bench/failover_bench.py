@@ -78,7 +78,7 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
     from hybridctl.core.failover.impact import impacts
     from hybridctl.core.failover.replan import FailoverOptions, replan
     from hybridctl.core.failover.scenario import Scenario
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.placement.planner import plan
     from hybridctl.core.plan.serialize import plan_from_dict
     from hybridctl.operations.failover_compute import failover_of_state
 
@@ -142,7 +142,7 @@ def bench_fleet_drill(workloads: int, pools: int, seed: int, limit: int | None, 
 
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.scenario import standard_scenarios
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.placement.planner import plan
     from hybridctl.drivers.parallel import map_in_processes, worker_count
 
     inventory = _fleet(workloads, pools, seed)
@@ -171,7 +171,7 @@ def bench_drill() -> None:
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.scenario import standard_scenarios
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.placement.planner import PlanOptions, plan
     from plan_bench import bench_week
 
     enterprise = ROOT / "inventories" / "enterprise"
@@ -197,7 +197,7 @@ def bench_cli(workloads: int, pools: int, seed: int) -> None:
     import tempfile
 
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.placement.planner import plan
     from hybridctl.drivers.state import StateStore
     from inventory_gen import to_yaml
 

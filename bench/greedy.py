@@ -20,11 +20,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from hybridctl.core.inventory.models import DEFAULT_REALTIME_HOURS, CostModel, Inventory
-from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
+from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
+from hybridctl.core.placement.movements import data_movements
+from hybridctl.core.placement.tiers import TIER_ORDER
 from hybridctl.core.plan.model import Placement
-from hybridctl.core.plan.movements import data_movements
-from hybridctl.core.plan.pricing.pools import pool_usage
-from hybridctl.core.plan.pricing.rates import (
+from hybridctl.core.pricing.pools import pool_usage
+from hybridctl.core.pricing.rates import (
     egress_rates,
     is_always_on,
     machines_usd_per_month,
@@ -33,7 +34,6 @@ from hybridctl.core.plan.pricing.rates import (
     replica_usd_per_month,
     whole_machines,
 )
-from hybridctl.core.plan.tiers import TIER_ORDER
 
 
 @dataclass(frozen=True)

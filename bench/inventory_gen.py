@@ -158,7 +158,7 @@ def _placeable(templates: list[dict[str, Any]], sites: list[dict[str, Any]],
     """Keep the templates that validation accepts: an eligible pool a replica fits, enough failure
     domains for its spread, a cost ceiling above its cheapest cost."""
     from hybridctl.core.inventory.feasibility import cheapest_usd, replica_fits
-    from hybridctl.core.plan.eligibility import EligibilityIndex, demands
+    from hybridctl.core.placement.eligibility import EligibilityIndex, demands
 
     named = [dict(t, name=f"t-{i}") for i, t in enumerate(templates)]
     inventory = _base(sites, datasets, named)

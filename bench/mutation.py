@@ -22,7 +22,7 @@ thousands of mutants (core/failover about 3,700) and a whole scope is hours; gen
 A sample therefore generates the mutants without running anything, draws the sample, and only
 then runs mutmut, on the sampled mutants' tests only. Each scope's tests are the fast ones that
 guard it; slow ones are left out: the fuzz test of hostile inventories (8 s for every surviving
-mutant), and the planner's route and property tests (tests/core/plan/test_planner_routes.py,
+mutant), and the planner's route and property tests (tests/core/placement/test_planner_routes.py,
 test_planner_properties.py: half a minute and more), so core/plan's large-fleet solve routes
 show as "no tests" and its score is a lower bound.
 """
@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # scope -> (files or directories under cli/hybridctl to mutate, the tests that guard them, and tests
 # of those left out because they are slow); a test path missing from the code (--rev) is skipped
 SCOPES: dict[str, tuple[list[str], list[str], list[str]]] = {
-    "core/plan": (["core/plan/"], ["tests/core/plan/test_checker_rules.py", "tests/core/plan/test_checker_revision2.py",
-                                   "tests/core/plan/test_planner_cases.py", "tests/core/plan/test_cost_model_cases.py",
+    "core/plan": (["core/plan/"], ["tests/core/checker/test_checker_rules.py", "tests/core/checker/test_checker_revision2.py",
+                                   "tests/core/placement/test_planner_cases.py", "tests/core/pricing/test_cost_model_cases.py",
                                    "tests/commands/test_cost_by_hand.py",
                                    "tests/commands/test_plans_are_checked.py",  # plan/verify.py
                                    "tests/commands/test_hostile_plan_numbers.py",  # plan/serialize.py

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hybridctl.core.plan.week import IsoWeek
+    from hybridctl.core.week.segments import IsoWeek
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -46,20 +46,20 @@ sys.path.insert(0, str(ROOT / "cli"))
 def bench_week() -> IsoWeek:
     """The week every scheduled fleet is planned for: a fixed one, so that figures taken on different
     days compare (a week with a daylight-saving change has other segments)."""
-    from hybridctl.core.plan.week import IsoWeek
+    from hybridctl.core.week.segments import IsoWeek
 
     return IsoWeek(2026, 48)
 
 
 def _lp_bound(inventory: object) -> float:
     from hybridctl.core.inventory.models import Inventory
-    from hybridctl.core.plan.eligibility import EligibilityIndex, demands, pool_infos
-    from hybridctl.core.plan.formulation import formulate
-    from hybridctl.core.plan.planner import DEFAULT_MOVE_THRESHOLD_USD
-    from hybridctl.core.plan.pricing.rates import committed_total_usd_per_month
-    from hybridctl.core.plan.solve import relaxation_bound
-    from hybridctl.core.plan.timed_plan import plan_week
-    from hybridctl.core.plan.units import PoolTable, build_units, components
+    from hybridctl.core.placement.eligibility import EligibilityIndex, demands, pool_infos
+    from hybridctl.core.placement.formulation import formulate
+    from hybridctl.core.placement.planner import DEFAULT_MOVE_THRESHOLD_USD
+    from hybridctl.core.placement.timed_plan import plan_week
+    from hybridctl.core.placement.units import PoolTable, build_units, components
+    from hybridctl.core.pricing.rates import committed_total_usd_per_month
+    from hybridctl.core.solver.solve import relaxation_bound
 
     assert isinstance(inventory, Inventory)
     pools = pool_infos(inventory)
@@ -78,9 +78,9 @@ def _lp_bound(inventory: object) -> float:
 def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0, gap: float | None = None) -> dict[str, object]:
     """Measure one instance in this process (run in a fresh interpreter per instance)."""
     from greedy import greedy
+    from hybridctl.core.checker.check import check_plan
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.planner import DEFAULT_GAP, PlanOptions, plan
+    from hybridctl.core.placement.planner import DEFAULT_GAP, PlanOptions, plan
     from inventory_gen import generate, to_yaml
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -124,7 +124,7 @@ def cost_of_time(workloads: int, pools: int, seed: int, scheduled: float) -> dic
     month, and runs them anywhere in the month: revision 2's model, where a part-time replica holds its GPUs
     all month): what planning with a clock saves. Run in a fresh interpreter per instance."""
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.placement.planner import PlanOptions, plan
     from inventory_gen import generate, to_yaml
 
     fleet = generate(workloads, pools, seed, scheduled)

@@ -41,9 +41,9 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="also time `hybridctl plan --out` end to end")
     args = parser.parse_args()
 
+    from hybridctl.core.checker.check import check_plan
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.placement.planner import PlanOptions, plan
     from hybridctl.drivers.yamlbeside import load_plain_beside
     from inventory_gen import generate, to_yaml
 

@@ -32,7 +32,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from hybridctl.core.inventory.models import Inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.placement.planner import plan
     from hybridctl.render.plan import render_plan
     from inventory_gen import generate
     from rich.console import Console

@@ -34,9 +34,9 @@ from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps  # no
 from hybridctl.core.failover.replan import replan  # noqa: E402
 from hybridctl.core.failover.scenario import standard_scenarios  # noqa: E402
 from hybridctl.core.inventory.models import Inventory  # noqa: E402
+from hybridctl.core.placement.planner import plan  # noqa: E402
 from hybridctl.core.plan.delta import placement_delta  # noqa: E402
 from hybridctl.core.plan.model import Plan  # noqa: E402
-from hybridctl.core.plan.planner import plan  # noqa: E402
 from inventory_gen import generate  # noqa: E402
 
 

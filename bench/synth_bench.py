@@ -35,7 +35,7 @@ def main() -> int:
 
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.placement.planner import PlanOptions, plan
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.paths import inventories_dir, stacks_dir

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.serialize import plan_to_json_utf8
 from support.hostile import assert_refused, cloud_document, run, snapshot, write_json
 

@@ -93,6 +93,6 @@ def test_each_line_is_worked_out_by_hand(plan_file: Path, by: str) -> None:
 
 
 def test_every_key_is_covered() -> None:
-    from hybridctl.core.plan.pricing.showback import CostDimension
+    from hybridctl.core.pricing.showback import CostDimension
 
     assert {d.value for d in CostDimension} == set(EXPECTED)

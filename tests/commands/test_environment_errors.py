@@ -110,7 +110,7 @@ class TestEnvironmentProblems:
                         "applied_plan must be an object or null, not str", "hint: restore it from a backup")
 
     def test_a_bug_is_still_exit_70(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import hybridctl.core.plan.tiers as tiers
+        import hybridctl.core.placement.tiers as tiers
 
         def broken(*_: object) -> None:
             raise KeyError("a bug")

@@ -213,7 +213,7 @@ class TestOneDigestPerPlan:
         """A plan without data movement sums to the int 0: its file, and so its digest, spelled 0 before, and
         0.0 once read back — a failover resumed from its runbook tagged its stacks with another digest."""
         from hybridctl.core.inventory.loader import load_inventory
-        from hybridctl.core.plan.planner import plan
+        from hybridctl.core.placement.planner import plan
         from support.plan_week import AT_PLAN_WEEK
 
         for name in ("train-onprem-serve-cloud.yaml", "cloud-burst.yaml"):

@@ -15,7 +15,7 @@ import pytest
 from hybridctl.core.failover import drill as drill_module
 from hybridctl.core.failover import replan as replan_module
 from hybridctl.core.failover.replan import Replan
-from hybridctl.core.plan import planner
+from hybridctl.core.placement import planner
 from hybridctl.core.plan.model import Plan
 from hybridctl.operations import plan as plan_operation
 from support.apply_cli import SUPPORT_DIR, write_inventory

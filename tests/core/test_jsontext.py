@@ -26,7 +26,7 @@ from hybridctl.core.jsontext import (
     dumps_indented_utf8,
     dumps_indented_with_digest,
 )
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.serialize import (
     content_digest,
     plan_to_dict,

@@ -107,7 +107,7 @@ def test_help_imports_no_model_of_the_core() -> None:
     models, pulled in through pricing's annotations once, doubled `hybridctl --help`'s time)."""
     probe = ("import sys\nfrom hybridctl.commands.app import run\n"
              "try:\n    run(['--help'])\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in ('hybridctl.core.inventory.models', 'numpy', 'hybridctl.core.plan.planner')"
+             "print(sorted(m for m in ('hybridctl.core.inventory.models', 'numpy', 'hybridctl.core.placement.planner')"
              " if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"

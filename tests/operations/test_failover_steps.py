@@ -77,9 +77,9 @@ def test_the_failover_plan_is_found_as_broken_as_a_check_of_its_own_finds_it(
         site: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A placement the replan moved and one it kept, each broken: the command is handed what a whole check
     of the failover plan gives."""
+    from hybridctl.core.checker import verify
+    from hybridctl.core.checker.check import check_plan
     from hybridctl.core.failover import replan as replan_module
-    from hybridctl.core.plan import verify
-    from hybridctl.core.plan.checker import check_plan
     from hybridctl.operations import failover_compute
 
     inventory, base = planned_enterprise()

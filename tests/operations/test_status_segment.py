@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.planner import PlanOptions, plan
+from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.plan.serialize import plan_to_dict
-from hybridctl.core.plan.week import parse_iso_week
+from hybridctl.core.week.segments import parse_iso_week
 from hybridctl.drivers.state import State, StateStore
 from hybridctl.errors import ExitCode
 from support.inproc import run_cli

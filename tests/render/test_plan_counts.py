@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.render.plan import render_markdown
 
 # big's two 4-GPU replicas: one fills the 4 owned GPUs, the other goes to the cloud; one runs in the cloud

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from hybridctl.core.plan.serialize import plan_from_json
-from hybridctl.core.plan.weekclock import week_clock
+from hybridctl.core.week.clock import week_clock
 from hybridctl.render.report import render_report
 from hybridctl.render.report_week import figure
 from support.browser import Browser

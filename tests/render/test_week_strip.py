@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.render.week import week_strip_lines
 from support.timed import WEEK, load
 

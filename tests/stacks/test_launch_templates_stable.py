@@ -8,7 +8,7 @@ import json
 from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Dataset, Inventory, Workload
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.drivers.synth import synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
 

@@ -13,8 +13,8 @@ import yaml
 from hybridctl.core.deploy.stackconfig import stack_configs
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import plan
 from hybridctl.drivers.synth import ProgramRun, synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
 from kueue_model import Cluster, kubeconfig_accepted, submit

@@ -16,8 +16,8 @@ from botocore.validate import ParamValidator
 from hybridctl.core.deploy.stackconfig import stack_configs
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import plan
 from hybridctl.drivers.synth import ProgramRun, Registered, synth_stack
 from hybridctl.drivers.synth_write import write_synth
 from hybridctl.paths import inventories_dir, stacks_dir

@@ -9,9 +9,9 @@ from functools import cache
 from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import PlanOptions, plan
-from hybridctl.core.plan.week import parse_iso_week
+from hybridctl.core.week.segments import parse_iso_week
 
 CLOCK = """\
 version: 1

@@ -16,7 +16,7 @@ EXAMPLE_PATHS = sorted([*EXAMPLES.glob("*.yaml"), EXAMPLES / "enterprise"])
 def planned_enterprise() -> tuple[Inventory, Plan]:
     """The enterprise example, and a plan of it for PLAN_WEEK (it has `schedule` windows)."""
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.planner import plan
+    from hybridctl.core.placement.planner import plan
     from support.plan_week import AT_PLAN_WEEK
 
     inventory = load_inventory(EXAMPLES / "enterprise").inventory

@@ -4,8 +4,8 @@ same whatever day the suite runs, which the calendar's week would not across a d
 
 from __future__ import annotations
 
-from hybridctl.core.plan.planner import PlanOptions
-from hybridctl.core.plan.week import IsoWeek
+from hybridctl.core.placement.planner import PlanOptions
+from hybridctl.core.week.segments import IsoWeek
 
 PLAN_WEEK = IsoWeek(2026, 48)  # late November: Europe and the US on winter time
 PLAN_WEEK_TEXT = str(PLAN_WEEK)  # "2026-W48", as `plan --week` and `drill --week` take it

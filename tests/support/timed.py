@@ -1,4 +1,4 @@
-"""A fleet worked by hand for the time rules (inventory revision 3): tests/core/plan/test_plan_time.py
+"""A fleet worked by hand for the time rules (inventory revision 3): tests/core/week/test_plan_time.py
 says what the planner must make of it."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import plan
 from support.plan_week import AT_PLAN_WEEK
 
 HAND = """\

@@ -15,9 +15,9 @@ from pathlib import Path
 from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import PlanOptions, plan
-from hybridctl.core.plan.week import parse_iso_week
+from hybridctl.core.week.segments import parse_iso_week
 
 WEEK_FLEET_FILE = Path(__file__).resolve().parents[1] / "data" / "week" / "week-shop.yaml"
 WEEK_FLEET = WEEK_FLEET_FILE.read_text()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hybridctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from hybridctl.core.plan.week import IsoWeek
+    from hybridctl.core.week.segments import IsoWeek
 
 WEEK_HELP = ("The ISO week the plan is for: schedule windows are read in UTC at it (daylight saving). "
              "Default: the current week.")
@@ -29,7 +29,7 @@ def parse_moment(text: str) -> datetime | None:
         raise UsageError(f"--at: '{text}' is not an ISO 8601 date-time", hint=_HINT) from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise UsageError(f"--at: '{text}' has no offset: the moment would depend on this machine's zone", hint=_HINT)
-    from hybridctl.core.plan.week import FIRST_YEAR, LAST_YEAR
+    from hybridctl.core.week.segments import FIRST_YEAR, LAST_YEAR
 
     if not FIRST_YEAR <= moment.year <= LAST_YEAR:  # 9999-12-31T23:59-14:00 overflowed in UTC
         raise UsageError(f"--at: '{text}' is outside the years {FIRST_YEAR} to {LAST_YEAR} plans are for", hint=_HINT)
@@ -47,7 +47,7 @@ def parse_moment_within(text: str, days: int, *, why: str, now: datetime | None 
 
 def parse_week(text: str | None) -> IsoWeek | None:
     """`--week YYYY-Www`; None when not given (the operation plans for the current week)."""
-    from hybridctl.core.plan.week import WeekError, parse_iso_week
+    from hybridctl.core.week.segments import WeekError, parse_iso_week
 
     if text is None:
         return None

@@ -9,7 +9,7 @@ import typer
 
 from hybridctl.commands.app import app
 from hybridctl.commands.moments import WEEK_HELP, parse_week, week_of_source
-from hybridctl.core.plan.pricing.showback import CostDimension  # light: the enum the --by option takes
+from hybridctl.core.pricing.showback import CostDimension  # light: the enum the --by option takes
 from hybridctl.errors import UsageError
 from hybridctl.operations.common import (
     ReportFormat,
@@ -40,7 +40,7 @@ def classify(
     import json
 
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.tiers import classify as classify_all
+    from hybridctl.core.placement.tiers import classify as classify_all
     from hybridctl.render.console import stdout
     from hybridctl.render.plan import render_classification
 
@@ -132,7 +132,7 @@ def cost(
     import io
     import json
 
-    from hybridctl.core.plan.pricing.showback import showback
+    from hybridctl.core.pricing.showback import showback
     from hybridctl.render.console import stdout
     from hybridctl.render.plan import print_cost_table
 

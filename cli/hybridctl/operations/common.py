@@ -46,7 +46,7 @@ def read_plan(path: Path, *, checked: bool = True) -> Plan:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     plan = plan_from_json(text, str(path), verify_digest=True)
     if checked:
-        from hybridctl.core.plan.verify import plan_file_violations
+        from hybridctl.core.checker.verify import plan_file_violations
 
         _refuse(path, plan_file_violations(plan), "is not a plan `plan --out` wrote")
     return plan
@@ -139,7 +139,7 @@ class StagedFile:
 
 def check_rules(plan: Plan, inventory: Inventory, plan_path: Path, run_memo: RunMemo | None = None) -> None:
     """Refuse a plan file that breaks the inventory's rules, before anything acts on it."""
-    from hybridctl.core.plan.verify import plan_violations
+    from hybridctl.core.checker.verify import plan_violations
 
     _refuse(plan_path, plan_violations(inventory, plan, run_memo), "breaks the inventory's rules")
 
@@ -178,7 +178,7 @@ def plan_failure(plan: Plan, *, allow_unplaced: bool = False, fail_on_unplaced: 
     """Why a plan may not be applied though it breaks no rule: over the budget, or work left unplaced that
     must run (fixed-tier work by default; any with fail_on_unplaced; none with allow_unplaced). `plan` exits 1
     with this and writes no plan file; `apply` (of an inventory or of a plan file) refuses with it, exit 1."""
-    from hybridctl.core.plan.planner import budget_violation, unplaced_failure
+    from hybridctl.core.placement.planner import budget_violation, unplaced_failure
 
     violation = budget_violation(plan)
     if violation:

@@ -15,7 +15,7 @@ from hybridctl.render.console import stdout
 if TYPE_CHECKING:
     from hybridctl.core.failover.expectations import FileChoices
     from hybridctl.core.failover.scenario import Scenario
-    from hybridctl.core.plan.week import IsoWeek
+    from hybridctl.core.week.segments import IsoWeek
 
 PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill runs in this process
 
@@ -31,7 +31,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.core.filereader import SCENARIO_LIMIT, read_utf8
     from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.memo import RunMemo
-    from hybridctl.core.plan.planner import PlanOptions, plan
+    from hybridctl.core.placement.planner import PlanOptions, plan
     from hybridctl.drivers.files import atomic_write_text
     from hybridctl.drivers.parallel import map_in_processes
     from hybridctl.operations.common import check_output_path, plan_of_inventory

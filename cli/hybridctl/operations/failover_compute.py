@@ -76,12 +76,12 @@ def checked_failover(inventory: Inventory, applied: Plan, events: Sequence[Event
     In order: the replan, the inventory's digest (and the replan of what an edited inventory no longer
     supports), the runbook with apply's steps for both plans, then the failover plan's check.
     """
+    from hybridctl.core.checker.check import check_plan
+    from hybridctl.core.checker.verify import accepted
     from hybridctl.core.failover.failover import failover_runbook, stamped, steps_once
     from hybridctl.core.failover.replan import replan, replanned_inventory
     from hybridctl.core.failover.stale import stale_work
     from hybridctl.core.inventory.digest import inventory_digest
-    from hybridctl.core.plan.checker import check_plan
-    from hybridctl.core.plan.verify import accepted
 
     steps_for = steps_once(steps_for)
     run_memo = RunMemo() if run_memo is None else run_memo

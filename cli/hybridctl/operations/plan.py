@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from hybridctl.core.inventory.diagnostics import Diagnostic
     from hybridctl.core.inventory.loader import LoadedInventory
     from hybridctl.core.plan.diff import PlanDiff
-    from hybridctl.core.plan.week import IsoWeek
+    from hybridctl.core.week.segments import IsoWeek
 
 # From this many workloads the feasibility checks run in a forked child beside the planner.
 BACKGROUND_FEASIBILITY_WORKLOADS = 10_000
@@ -118,12 +118,12 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
     from dataclasses import replace
     from functools import partial
 
+    from hybridctl.core.checker.check import check_plan
+    from hybridctl.core.checker.verify import accepted
     from hybridctl.core.inventory.loader import check_feasible, load_inventory
-    from hybridctl.core.plan.checker import check_plan
+    from hybridctl.core.placement.planner import PlanOptions
+    from hybridctl.core.placement.planner import plan as make_plan
     from hybridctl.core.plan.diff import diff_plans
-    from hybridctl.core.plan.planner import PlanOptions
-    from hybridctl.core.plan.planner import plan as make_plan
-    from hybridctl.core.plan.verify import accepted
     from hybridctl.drivers.background import Background
     from hybridctl.drivers.state import applied_plan
     from hybridctl.drivers.yamlbeside import load_plain_beside

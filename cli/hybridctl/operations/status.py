@@ -187,9 +187,9 @@ def resume_command(operation: str, state_option: str, command: str | None) -> st
 
 
 def _running_now(state: State, at: datetime) -> dict[str, object] | None:
-    """A timed applied plan's segment at `at`, and what it wants running (core/plan/running.py); None otherwise."""
-    from hybridctl.core.plan.running import RUNNING_VERSION, running_at, running_document
+    """A timed applied plan's segment at `at`, and what it wants running (core/week/running.py); None otherwise."""
     from hybridctl.core.plan.serialize import plan_from_dict
+    from hybridctl.core.week.running import RUNNING_VERSION, running_at, running_document
 
     if not state.applied_plan or not state.applied_plan.get("segments"):
         return None

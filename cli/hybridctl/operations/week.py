@@ -1,6 +1,6 @@
 """The week an operation plans for: the one clock read behind every plan, failover and drill.
 
-The core is pure and reads no clock (core/plan/timed_plan.py plan_week refuses a scheduled inventory
+The core is pure and reads no clock (core/placement/timed_plan.py plan_week refuses a scheduled inventory
 without a week), so each operation that plans names the week: the user's --week, else this one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from hybridctl.core.plan.week import IsoWeek, week_of
+from hybridctl.core.week.segments import IsoWeek, week_of
 
 if TYPE_CHECKING:
     from hybridctl.core.inventory.models import Inventory
@@ -28,7 +28,7 @@ def planning_week(week: IsoWeek | None) -> IsoWeek:
 def planned(inventory: Inventory, week: IsoWeek | None = None, *, previous: Plan | None = None) -> Plan:
     """The inventory planned for `week` (the user's, else this one), as the independent checker accepts it: what
     every operation that plans an inventory acts on or shows (cost, synth, apply, the hosts of a site)."""
-    from hybridctl.core.plan.planner import PlanOptions, plan
-    from hybridctl.core.plan.verify import verified
+    from hybridctl.core.checker.verify import verified
+    from hybridctl.core.placement.planner import PlanOptions, plan
 
     return verified(inventory, plan(inventory, previous=previous, options=PlanOptions(week=planning_week(week))))

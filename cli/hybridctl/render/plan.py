@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from hybridctl.core.placement.tiers import TierDecision
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.rates import rate_text
-from hybridctl.core.plan.pricing.showback import (
+from hybridctl.core.plan.summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
+from hybridctl.core.pricing.rates import rate_text
+from hybridctl.core.pricing.showback import (
     CostDimension,
     CostLine,
     PlacementCosts,
     placement_costs,
     showback,
 )
-from hybridctl.core.plan.summary import CostParts, PlanSummary, cost_parts, objective_note, summarize
-from hybridctl.core.plan.tiers import TierDecision
 from hybridctl.render.listing import print_capped, print_table
 from hybridctl.render.plan_summary import idle_machine_lines, render_summary, usd
 from hybridctl.render.week import render_week_strip

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.shares import IdleMachines, idle_machines
 from hybridctl.core.plan.summary import CostParts, PlanSummary, objective_note
+from hybridctl.core.pricing.shares import IdleMachines, idle_machines
 
 if TYPE_CHECKING:
     from hybridctl.core.deploy.stackdiff import CloudChanges

@@ -16,8 +16,8 @@ from hybridctl.core.failover.worst import gpus_text
 from hybridctl.core.plan.diff import PlanDiff, diff_plans
 from hybridctl.core.plan.jsonread import json_object
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.showback import placement_costs
 from hybridctl.core.plan.summary import objective_note, summarize
+from hybridctl.core.pricing.showback import placement_costs
 from hybridctl.errors import HybridctlError
 from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.showback import (
+from hybridctl.core.pricing.showback import (
     IDLE_COMMITTED,
     CostDimension,
     committed_compute,

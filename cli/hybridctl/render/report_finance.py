@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.plan.model import Plan, PoolUsage
-from hybridctl.core.plan.pricing.shares import idle_machines
+from hybridctl.core.pricing.shares import idle_machines
 from hybridctl.render.plan_summary import idle_machines_text, usd
 
 # what a tier means to whoever pays for it (the spec's Tiers: capacity types each tier may use)

@@ -3,7 +3,7 @@
 Each cell says in text what the plan holds in that pool and segment (GPUs of capacity, and a committed
 pool's idle GPU-hours or a pay-per-use pool's machines), so the map reads without its colours; the
 shade (classes heat-0 … heat-8 in templates/report.html.j2) is the share of the pool's GPUs held.
-The figures are core/plan/weekusage.py's, the ones the plan file carries. Hours are UTC hours of the
+The figures are core/week/usage.py's, the ones the plan file carries. Hours are UTC hours of the
 plan's week. An untimed plan has no heat map.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.weekclock import week_clock
-from hybridctl.core.plan.weekusage import pool_weeks
+from hybridctl.core.week.clock import week_clock
+from hybridctl.core.week.usage import pool_weeks
 
 HEAT_LEVELS = 8  # shades above 0: heat-1 … heat-8
 

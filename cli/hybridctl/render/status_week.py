@@ -18,7 +18,7 @@ def _utc(iso: object) -> str:
 
 
 def render_running_now(out: Console, now: dict[str, object]) -> None:
-    """`now` is the status document's object of that name (core/plan/running.py `running_document`)."""
+    """`now` is the status document's object of that name (core/week/running.py `running_document`)."""
     if "error" in now:
         out.print(f"now: [yellow]the applied plan's week cannot be read[/]: {escape(str(now['error']))}")
         return

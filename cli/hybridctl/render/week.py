@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.weekclock import DAYS
-from hybridctl.core.plan.weekusage import pool_weeks
+from hybridctl.core.week.clock import DAYS
+from hybridctl.core.week.usage import pool_weeks
 
 _SHADES = " ▁▂▃▄▅▆▇█"
 _CELL_HOURS = 3

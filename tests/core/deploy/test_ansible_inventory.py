@@ -14,7 +14,7 @@ from hybridctl.core.deploy.ansible_inventory import (
     pool_tiers,
 )
 from hybridctl.core.inventory.models import Policies, Pool
-from hybridctl.core.plan.planner import plan as make_plan
+from hybridctl.core.placement.planner import plan as make_plan
 from hybridctl.render.apply import render_ansible_inventory
 from ruamel.yaml import YAML
 from support.apply_inventories import lab_inventory

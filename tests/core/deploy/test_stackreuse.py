@@ -20,8 +20,8 @@ from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
 from inventory_gen import generate
 from support.examples import EXAMPLE_PATHS

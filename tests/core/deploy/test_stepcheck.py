@@ -16,7 +16,7 @@ import pytest
 from hybridctl.core.deploy.ansible_inventory import AnsibleInventory
 from hybridctl.core.deploy.stepcheck import check_step_params
 from hybridctl.core.deploy.steps import BundleRef, Step, StepKind, apply_steps, make_step, params_digest
-from hybridctl.core.plan.planner import plan as make_plan
+from hybridctl.core.placement.planner import plan as make_plan
 from hybridctl.drivers.ansible import SshOptions
 from hybridctl.errors import HybridctlError
 from hybridctl.paths import playbooks_dir

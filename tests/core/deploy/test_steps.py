@@ -17,7 +17,7 @@ from hybridctl.core.deploy.steps import (
     destroy_steps,
     make_step,
 )
-from hybridctl.core.plan.planner import plan as make_plan
+from hybridctl.core.placement.planner import plan as make_plan
 from support.apply_inventories import lab_inventory
 
 

@@ -49,7 +49,7 @@ def workload(name: str, kind: str, gpu: list[str], *, count: int = 1, replicas: 
 def inventory(sites: list[dict[str, Any]], workloads: list[dict[str, Any]], datasets: list[dict[str, Any]] | None = None,
               **policies: Any) -> Inventory:
     # these cases price failover moves amortized, as they were written (revision 1); the cash
-    # model has its own cases in tests/core/plan/test_cost_model_cases.py
+    # model has its own cases in tests/core/pricing/test_cost_model_cases.py
     policies.setdefault("cost_model", "amortized")
     return load({"version": 1, "name": "drill-test", "regions": ["eu-users"], "policies": policies, "sites": sites,
                  "datasets": datasets or [], "workloads": workloads})

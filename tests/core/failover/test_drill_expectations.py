@@ -20,7 +20,7 @@ from hybridctl.core.failover.scenario import (
     unhalvable_pools,
 )
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.render.failover import _result_cells, over_budget_text, rto_text
 
 CLINICS = Path(__file__).parents[2] / "data" / "drill" / "clinics.yaml"

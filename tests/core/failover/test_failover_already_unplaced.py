@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.drill import ScenarioResult
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import plain_steps, plan_failover
@@ -25,9 +26,8 @@ from hybridctl.core.failover.replan import Replan
 from hybridctl.core.failover.runbook import Runbook
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.checker import check_plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import plan
 
 
 @pytest.fixture(scope="module")

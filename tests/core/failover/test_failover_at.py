@@ -11,7 +11,7 @@ from hybridctl.core.failover.failover import plain_steps, plan_failover
 from hybridctl.core.failover.serialize import runbook_from_dict, runbook_to_dict
 from hybridctl.core.failover.timing import runbook_timing, segment_at
 from hybridctl.core.failover.timingrecord import TIMING_VERSION
-from hybridctl.core.plan.weekclock import week_clock
+from hybridctl.core.week.clock import week_clock
 from support.week_fleet import week_fleet, week_plan
 
 

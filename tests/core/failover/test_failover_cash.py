@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.drill import run_scenario
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import failover_runbook, plain_steps
@@ -23,9 +24,8 @@ from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.serialize import runbook_to_dict
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.checker import check_plan
-from hybridctl.core.plan.planner import plan
-from hybridctl.core.plan.pricing.incident import NO_TEAM, cash_by_workload, cash_change
+from hybridctl.core.placement.planner import plan
+from hybridctl.core.pricing.incident import NO_TEAM, cash_by_workload, cash_change
 from hybridctl.render.failover import cash_text, delta_text, runbook_markdown
 
 HOSPITAL = Path(__file__).resolve().parents[2] / "data" / "showback" / "hospital.yaml"
@@ -122,7 +122,7 @@ def test_work_that_stays_where_it_is_is_the_unlisted_part_of_the_change(hospital
 
 
 def test_teams_add_up_to_the_change_to_the_cent() -> None:
-    from hybridctl.core.plan.pricing.incident import CashChange
+    from hybridctl.core.pricing.incident import CashChange
 
     # three workloads sharing a machine's change in thirds: cents allocated, never lost to rounding
     change = CashChange(100.0, 200.0, {"a": 33.34, "b": 33.33, "c": 33.33}, ())

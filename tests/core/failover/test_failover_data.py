@@ -10,7 +10,7 @@ from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.impact import Status, impacts
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.scenario import Scenario
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 
 
 def lost(site: str) -> list[Event]:
@@ -116,7 +116,7 @@ class TestWholeMachines:
         """`pinned` runs 2 replicas of 1 GPU on machines of 8 (2 machines of the 3 the quota allows):
         only one machine is left for the displaced `sweep`, however few GPUs the pinned replicas use."""
         from failover_helpers import cloud, cloud_pool
-        from hybridctl.core.plan.verify import verified
+        from hybridctl.core.checker.verify import verified
 
         inv = inventory(
             [onprem("dc", [pool("dc-a100", "A100-40GB", 2, 0.5)]),

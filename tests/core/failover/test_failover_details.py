@@ -12,7 +12,7 @@ from hybridctl.core.failover.impact import Arrival, Status, impacts, recovery_mi
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.runbook import System
 from hybridctl.core.failover.scenario import Scenario
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 
 
 def lost(site: str) -> Scenario:

@@ -10,7 +10,7 @@ from hybridctl.core.failover.drill import drill, run_scenario
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.scenario import Scenario, standard_scenarios
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 
 
 def lost(site: str) -> Scenario:

@@ -12,9 +12,9 @@ from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import plan
-from hybridctl.core.plan.pricing.incident import cash_by_workload
+from hybridctl.core.pricing.incident import cash_by_workload
 from hybridctl.paths import inventories_dir
 from inventory_gen import generate
 from support.plan_week import AT_PLAN_WEEK
@@ -80,8 +80,8 @@ def test_the_movement_memo_gives_what_data_movements_gives(replans) -> None:
     """Only demands that read data from elsewhere are looked at; the memo's movements for each replan's
     plan, and for the applied plan on the disrupted inventory, are data_movements' own."""
     from hybridctl.core.failover.demand_cache import MovementMemo
-    from hybridctl.core.plan.eligibility import demands
-    from hybridctl.core.plan.movements import data_movements
+    from hybridctl.core.placement.eligibility import demands
+    from hybridctl.core.placement.movements import data_movements
 
     inventory, results, _ = replans
     memo = MovementMemo()

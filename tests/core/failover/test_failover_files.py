@@ -21,7 +21,7 @@ from hybridctl.core.failover.serialize import (
     runbook_to_json,
 )
 from hybridctl.core.memo import RunMemo
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 
 
 @pytest.fixture

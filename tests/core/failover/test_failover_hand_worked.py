@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 from failover_helpers import by_pool, inventory, onprem, pool, workload
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.deploy.steps import StepGraph, StepKind, make_step
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.impact import Status, impacts
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.runbook import Runbook, RunbookKind, RunbookStep, System, build_runbook
-from hybridctl.core.plan.checker import check_plan
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 
 
 class TestAChainOfTwoMoves:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.impact import Status, impacts
 from hybridctl.core.failover.replan import FailoverOptions, Replan, _newly_short, replan
-from hybridctl.core.plan.checker import check_plan
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 
 
 def failover(inv, *events: str, **options: float) -> Replan:
@@ -302,7 +302,7 @@ class TestWorkTheAppliedPlanLeftUnplaced:
     def freed(inv, *events: str) -> set[str]:
         from hybridctl.core.failover.disrupt import disrupt
         from hybridctl.core.failover.scope import Scope
-        from hybridctl.core.plan.eligibility import demands, pool_infos
+        from hybridctl.core.placement.eligibility import demands, pool_infos
 
         base = plan(inv)
         short = {u.workload for u in base.unplaced}
@@ -345,7 +345,7 @@ def test_a_pass_that_widens_the_scope_is_not_assembled_and_tells_what_is_short_a
         monkeypatch: pytest.MonkeyPatch) -> None:
     from hybridctl.core.failover import scope as scope_module
     from hybridctl.core.inventory.loader import load_inventory
-    from hybridctl.core.plan.eligibility import demands, pool_infos
+    from hybridctl.core.placement.eligibility import demands, pool_infos
     from hybridctl.core.plan.model import Plan
     from support.examples import EXAMPLES, without_windows
 

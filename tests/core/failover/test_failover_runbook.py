@@ -12,8 +12,8 @@ from hybridctl.core.failover.failover import plan_failover, plan_rollback
 from hybridctl.core.failover.impact import Status
 from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, RunbookKind, System
 from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_json, runbook_to_json
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.planner import plan
 from hybridctl.core.plan.serialize import plan_to_json
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 from failover_helpers import by_pool, inventory, onprem, pool, workload
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.drill import ScenarioResult
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import plain_steps, plan_failover
@@ -23,8 +24,7 @@ from hybridctl.core.failover.impact import Status, WorkloadImpact
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.serialize import impact_to_dict
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.checker import check_plan
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.render.failover import recovery_text
 
 

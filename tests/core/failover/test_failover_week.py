@@ -4,9 +4,9 @@ every segment, the replan keeps the applied plan's week, and the checker's time 
 from __future__ import annotations
 
 import pytest
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.replan import replan
-from hybridctl.core.plan.checker import check_plan
 from support.week_fleet import SUMMER, week_fleet, week_plan
 
 

@@ -10,7 +10,7 @@ from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import plan_failover
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.inventory.loader import load_inventory
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from support.examples import EXAMPLES
 from test_failover_runbook import steps_for
 

@@ -13,7 +13,7 @@ from hybridctl.core.deploy.stackdiff import diff_stack_configs
 from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory, Pool, ReservationType
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from support.examples import BASE
 from test_inventory_diagnostics import at, diagnostics
 

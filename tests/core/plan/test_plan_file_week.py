@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hybridctl.core.plan.planner import plan
+from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.serialize import (
     PlanFileError,
     plan_from_dict,

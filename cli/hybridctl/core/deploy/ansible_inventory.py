@@ -29,8 +29,8 @@ from hybridctl.core.inventory.models import (
     SiteKind,
     Token,
 )
+from hybridctl.core.placement.tiers import TIER_ORDER, Tier
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.plan.tiers import TIER_ORDER, Tier
 
 ALL_GROUP = "hybridctl"
 HostVars = Mapping[str, object]

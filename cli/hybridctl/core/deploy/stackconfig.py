@@ -80,9 +80,9 @@ from hybridctl.core.inventory.models import (
 )
 from hybridctl.core.inventory.zones import zone_of
 from hybridctl.core.memo import RunMemo, Slot
+from hybridctl.core.placement.tiers import TIER_ORDER, Tier, allowed_capacity_types
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_to_json_utf8
-from hybridctl.core.plan.tiers import TIER_ORDER, Tier, allowed_capacity_types
 
 
 class ConfigsMemo(Protocol):

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from hybridctl.core.inventory.catalog import Catalog
 from hybridctl.core.inventory.models import Inventory, Pool, Site, SiteKind, Workload
+from hybridctl.core.placement.tiers import Tier
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.plan.pricing.rates import pool_usd_per_gpu_hour
-from hybridctl.core.plan.tiers import Tier
+from hybridctl.core.pricing.rates import pool_usd_per_gpu_hour
 from hybridctl.errors import HybridctlError
 
 PoolKey = tuple[str, str]  # (site, pool)

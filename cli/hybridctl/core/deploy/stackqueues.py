@@ -10,7 +10,7 @@ from dataclasses import replace
 from hybridctl.core.deploy.stackplanned import PlannedPool
 from hybridctl.core.deploy.stackvalues import ClusterQueueConfig, FlavorQuota, WorkloadQueue
 from hybridctl.core.inventory.models import CapacityType, SiteKind, Workload
-from hybridctl.core.plan.tiers import Tier
+from hybridctl.core.placement.tiers import Tier
 
 # The manager's dispatching queues hold quota on a flavor of their own: Kueue admits a dispatched workload
 # on the manager's quota, but the job never runs there (MultiKueue keeps it suspended), so the flavor

@@ -17,13 +17,13 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from hybridctl.core.inventory.models import Dataset, Inventory, Policies, Pool, Workload
+from hybridctl.core.placement.eligibility import Demand, PoolInfo, demands
+from hybridctl.core.placement.movements import data_movements
+from hybridctl.core.placement.planner import WorkloadFacts
+from hybridctl.core.placement.tiers import classify_workload
 from hybridctl.core.plan.delta import by_pool_and_workload
-from hybridctl.core.plan.eligibility import Demand, PoolInfo, demands
 from hybridctl.core.plan.model import DataMovement, Placement, Plan, PoolUsage
-from hybridctl.core.plan.movements import data_movements
-from hybridctl.core.plan.planner import WorkloadFacts
-from hybridctl.core.plan.pricing.pools import pool_usage
-from hybridctl.core.plan.tiers import classify_workload
+from hybridctl.core.pricing.pools import pool_usage
 from hybridctl.core.replaced import replaced
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ class MovementMemo:
 
         `like`: movements made before (a drill's base plan's). A workload's that equal what is worked out
         here are kept as those very objects, so that plans sharing them can be told apart by identity
-        (checker_delta.py). `since`: (earlier placements, workloads): `placements` are the earlier ones
+        (checker/delta.py). `since`: (earlier placements, workloads): `placements` are the earlier ones
         (the very objects) but for those of these workloads; saves finding the others out one by one.
         """
         egress = self._egress.setdefault(tuple((s.name, s.egress_usd_per_gb) for s in inventory.sites),

@@ -18,7 +18,7 @@ from operator import attrgetter
 from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.inventory.models import Dataset, Inventory, Pool, Site, Workload, WorkloadType
-from hybridctl.core.plan.eligibility import Demand, demands, pool_infos
+from hybridctl.core.placement.eligibility import Demand, demands, pool_infos
 from hybridctl.core.plan.model import Plan
 
 _WORKLOAD, _SITE, _NAME, _DATASETS, _KEY = (attrgetter(a) for a in ("workload", "site", "name", "datasets", "key"))

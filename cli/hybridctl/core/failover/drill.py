@@ -16,6 +16,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from hybridctl.core.checker.check import PlacementMemo, PlanCheck, check
+from hybridctl.core.checker.delta import check_changes
+from hybridctl.core.checker.verify import accepted, verified
 from hybridctl.core.deploy.steps import StepGraphError, StepPlan
 from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.failover import (
@@ -33,13 +36,10 @@ from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.worst import WorstSegment, worst_segment
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
-from hybridctl.core.plan.checker import PlacementMemo, PlanCheck, check
-from hybridctl.core.plan.checker_delta import check_changes
+from hybridctl.core.placement.tiers import Tier
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.incident import cash_change
-from hybridctl.core.plan.pricing.totals import cost_change
-from hybridctl.core.plan.tiers import Tier
-from hybridctl.core.plan.verify import accepted, verified
+from hybridctl.core.pricing.incident import cash_change
+from hybridctl.core.pricing.totals import cost_change
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,7 @@ def value_problems(events: Sequence[Event], inventory: Inventory) -> list[tuple[
     """(index, message, hint) of each event whose value the inventory's bounds refuse, the events applied in
     order (as disrupt applies them): a capacity event that would grow a pool (a failover replans what is
     left; more capacity is a change of the inventory), a price above MAX_USD_PER_GPU_HOUR."""
-    from hybridctl.core.plan.eligibility import pool_infos
+    from hybridctl.core.placement.eligibility import pool_infos
 
     info = {p.name: p for p in pool_infos(inventory)}
     capacity = {name: p.capacity_gpus for name, p in info.items()}

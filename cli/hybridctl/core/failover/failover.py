@@ -31,8 +31,8 @@ from hybridctl.core.failover.runbook import (
 from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.memo import RunMemo
+from hybridctl.core.placement.planner import budget_violation
 from hybridctl.core.plan.model import Placement, Plan
-from hybridctl.core.plan.planner import budget_violation
 
 StepsFor = Callable[[Plan], StepPlan]  # apply's steps for a plan, and its notes
 

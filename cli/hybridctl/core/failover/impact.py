@@ -22,8 +22,8 @@ from hybridctl.core.memo import RunMemo, Slot
 from hybridctl.core.nameindex import named
 from hybridctl.core.plan.delta import placement_delta
 from hybridctl.core.plan.model import Plan, Unplaced
-from hybridctl.core.plan.pricing.incident import cash_by_workload
-from hybridctl.core.plan.pricing.totals import cost_change, usd_by_workload
+from hybridctl.core.pricing.incident import cash_by_workload
+from hybridctl.core.pricing.totals import cost_change, usd_by_workload
 
 MEGABITS_PER_GB = 8_000.0  # decimal gigabytes, as network links are rated
 _STATELESS = frozenset({WorkloadType.REALTIME_INFERENCE, WorkloadType.BATCH_INFERENCE, WorkloadType.EMBEDDING})

@@ -26,13 +26,13 @@ from hybridctl.core.failover.scope import Scope, demands_of, replan_week
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.nameindex import by_name
+from hybridctl.core.placement.eligibility import Demand, demands, pool_infos
+from hybridctl.core.placement.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
+from hybridctl.core.placement.tiers import TIER_ORDER, Tier
+from hybridctl.core.placement.units import TIER_WEIGHT
 from hybridctl.core.plan.delta import placement_delta
-from hybridctl.core.plan.eligibility import Demand, demands, pool_infos
 from hybridctl.core.plan.model import Plan, Unplaced
-from hybridctl.core.plan.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
-from hybridctl.core.plan.tiers import TIER_ORDER, Tier
-from hybridctl.core.plan.units import TIER_WEIGHT
-from hybridctl.core.plan.week import IsoWeek
+from hybridctl.core.week.segments import IsoWeek
 
 # A replica that still has capacity stays unless moving it saves this much per month: a hundred
 # times what `plan --previous` uses, because during an incident every move is a risk of its own.

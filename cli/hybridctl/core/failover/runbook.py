@@ -26,7 +26,7 @@ from hybridctl.core.failover.events import Event
 from hybridctl.core.failover.impact import WorkloadImpact, transfer_minutes
 from hybridctl.core.inventory.models import Inventory, Site
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.incident import CashChange, cash_change
+from hybridctl.core.pricing.incident import CashChange, cash_change
 
 if TYPE_CHECKING:
     from hybridctl.core.failover.timingrecord import RunbookTiming

@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING
 from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo, workload_tiers
 from hybridctl.core.failover.disrupt import Disruption, PoolChange
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.placement.movements import data_movements
+from hybridctl.core.placement.planner import PlanOptions, WorkloadFacts, plan
+from hybridctl.core.placement.tiers import Tier
+from hybridctl.core.placement.timed_plan import plan_segments, plan_week
 from hybridctl.core.plan.delta import PlacementDelta, remember
-from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage
-from hybridctl.core.plan.movements import data_movements
-from hybridctl.core.plan.planner import PlanOptions, WorkloadFacts, plan
-from hybridctl.core.plan.pricing.pools import pool_usage
-from hybridctl.core.plan.pricing.rates import usd_per_gpu_hour_for
-from hybridctl.core.plan.pricing.totals import compute_usd_per_month, data_usd_per_month
-from hybridctl.core.plan.tiers import Tier
-from hybridctl.core.plan.timed_plan import plan_segments, plan_week
-from hybridctl.core.plan.week import IsoWeek, Week, WeekError, parse_iso_week
+from hybridctl.core.pricing.pools import pool_usage
+from hybridctl.core.pricing.rates import usd_per_gpu_hour_for
+from hybridctl.core.pricing.totals import compute_usd_per_month, data_usd_per_month
+from hybridctl.core.week.segments import IsoWeek, Week, WeekError, parse_iso_week
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo

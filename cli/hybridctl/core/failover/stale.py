@@ -15,8 +15,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hybridctl.core.checker.check import check
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.plan.checker import check
 from hybridctl.core.plan.model import Plan
 
 if TYPE_CHECKING:

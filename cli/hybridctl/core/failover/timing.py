@@ -20,8 +20,8 @@ from hybridctl.core.failover.runbook import Runbook
 from hybridctl.core.failover.timingrecord import LaterStep, RunbookTiming, SegmentSpan
 from hybridctl.core.inventory.schedule import HOURS_PER_WEEK
 from hybridctl.core.plan.model import Plan, PlanSegment
-from hybridctl.core.plan.week import WeekError, parse_iso_week
-from hybridctl.core.plan.weekclock import segment_index_at, week_clock, week_start
+from hybridctl.core.week.clock import segment_index_at, week_clock, week_start
+from hybridctl.core.week.segments import WeekError, parse_iso_week
 
 
 def plan_week_start(plan: Plan) -> datetime | None:

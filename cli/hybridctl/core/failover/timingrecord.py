@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from hybridctl.core.plan.weekclock import week_clock
+from hybridctl.core.week.clock import week_clock
 
 TIMING_VERSION = 1  # of the runbook's `at` object: its fields may grow apart from the runbook's format
 

@@ -20,8 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Placement, Plan, runs_whole_segment
-from hybridctl.core.plan.weekclock import week_clock
-from hybridctl.core.plan.weekusage import pool_weeks
+from hybridctl.core.week.clock import week_clock
+from hybridctl.core.week.usage import pool_weeks
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from collections import defaultdict
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.models import CostModel, Inventory
-from hybridctl.core.plan.eligibility import Demand, EligibilityIndex, PoolInfo, demands
-from hybridctl.core.plan.pricing.rates import (
+from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo, demands
+from hybridctl.core.pricing.rates import (
     committed_total_usd_per_month,
     egress_rates,
     egress_usd_by_site,

@@ -1,1 +1,1 @@
-"""Placement: the plan model, the MILP planner, the independent checker, diffs, and pricing (pricing/)."""
+"""The plan as an artifact: the model, its file format, diffs and the summary."""

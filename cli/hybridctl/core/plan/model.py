@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hybridctl.core.plan.pricing import totals
+from hybridctl.core.pricing import totals
 
 # 2: the cost model (cash or amortized), committed / pay-per-use / data / idle-committed parts, and
 # per pool its machines, commitment and cash cost; placements carry their hours.

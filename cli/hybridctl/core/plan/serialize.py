@@ -37,9 +37,9 @@ from hybridctl.core.plan.model import (
     SolverReport,
     Unplaced,
 )
-from hybridctl.core.plan.pricing.showback import showback_document
-from hybridctl.core.plan.week import WeekError, parse_iso_week
-from hybridctl.core.plan.weekusage import pool_weeks_document
+from hybridctl.core.pricing.showback import showback_document
+from hybridctl.core.week.segments import WeekError, parse_iso_week
+from hybridctl.core.week.usage import pool_weeks_document
 from hybridctl.errors import HybridctlError, RefusedError
 
 JsonDict = dict[str, Any]

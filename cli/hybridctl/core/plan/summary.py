@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from hybridctl.core.plan.diff import PlanDiff
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.plan.pricing.totals import cost_change
+from hybridctl.core.pricing.totals import cost_change
 
 # Below a cent, two figures are the same figure.
 _CENT = 0.005

@@ -1,0 +1,176 @@
+"""Capacity over the week (inventory revision 3, "Time"): the rows that replace formulation.py's
+capacity rows when the plan's week is timed (more than one segment, or deferrable work).
+
+In every segment s (L_s hours) of every pool:
+- committed: GPUs of the replicas that run the whole segment + GPU-hours of deferrable replicas in
+  s / L_s <= capacity;
+- pay-per-use: shared machines m[p,s] (integer) hold the whole-segment replicas' GPUs and are paid
+  per machine-hour (m x L_s x 730 / 168); each deferrable replica pays its own machines for its
+  hours (its placement column's price, as in revision 2); the quota counts m[p,s] + each deferrable
+  replica's machines x its hours in s / L_s.
+A deferrable placement column c gets h[c,s] replica-hours in each of its segments (continuous),
+h[c,s] <= L_s x[c] and sum_s h[c,s] >= H x[c] (the solver never takes more than it needs: hours
+only cost capacity). One segment alone: h = H x, substituted. The gang rule, where it can bind:
+a binary g[p,s,k] says gangs of k GPUs run in s, and then k fits beside the whole-segment replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hybridctl.core.placement.units import PoolTable, Unit
+from hybridctl.core.pricing.arrays import segment_machine_usd_per_month
+from hybridctl.core.solver.milp import Builder, Col, FloatArray, IntArray
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class ColumnTimes:
+    """Per placement column: whether it runs its segments whole, its segments, and a deferrable
+    replica's weekly hours (with its pool's rework)."""
+
+    whole: BoolArray
+    segments: list[tuple[int, ...]]
+    weekly_hours: FloatArray
+
+
+def column_times(units: list[Unit], xu: IntArray, of_unit: tuple[tuple[int, ...], ...]) -> ColumnTimes:
+    """`of_unit`: the segments (segment_classes.py: classes of alike segments) each unit may run in."""
+    whole = np.array([u.timing is None or not u.timing.deferrable for u in units], dtype=np.bool_)[xu]
+    per_unit = of_unit
+    hours = []
+    for u in units:
+        base = u.timing.weekly_hours if u.timing is not None else 168.0
+        rework = u.rework if u.rework is not None else np.ones(len(u.eligible))
+        window = u.timing.window_hours if u.timing is not None else 168.0
+        hours.append(np.minimum(base * rework, window))
+    return ColumnTimes(whole, [per_unit[int(u)] for u in xu.tolist()],
+                       np.concatenate(hours) if hours else np.zeros(0))
+
+
+def time_sharing_slots(times: ColumnTimes, lengths: FloatArray, slots: FloatArray,
+                       gpus: FloatArray, capacity: FloatArray) -> FloatArray:
+    """Replicas a column may hold: a deferrable one time-shares its windows, so as many as the GPU-hours
+    of its windows allow (a gang must still fit the pool at all: slots > 0)."""
+    window = np.array([float(lengths[list(segs)].sum()) for segs in times.segments], dtype=np.float64)
+    shared = np.floor(capacity * window / (gpus * np.maximum(times.weekly_hours, 1e-9)) + 1e-9)
+    return np.where(times.whole | (slots < 1), slots, np.maximum(slots, shared))
+
+
+def timed_capacity_rows(b: Builder, x: IntArray, xu: IntArray, xp: IntArray, gpus: FloatArray, x_upper: FloatArray,
+                        table: PoolTable, pay_per_use: BoolArray, machines_each: FloatArray,
+                        times: ColumnTimes, lengths: FloatArray, n_units: int, cash: bool) -> None:
+    """`lengths`: the hours of each segment the model counts (segment_classes.py). An hours column belongs
+    to its placement's unit (a unit left unplaced leaves its hours at 0: timed_start.py)."""
+    # entries of a column in a segment: (segment, column index into x, coefficient on x or hours)
+    hours_col: dict[tuple[int, int], int] = {}  # (column, segment) -> its hours column
+    deferred = [c for c in range(x.size) if not times.whole[c] and len(times.segments[c]) > 1]
+    if deferred:
+        pairs = [(c, s) for c in deferred for s in times.segments[c]]
+        owner = np.array([c for c, _ in pairs], dtype=np.int64)
+        seg = np.array([s for _, s in pairs], dtype=np.int64)
+        # ref: the placement column and the segment, as x column x segments + segment (segment_classes.column_segment_hours reads it)
+        h = b.add_columns(np.zeros(len(pairs)), lengths[seg] * x_upper[owner], False, Col.HOURS, xu[owner],
+                          x[owner] * lengths.size + seg)
+        hours_col.update({pair: int(col) for pair, col in zip(pairs, h.tolist(), strict=True)})
+        # h[c,s] <= L_s x[c]
+        first = b.add_rows(np.full(len(pairs), -np.inf), np.zeros(len(pairs)))
+        rows = first + np.arange(len(pairs), dtype=np.int64)
+        b.add_entries(rows, h, np.ones(1))
+        b.add_entries(rows, x[owner], -lengths[seg])
+        # H x[c] - sum_s h[c,s] <= 0
+        cols = np.array(deferred, dtype=np.int64)
+        first = b.add_rows(np.full(cols.size, -np.inf), np.zeros(cols.size))
+        row_of = {c: first + i for i, c in enumerate(deferred)}
+        b.add_entries(first + np.arange(cols.size, dtype=np.int64), x[cols], times.weekly_hours[cols])
+        b.add_entries(np.array([row_of[c] for c, _ in pairs], dtype=np.int64), h, -np.ones(1))
+    # each column in each of its segments, grouped by (pool, segment) in the columns' order: a column runs
+    # the segment whole, or is deferrable with hours there, or deferrable with one segment (no hours columns)
+    counts = np.array([len(segs) for segs in times.segments], dtype=np.int64)
+    column = np.repeat(np.arange(x.size, dtype=np.int64), counts)
+    segment = np.fromiter((s for segs in times.segments for s in segs), dtype=np.int64, count=int(counts.sum()))
+    kind = np.where(times.whole[column], 0, np.where(counts[column] > 1, 2, 1))
+    order = np.lexsort((column, segment, xp[column]))
+    key = xp[column[order]] * lengths.size + segment[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    for group in np.split(order, cuts) if order.size else []:
+        cols, kinds = column[group], kind[group]
+        p, s = int(xp[cols[0]]), int(segment[group[0]])
+        _segment_rows(b, p, s, cols[kinds == 0].tolist(), cols[kinds == 1].tolist(), cols[kinds == 2].tolist(), x,
+                      gpus, x_upper, table, pay_per_use, machines_each, times, lengths, hours_col, n_units, cash)
+
+
+def _segment_rows(b: Builder, p: int, s: int, whole: list[int], deferrable_x: list[int], deferrable_h: list[int],
+                  x: IntArray, gpus: FloatArray, x_upper: FloatArray, table: PoolTable, pay_per_use: BoolArray,
+                  machines_each: FloatArray, times: ColumnTimes, lengths: FloatArray,
+                  hours_col: dict[tuple[int, int], int], n_units: int, cash: bool) -> None:
+    length = float(lengths[s])
+    rented = bool(pay_per_use[whole[0] if whole else (deferrable_x or deferrable_h)[0]])
+    per_node = float(table.per_node[p])
+    limit = float(np.floor(table.capacity[p] / per_node)) if rented else float(table.capacity[p])
+    size = machines_each if rented else gpus  # what one deferrable replica holds while it runs
+    row = b.add_rows(np.full(1, -np.inf), np.full(1, limit))
+    machines: IntArray | None = None
+    if whole and rented:
+        cost = segment_machine_usd_per_month(table, np.array([p], dtype=np.int64), np.full(1, length), cash)
+        machines = b.add_columns(cost, np.full(1, limit), True, Col.MACHINES, np.full(1, n_units, dtype=np.int64),
+                                 np.array([p], dtype=np.int64))
+        b.add_entries(np.full(1, row, dtype=np.int64), machines, np.ones(1))
+        link = b.add_rows(np.full(1, -np.inf), np.zeros(1))
+        cols = np.array(whole, dtype=np.int64)
+        b.add_entries(np.full(cols.size, link, dtype=np.int64), x[cols], gpus[cols])
+        b.add_entries(np.full(1, link, dtype=np.int64), machines, np.full(1, -per_node))
+    elif whole:
+        cols = np.array(whole, dtype=np.int64)
+        b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], gpus[cols])
+    if deferrable_x:  # one segment only: its hours are H, all in s
+        cols = np.array(deferrable_x, dtype=np.int64)
+        b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], size[cols] * times.weekly_hours[cols] / length)
+    if deferrable_h:
+        cols = np.array(deferrable_h, dtype=np.int64)
+        hcols = np.array([hours_col[(c, s)] for c in deferrable_h], dtype=np.int64)
+        b.add_entries(np.full(cols.size, row, dtype=np.int64), hcols, size[cols] / length)
+    if whole and (deferrable_x or deferrable_h):
+        _gang_rows(b, p, s, whole, deferrable_x + deferrable_h, set(deferrable_h), x, gpus, x_upper, size, limit,
+                   per_node, machines, rented, length, hours_col, n_units)
+
+
+def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[int], timed: set[int], x: IntArray,
+               gpus: FloatArray, x_upper: FloatArray, size: FloatArray, limit: float, per_node: float,
+               machines: IntArray | None, rented: bool, length: float, hours_col: dict[tuple[int, int], int],
+               n_units: int) -> None:
+    """A deferrable replica runs in s only where its whole gang fits beside the whole-segment replicas.
+    Left out where it cannot bind: the most the whole-segment replicas could hold plus the gang fits."""
+    whole_cols = np.array(whole, dtype=np.int64)
+    most_whole = float(sum((gpus[whole_cols] * x_upper[whole_cols]).tolist()))  # summed as ever, in order
+    held = float(np.ceil(most_whole / per_node)) if rented else most_whole
+    deferrable_cols = np.array(deferrable, dtype=np.int64)
+    sizes = size[deferrable_cols]
+    for k in np.unique(sizes).tolist():
+        if held + k <= limit + 1e-9:
+            continue
+        gang = b.add_columns(np.zeros(1), np.ones(1), True, Col.GANG, np.full(1, n_units, dtype=np.int64),
+                             np.array([p], dtype=np.int64))
+        # whole-segment replicas + k g <= limit
+        row = b.add_rows(np.full(1, -np.inf), np.full(1, limit))
+        if machines is not None:
+            b.add_entries(np.full(1, row, dtype=np.int64), machines, np.ones(1))
+        else:
+            b.add_entries(np.full(whole_cols.size, row, dtype=np.int64), x[whole_cols], gpus[whole_cols])
+        b.add_entries(np.full(1, row, dtype=np.int64), gang, np.full(1, k))
+        # the gangs of size k run in s only when g = 1: a row per replica column, hours or x <= most x g
+        # (added at once: a row at a time was a third of a 10,000-workload model's building)
+        chosen = deferrable_cols[sizes == k]
+        members = chosen.tolist()
+        gated = b.add_rows(np.full(len(members), -np.inf), np.zeros(len(members))) \
+            + np.arange(len(members), dtype=np.int64)
+        has_hours = np.array([c in timed for c in members], dtype=np.bool_)
+        cols = x[chosen]
+        cols[has_hours] = [hours_col[(c, s)] for c in chosen[has_hours].tolist()]
+        most = np.where(has_hours, length * x_upper[chosen], x_upper[chosen])
+        b.add_entries(gated, cols, np.ones(1))
+        b.add_entries(gated, np.repeat(gang, len(members)), -most)

@@ -1,0 +1,100 @@
+"""What an incident costs: the change in cash from the applied plan to a failover or drill plan (the
+spec's "Incidents are cash too").
+
+Committed capacity is paid whether it runs anything or not, and still when it is lost (the hardware is
+owned, the reservation billed): losing an owned site never shows as a saving. So the cost change of a
+failover is the change in what is bought by use, pay-per-use machines and data movement, and the
+committed capacity lost is shown beside it (GPUs and what they still cost). Each workload's part is its
+share of the pay-per-use machines it runs on (shares.py: its compute there and the rounding it carries)
+plus its data movement; the parts of a plan are rounded together to its pay-per-use + data (cents.py),
+so the workloads' changes, and the teams', add up to the plan's change to the cent.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.pricing.cents import allocate_cents, to_cents
+from hybridctl.core.pricing.shares import placement_shares
+
+NO_TEAM = "(no team)"
+
+
+def bought_by_use_cents(plan: Plan) -> int:
+    """The plan's pay-per-use machines + data movement, in cents (what an incident can change)."""
+    return to_cents(plan.pay_per_use_usd_per_month + plan.data_usd_per_month)
+
+
+def cash_by_workload(plan: Plan) -> dict[str, int]:
+    """Each workload's pay-per-use machines (compute and the rounding it carries) + data movement, in
+    cents adding up to bought_by_use_cents(plan). A workload only in committed pools, moving no data, has 0."""
+    committed = {p.pool for p in plan.pools if p.committed}
+    usd: dict[str, float] = {}
+    for pl, share in zip(plan.placements, placement_shares(plan, rounding=True), strict=True):
+        usd[pl.workload] = usd.get(pl.workload, 0.0) + (0.0 if pl.pool in committed else share)
+    for m in plan.data_movements:
+        usd[m.workload] = usd.get(m.workload, 0.0) + m.usd_per_month
+    return allocate_cents(usd, bought_by_use_cents(plan))
+
+
+@dataclass(frozen=True)
+class LostCommitted:
+    """Committed capacity an incident takes away, still paid."""
+
+    pool: str
+    gpus: int
+    usd_per_month: float
+
+
+@dataclass(frozen=True)
+class CashChange:
+    before_usd_per_month: float  # the applied plan's cash
+    after_usd_per_month: float  # the incident plan's cash: the committed cost as before, lost capacity included
+    by_workload: Mapping[str, float]  # the workloads whose cash changes (non-zero), adding up to usd_per_month
+    lost: tuple[LostCommitted, ...]
+
+    @property
+    def usd_per_month(self) -> float:
+        return round(self.after_usd_per_month - self.before_usd_per_month, 2)
+
+    @property
+    def lost_gpus(self) -> int:
+        return sum(x.gpus for x in self.lost)
+
+    @property
+    def lost_usd_per_month(self) -> float:
+        return round(sum(x.usd_per_month for x in self.lost), 2)
+
+    def by_team(self, teams: Mapping[str, str]) -> dict[str, float]:
+        """The change per team (workloads without one under NO_TEAM), adding up to usd_per_month."""
+        cents: dict[str, int] = defaultdict(int)
+        for workload, usd in self.by_workload.items():
+            cents[teams.get(workload) or NO_TEAM] += to_cents(usd)
+        return {team: c / 100 for team, c in sorted(cents.items()) if c}
+
+
+def lost_committed(before: Plan, after: Plan) -> tuple[LostCommitted, ...]:
+    """Committed pools of `before` with less capacity in `after`: the GPUs lost and what they cost."""
+    now = {p.pool: p.capacity_gpus for p in after.pools}
+    lost: list[LostCommitted] = []
+    for p in before.pools:
+        gone = p.capacity_gpus - now.get(p.pool, 0)
+        if p.committed and gone > 0 and p.capacity_gpus > 0:
+            lost.append(LostCommitted(p.pool, gone, round(p.usd_per_month * gone / p.capacity_gpus, 2)))
+    return tuple(lost)
+
+
+def cash_change(before: Plan, after: Plan, before_cents: Mapping[str, int] | None = None,
+                after_cents: Mapping[str, int] | None = None) -> CashChange:
+    """The change in cash from `before` (the applied plan) to `after` (a failover or drill plan): committed
+    cost kept as `before` pays it; `before_cents`, `after_cents`: their cash_by_workload, when known (a drill's)."""
+    was = cash_by_workload(before) if before_cents is None else before_cents
+    now = cash_by_workload(after) if after_cents is None else after_cents
+    by_workload = {w: (now.get(w, 0) - was.get(w, 0)) / 100 for w in sorted(set(was) | set(now))
+                   if now.get(w, 0) != was.get(w, 0)}
+    start = to_cents(before.cash_usd_per_month)
+    end = start + bought_by_use_cents(after) - bought_by_use_cents(before)
+    return CashChange(start / 100, end / 100, by_workload, lost_committed(before, after))

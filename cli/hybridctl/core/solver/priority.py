@@ -1,0 +1,166 @@
+"""Tier priority made exact (spec, "Tier priority"): placed GPU-hours are maximized tier by tier,
+fixed first, and only then is cost minimized.
+
+The penalties on unplaced replicas (formulation.py) already make placing work dearer to skip than
+any placement costs, and higher tiers dearer than lower ones; but a weight cannot say that one
+fixed replica outranks any number of burst GPU-hours without a weight so large that the MIP slows
+down beside small costs, and the penalty prices a replica by the machines it could hold, not by its
+GPU-hours. So the first solve keeps the penalties (a good start), and only when it leaves a replica
+unplaced beyond what a cost ceiling forces does this module solve in stages: for each tier, highest
+first, the least unplaced GPU-hours given the tiers above (a row `sum(gpu-hours × unplaced) <= best`
+then holds it; a tier already at its floor needs no solve, only the row), and last the cost under those rows. Every stage starts from the previous stage's answer, which is
+feasible for every row so far, so a stage that runs out of time still hands back a valid plan. Plans
+where everything is placed pay no extra solve.
+
+Each stage is solved as the first answer was (solve.solved_whole, refine.py). A model solve() takes whole
+gets whole MIPs. A larger one, which the LP-guided route answered, gets the route's means: a tier stage
+solves the neighbourhood of its short replicas first and takes the whole MIP only where the stage's LP
+bound does not prove that answer and the model is small enough for it to end (the order is then exact;
+otherwise the stage's status says gap_limit); the last stage is refined from the route's LP
+basis and never proven by a whole MIP the first answer did not need either.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from hybridctl.core.placement.tiers import TIER_ORDER
+from hybridctl.core.placement.units import Unit
+from hybridctl.core.solver.highs_run import LpBasis
+from hybridctl.core.solver.milp import Col, FloatArray, Model, with_row
+from hybridctl.core.solver.refine import improve, improve_over, lp_bound, refine
+from hybridctl.core.solver.solve import NEIGHBOURHOOD_MAX_COLUMNS, Solution, solved_whole, units_of
+
+_TOL = 1e-6
+
+
+def _rank(units: list[Unit], model: Model) -> tuple[FloatArray, np.ndarray, np.ndarray]:
+    """Per column: GPU-hours of one unplaced replica, the owning unit's tier rank, and the unplaced mask."""
+    rank_of = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    unit_rank = np.array([rank_of[u.tier] for u in units] + [len(TIER_ORDER)], dtype=np.int64)
+    gpu_hours = np.array([u.gpu_count * u.hours for u in units] + [0.0], dtype=np.float64)
+    # machine columns belong to no unit: their unit index is len(units)
+    owner = np.minimum(model.unit, len(units))
+    return gpu_hours[owner], unit_rank[owner], model.kind == Col.UNPLACED
+
+
+def needs_stages(model: Model, values: FloatArray) -> bool:
+    """Some replica is left unplaced that no cost ceiling forced (its unplaced column above its floor).
+    The penalties alone cannot be trusted then: they rank tiers by weight and price a replica by the
+    machines it could hold, not by its GPU-hours. (Staging only when a lower tier holds capacity
+    was tried: it breaks the spec's order inside the lowest tier, which the brute-force oracle of
+    tests/core/placement/test_planner_properties.py catches.)"""
+    short = (model.kind == Col.UNPLACED) & (values > model.lower + 0.5)
+    return bool(short.any())
+
+
+def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_s: float, gap: float) -> Solution:
+    """The lexicographic stages from `first`, a feasible answer of `model` (see the module's note)."""
+    started = time.perf_counter()
+    gpu_hours, rank, unplaced = _rank(units, model)
+    values = first.values
+    staged = model
+    statuses: list[str] = []
+    whole = solved_whole(model)  # each stage is solved as the first answer was (refine.py)
+    for r in range(len(TIER_ORDER)):
+        cols = np.flatnonzero(unplaced & (rank == r))
+        if not cols.size:
+            continue
+        floor = float(gpu_hours[cols] @ staged.lower[cols])
+        short = float(gpu_hours[cols] @ values[cols])
+        if short > floor + _TOL:  # not provably best yet: solve for this tier alone
+            tier_cost = np.zeros(staged.columns)
+            tier_cost[cols] = gpu_hours[cols]
+            values, status = _tier_stage(_costed(staged, tier_cost, 0.0), values, cols, rank, r, whole, first,
+                                         until=started + time_limit_s)
+            short = float(gpu_hours[cols] @ values[cols])
+            statuses.append(status)
+        staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
+    # last, the cost alone: every tier's GPU-hours are held by the rows, and the penalties, which
+    # price a replica by the machines it could hold, must not choose among equal GPU-hours
+    left = time_limit_s - (time.perf_counter() - started)
+    cost = staged.cost.copy()
+    cost[unplaced] = 0.0
+    last = _costed(staged, cost, model.offset)
+    if whole:
+        # A first answer within the gap of the penalised model's bound makes it likely that the start is
+        # within the gap of the last stage's LP bound too: then that LP proves it, and the MIP is not run
+        final = _stage(last, values, time_limit_s=max(left, 0.5), gap=gap, bound_first=first.status == "optimal",
+                       basis=first.basis)
+    else:  # the route gave the first answer: the last stage is refined as the route would (refine.py)
+        final = refine(last, values, time_limit_s=max(left, 0.5), gap=gap, basis=first.basis)
+    penalties = float(model.cost[unplaced] @ final.values[unplaced])
+    worst = next((s for s in [*statuses, final.status] if s != "optimal"), "optimal")
+    # the first answer's bound holds for every plan of the model, these stages' too: it stands where a
+    # stage was cut short before it proved anything
+    bound = max(first.bound, final.bound + penalties)
+    return Solution(final.values, float(model.cost @ final.values), bound, worst,
+                    "priority-stages", time.perf_counter() - started + first.seconds)
+
+
+def _tier_stage(tier_model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, whole: bool,
+                first: Solution, *, until: float) -> tuple[FloatArray, str]:
+    """Tier `r`'s stage (its short GPU-hours the cost), from `values`, by the first answer's means."""
+    def left() -> float:
+        return until - time.perf_counter()
+
+    def whole_mip(start: FloatArray) -> tuple[FloatArray, str]:
+        stage = _stage(tier_model, start, time_limit_s=max(left() / 3, 0.5), gap=0.0)
+        return stage.values, stage.status
+
+    if whole:
+        values, status = whole_mip(values)
+        if status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
+            values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left() / 3, 0.5))
+        return values, status
+    # the neighbourhood of the short replicas first, which the LP often proves (refine.py)
+    values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left() / 3, 0.5))
+    status = _proven(tier_model, values, left(), first)
+    # the spec's order made exact by the whole MIP from the local answer, where it can end: on the 10,000-workload
+    # fleets (52,000 columns and more) it never proved a tier stage in the time
+    if status == "gap_limit" and tier_model.columns <= NEIGHBOURHOOD_MAX_COLUMNS:
+        return whole_mip(values)
+    return values, status
+
+
+def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False,
+           basis: LpBasis | None = None) -> Solution:
+    """One stage: the whole MIP from a feasible start, which stays the answer when nothing better is
+    found in time. solve()'s LP-guided route is no help here: it rounds the LP, fixes most units and
+    lets the rest leave replicas unplaced, which the tier rows forbid (its restricted MIPs come out
+    infeasible on the 10,000-workload bench fleet)."""
+    return improve(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first, basis=basis)
+
+
+def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, *,
+                 time_limit_s: float) -> FloatArray:
+    """A tier stage the whole MIP could not finish, over a neighbourhood small enough to end: the units of
+    tier `r` left short, every lower-tier unit with replicas in a pool they may use, and every machine and
+    gang column (which follow the units); the rest is held where it is. Exact within it, so no lower-tier
+    replica keeps capacity a short replica of this tier fits in (what checker/priority.py refuses), even
+    when the plan's time limit cut the whole stage short."""
+    place = model.kind == Col.PLACE
+    short = cols[values[cols] > model.lower[cols] + 0.5]
+    if not short.size:
+        return values
+    theirs = place & np.isin(model.unit, model.unit[short])
+    holding = place & (values > 0.5) & (rank > r) & np.isin(model.ref, model.ref[theirs])
+    free = units_of(model, theirs | holding) | np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG)))
+    return improve_over(model, values, free, time_limit_s=time_limit_s, gap=0.0).values
+
+
+def _proven(model: Model, values: FloatArray, time_limit_s: float, first: Solution) -> str:
+    """"optimal" where the stage's LP bound (its GPU-hours short) proves `values`, else "gap_limit" ("time_limit"
+    where the LP outran the time left). Not rounded up: a replica's GPU-hours need not be whole."""
+    bound = lp_bound(model, time_limit_s=max(time_limit_s, 0.5), basis=first.basis)
+    if not math.isfinite(bound):  # the LP outran the time left
+        return "time_limit"
+    return "optimal" if float(model.cost @ values) <= bound + _TOL * max(1.0, abs(bound)) else "gap_limit"
+
+
+def _costed(model: Model, cost: FloatArray, offset: float) -> Model:
+    return replace(model, cost=cost, offset=offset)
