@@ -157,22 +157,30 @@ def _placeable(templates: list[dict[str, Any]], sites: list[dict[str, Any]],
                datasets: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Keep the templates that validation accepts: an eligible pool a replica fits, enough failure
     domains for its spread, a cost ceiling above its cheapest cost."""
-    from hybridctl.core.inventory.feasibility import cheapest_usd, replica_fits
+    from hybridctl.core.inventory.feasibility import cheapest_parts, replica_fits
     from hybridctl.core.placement.eligibility import EligibilityIndex, demands
 
     named = [dict(t, name=f"t-{i}") for i, t in enumerate(templates)]
     inventory = _base(sites, datasets, named)
     index = EligibilityIndex(inventory)
     egress = {s["name"]: s["egress_usd_per_gb"] for s in sites}
+
     keep: list[dict[str, Any]] = []
     for demand, template in zip(demands(inventory), templates, strict=True):
         fitting = [index.pools[p] for p in index.eligible(demand) if replica_fits(demand, index.pools[p])]
         domains = {index.pools[p].domain for p in index.eligible(demand)}
         ceiling = demand.workload.max_usd_per_month
         if fitting and not (demand.replicas >= 2 and min(demand.spread, demand.replicas) > len(domains)) \
-                and not (ceiling is not None and cheapest_usd(demand, fitting, index, egress) > ceiling):
+                and not (ceiling is not None and _cheapest_usd(demand, cheapest_parts(demand, fitting, index, egress)) > ceiling):
             keep.append(template)
     return keep
+
+
+def _cheapest_usd(demand: Any, parts: tuple[float, float]) -> float:
+    """A lower bound of the whole workload's cost as ceilings count it: its replicas at the cheapest one's
+    amortized compute, and the least data movement (feasibility.cheapest_parts)."""
+    per_replica, least_data = parts
+    return float(demand.replicas * per_replica + least_data)
 
 
 def _scale_capacity(sites: list[dict[str, Any]], workloads: list[dict[str, Any]], utilisation: float) -> None:

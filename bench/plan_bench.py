@@ -52,6 +52,7 @@ def bench_week() -> IsoWeek:
 
 
 def _lp_bound(inventory: object) -> float:
+    import numpy as np
     from hybridctl.core.inventory.models import Inventory
     from hybridctl.core.placement.eligibility import EligibilityIndex, demands, pool_infos
     from hybridctl.core.placement.formulation import formulate
@@ -59,7 +60,8 @@ def _lp_bound(inventory: object) -> float:
     from hybridctl.core.placement.timed_plan import plan_week
     from hybridctl.core.placement.units import PoolTable, build_units, components
     from hybridctl.core.pricing.rates import committed_total_usd_per_month
-    from hybridctl.core.solver.solve import relaxation_bound
+    from hybridctl.core.solver import highs_run
+    from hybridctl.core.solver.milp import Model
 
     assert isinstance(inventory, Inventory)
     pools = pool_infos(inventory)
@@ -70,6 +72,14 @@ def _lp_bound(inventory: object) -> float:
     cash = inventory.policies.cost_model.value == "cash"
     # the committed pools are a constant of the cash objective, which the plan's objective includes
     constant = committed_total_usd_per_month(pools) if cash else 0.0
+
+    def relaxation_bound(model: Model) -> float:  # the LP relaxation's optimum: a proven lower bound
+        run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=False,
+                            time_limit_s=600.0, gap=0.0)
+        if run.values is None:
+            raise RuntimeError(f"the LP relaxation was not solved (status {run.status})")
+        return float(run.bound)
+
     return constant + sum(relaxation_bound(formulate([units[i] for i in group], table, ceilings,
                                                      DEFAULT_MOVE_THRESHOLD_USD, cash=cash, week=week))
                           for group in components(units))

@@ -27,7 +27,7 @@ def test_only_the_last_few_are_kept_and_one_read_again_stays() -> None:
         memo.get([i], len)
         memo.get(base, lambda _: -1)  # never worked out again
         assert memo.get(base, lambda _: -1) == 1
-    assert len(memo) == 3 and memo.newest() is base
+    assert len(memo) == 3 and memo.get(base, lambda _: -1) == 1
 
 
 def test_a_value_put_replaces_the_one_kept_and_goes_first() -> None:
@@ -36,5 +36,6 @@ def test_a_value_put_replaces_the_one_kept_and_goes_first() -> None:
     memo.get(one, len)
     memo.get(two, len)
     memo.put(one, 10)
-    assert len(memo) == 2 and memo.newest() is one
-    assert memo.get(one, lambda _: -1) == 10 and memo.get(two, lambda _: -1) == 1
+    memo.get([3], len)  # one more: the last entry goes
+    assert len(memo) == 2 and memo.get(one, lambda _: -1) == 10  # replaced, and first: kept
+    assert memo.get(two, lambda _: -1) == -1  # the oldest: left out

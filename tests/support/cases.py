@@ -8,7 +8,7 @@ from typing import Any
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Placement, Plan
 
 
 def onprem(name: str, jurisdiction: str = "EU", *pools: dict[str, Any], domain: str | None = None,
@@ -68,3 +68,8 @@ def cash_inventory(sites: list[dict[str, Any]], workloads: list[dict[str, Any]],
     """An inventory priced by the spec's default cost model (cash)."""
     return Inventory.model_validate({"version": 1, "name": "case", "regions": ["users"], "policies": policies,
                                      "sites": sites, "datasets": datasets or [], "workloads": workloads})
+
+
+def placements_of(result: Plan, workload: str) -> list[Placement]:
+    """The plan's placements of one workload, in the plan's order."""
+    return [p for p in result.placements if p.workload == workload]

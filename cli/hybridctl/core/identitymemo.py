@@ -41,5 +41,3 @@ class IdentityMemo(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def newest(self) -> K | None:
-        return self._entries[0][0] if self._entries else None

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hybridctl.core.checker.check import check_budget, check_plan
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.placement.planner import plan
+from hybridctl.core.placement.planner import budget_violation, plan
 from hybridctl.core.plan.model import DataMovement, Plan
 from support.cases import cash_inventory as inventory
 from support.cases import cloud, onprem, owned, rented, work
@@ -107,7 +107,7 @@ def test_budget_under_the_cost_model() -> None:
     inv = inventory([onprem("dc", "EU", owned("l4", "L4", 4, 1.0))], [work("w", types=["L4"])],
                     monthly_budget_usd=3000)
     result = valid(inv)
-    assert check_budget(inv, result) == []
+    assert budget_violation(result) is None
     over = inventory([onprem("dc", "EU", owned("l4", "L4", 4, 1.0))], [work("w", types=["L4"])],
                      monthly_budget_usd=2000)
-    assert any(p.startswith("budget") for p in check_budget(over, plan(over)))
+    assert budget_violation(plan(over)) is not None

@@ -10,6 +10,7 @@ from hybridctl.core.checker.verify import plan_file_violations
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.solver import solve as solve_module
+from support.cases import placements_of
 from support.timed import DAY, HAND, WEEK, load
 
 
@@ -20,7 +21,7 @@ def swap(result: Plan, workload: str, pool: str, **changes: object) -> Plan:
 
 
 def one(result: Plan, workload: str) -> Placement:
-    (found,) = result.placements_of(workload)
+    (found,) = placements_of(result, workload)
     return found
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hybridctl.core.checker.check import check_budget
 from hybridctl.core.placement.planner import budget_violation
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.pricing.showback import IDLE_COMMITTED, CostDimension, showback
@@ -124,7 +123,6 @@ class TestCommittedPools:
         result = solve(inv)
         assert budget_violation(result) == ("the optimal plan costs $2,920.00/month (cash), over the monthly "
                                             "budget of $1,000.00 (policies.monthly_budget_usd)")
-        assert check_budget(inv, result) != []
         under_amortized = inventory([onprem("dc", "EU", owned("l4", "L4", 4, 1.0))], [work("w", types=["L4"])],
                                     monthly_budget_usd=1000, cost_model="amortized")
         assert budget_violation(solve(under_amortized)) is None

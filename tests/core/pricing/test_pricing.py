@@ -57,7 +57,7 @@ def test_a_plan_records_the_rates(path: Path) -> None:
     by_workload = totals.usd_by_workload(result.placements, result.data_movements)
     assert round(sum(by_workload.values()), 2) == pytest.approx(
         result.compute_usd_per_month + result.data_usd_per_month, abs=0.01 * len(by_workload))
-    assert totals.plan_cost_change(result, result) == 0.0
+    assert totals.cost_change(result.total_usd_per_month, result.total_usd_per_month) == 0.0
 
 
 def test_the_catalog_price_is_per_gpu() -> None:

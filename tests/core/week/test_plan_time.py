@@ -13,6 +13,7 @@ week, whole windows), and an 8-GPU batch without schedule. The week is cut at 8,
 from __future__ import annotations
 
 import pytest
+from support.cases import placements_of
 from support.timed import DAY, HAND, planned
 
 
@@ -26,8 +27,8 @@ def test_the_week_is_cut_at_the_service_windows() -> None:
 def test_deferrable_hours_fill_the_off_hours_beside_a_daytime_service() -> None:
     result = planned(100)
     assert not result.unplaced
-    (service,) = result.placements_of("day-service")
-    (batch,) = result.placements_of("batch")
+    (service,) = placements_of(result, "day-service")
+    (batch,) = placements_of(result, "batch")
     assert (service.pool, batch.pool) == ("own", "own")
     assert service.segment_hours == tuple(12.0 if s in DAY else 0.0 for s in range(11))
     assert sum(batch.segment_hours) == pytest.approx(100, abs=1e-4)
@@ -36,8 +37,8 @@ def test_deferrable_hours_fill_the_off_hours_beside_a_daytime_service() -> None:
 
 def test_a_gang_never_runs_on_free_gpu_hours_it_does_not_fit() -> None:
     result = planned(120)
-    assert [pl.pool for pl in result.placements_of("day-service")] == ["own"]
-    assert not result.placements_of("batch")  # opportunistic: no on-demand, and the owned pool's gangs don't fit
+    assert [pl.pool for pl in placements_of(result, "day-service")] == ["own"]
+    assert not placements_of(result, "batch")  # opportunistic: no on-demand, and the owned pool's gangs don't fit
     assert [u.workload for u in result.unplaced] == ["batch"]
 
 
@@ -46,8 +47,8 @@ def test_with_room_the_solver_moves_the_cheaper_replica_out() -> None:
     # $20,857) is cheaper than nothing, and it frees a gang of 8 beside 8 in the day segments
     result = planned(120, HAND.replace("    sites: [dc]\n", ""))
     assert not result.unplaced
-    assert sorted((pl.pool, pl.replicas) for pl in result.placements_of("day-service")) == [("own", 2), ("rent", 1)]
-    (batch,) = result.placements_of("batch")
+    assert sorted((pl.pool, pl.replicas) for pl in placements_of(result, "day-service")) == [("own", 2), ("rent", 1)]
+    (batch,) = placements_of(result, "batch")
     assert batch.pool == "own" and sum(batch.segment_hours) == pytest.approx(120, abs=1e-4)
     for s, segment in enumerate(result.segments):  # GPUs of whole replicas + GPU-hours / L <= 16
         whole = 8 if s in DAY else 0
@@ -60,7 +61,7 @@ def test_deferrable_replicas_time_share_a_committed_pool() -> None:
         .replace("    hours_per_month: HOURS\n",
                                                                     "    hours_per_month: HOURS\n    replicas: 2\n")
     result = planned(50, text)
-    (batch,) = result.placements_of("batch")
+    (batch,) = placements_of(result, "batch")
     assert (batch.pool, batch.replicas) == ("own", 2)
     for s, segment in enumerate(result.segments):
         whole = 4 if s in DAY else 0

@@ -11,6 +11,7 @@ from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.placement.timed_plan import plan_week
+from support.cases import placements_of
 from support.examples import BASE
 from support.plan_week import AT_PLAN_WEEK, PLAN_WEEK, PLAN_WEEK_TEXT
 from support.timed import DAY, HAND, load
@@ -28,7 +29,7 @@ def test_a_scheduled_inventory_is_refused_without_a_week() -> None:
 def test_a_scheduled_inventory_plans_for_the_week_named() -> None:
     result = plan(load(100), options=AT_PLAN_WEEK)
     assert result.week == PLAN_WEEK_TEXT
-    assert [pl.segment_hours[s] for pl in result.placements_of("day-service") for s in DAY] == [12.0] * 5
+    assert [pl.segment_hours[s] for pl in placements_of(result, "day-service") for s in DAY] == [12.0] * 5
 
 
 def test_an_inventory_without_schedule_needs_no_week() -> None:

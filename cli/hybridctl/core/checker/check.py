@@ -355,10 +355,3 @@ class _Rules:
         yield from priority_violations(self.inventory, plan, self.pair)
 
 
-def check_budget(inventory: Inventory, plan: Plan) -> list[str]:
-    """The budget rule, apart from check_plan: an over-budget plan is the user's problem (exit 1), not a
-    planner bug. The total under the cost model (cash: committed included) must not exceed it."""
-    budget = inventory.policies.monthly_budget_usd
-    if budget is not None and plan.total_usd_per_month > budget + TOLERANCE_USD:
-        return [f"budget: the plan costs {plan.total_usd_per_month:.2f} ({plan.cost_model}), budget {budget:.2f}"]
-    return []

@@ -83,7 +83,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
             cost_key = (fit_key, demand.hours, demand.reads(), demand.workload.data_passes_per_month)
             costs = costs_of.get(cost_key)
             if costs is None:
-                costs = costs_of[cost_key] = _cheapest_parts(demand, fitting, index, egress_rate)
+                costs = costs_of[cost_key] = cheapest_parts(demand, fitting, index, egress_rate)
             cheapest = demand.replicas * costs[0] + costs[1]
             if cheapest > ceiling + 0.005:
                 diagnostics.error("ceiling-below-cost", f"workload {demand.key}: max_usd_per_month "
@@ -96,14 +96,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
 
 
-def cheapest_usd(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
-                  egress_rate: dict[str, float]) -> float:
-    """A lower bound of the whole workload's cost as ceilings count it (amortized compute and data)."""
-    per_replica, least_data = _cheapest_parts(demand, pools, index, egress_rate)
-    return demand.replicas * per_replica + least_data
-
-
-def _cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
+def cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
                     egress_rate: dict[str, float]) -> tuple[float, float]:
     """The cheapest replica's amortized compute, and the least data movement."""
     per_replica = min(replica_usd_per_month(demand, p) for p in pools)

@@ -137,10 +137,6 @@ def default_hours_per_month(schedule: Schedule) -> float:
     return schedule.window_hours * HOURS_PER_MONTH / HOURS_PER_WEEK
 
 
-def monday_of(iso_year: int, iso_week: int) -> date:
-    return date.fromisocalendar(iso_year, iso_week, 1)
-
-
 def utc_intervals(window: Window, monday: date) -> list[tuple[int, int]]:
     """The window's openings in the week of `monday`, as [start, end) minutes from Monday 00:00 UTC,
     wrapped into the week (the typical week repeats: what spills past Sunday 24:00 UTC runs at

@@ -27,10 +27,6 @@ def region_code(region: str) -> str | None:
     return f"{parts[0]}{_DIRECTION[parts[1]]}{parts[2]}"
 
 
-def is_zone_id(zone: str) -> bool:
-    return bool(_ID.match(zone))
-
-
 def zone_of(region: str | None, domain: str | None) -> str | None:
     """`domain` when it names an availability zone of `region` (by name or by ID), else None."""
     if not domain or not region:

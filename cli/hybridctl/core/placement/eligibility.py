@@ -171,17 +171,6 @@ class Exclusion:
     detail: str
 
 
-def _dataset_allows(dataset: Dataset, site: Site) -> str | None:
-    """None if the site may process the dataset; otherwise which rule forbids it."""
-    if dataset.sensitivity is Sensitivity.RESTRICTED and site.kind not in _PREMISES:
-        return "sensitivity"
-    if not site_may_process(site, dataset.sensitivity):
-        return "sensitivity"
-    if dataset.residency is not None and site.jurisdiction not in dataset.residency:
-        return "residency"
-    return None
-
-
 def site_may_process(site: Site, sensitivity: Sensitivity) -> bool:
     """The site's max_sensitivity is at least the data's (public < internal < confidential < restricted)."""
     return SENSITIVITY_RANK[site.max_sensitivity_effective] >= SENSITIVITY_RANK[sensitivity]

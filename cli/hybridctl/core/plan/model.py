@@ -160,5 +160,3 @@ class Plan:
         """The month's total under the plan's cost model (cash: committed + pay-per-use + data)."""
         return totals.total_usd_per_month(self)
 
-    def placements_of(self, workload: str) -> list[Placement]:
-        return [p for p in self.placements if p.workload == workload]

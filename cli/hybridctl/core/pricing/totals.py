@@ -65,11 +65,6 @@ def cost_change(before_usd_per_month: float, after_usd_per_month: float) -> floa
     return round(after_usd_per_month - before_usd_per_month, 2)
 
 
-def plan_cost_change(before: PricedPlan, after: PricedPlan) -> float:
-    """The change in the month's total from one plan to another."""
-    return cost_change(total_usd_per_month(before), total_usd_per_month(after))
-
-
 def usd_by_workload(placements: Iterable[PricedPart], movements: Iterable[PricedPart]) -> dict[str, float]:
     """Each workload's cost: its placements' compute, then its data movements, summed in order."""
     usd: dict[str, float] = defaultdict(float)

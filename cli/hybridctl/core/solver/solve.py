@@ -260,10 +260,3 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
                     time.perf_counter() - started, relaxed.basis)
 
 
-def relaxation_bound(model: Model) -> float:
-    """The LP relaxation's optimum: a proven lower bound on the model (benchmarks report it)."""
-    run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=False,
-                        time_limit_s=600.0, gap=0.0)
-    if run.values is None:
-        raise RuntimeError(f"the LP relaxation was not solved (status {run.status})")
-    return run.bound

@@ -99,11 +99,6 @@ class WorkloadWeek:
         """Runs its whole windows (every hour of each of its segments)."""
         return not self.deferrable
 
-    @property
-    def quarters(self) -> frozenset[int]:
-        """Its window as UTC quarter-hour slots of the week (0 = Monday 00:00-00:15 UTC)."""
-        return frozenset(q for start, end in self.intervals for q in range(start // 15, end // 15))
-
 
 @dataclass(frozen=True)
 class Week:
