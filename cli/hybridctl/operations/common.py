@@ -150,7 +150,7 @@ def plan_of_inventory(plan_path: Path, inventory_path: Path,
     `run_memo`: the caller's (its check of the plan file reads the inventory as the caller does). A plan of
     another inventory is refused (exit 4), as apply refuses it."""
     from hybridctl.core.inventory.digest import inventory_digest
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
 
     the_plan = read_plan(plan_path, checked=False)  # check_rules below checks it with the inventory
     inventory = load_inventory(inventory_path).inventory
@@ -195,7 +195,7 @@ def site_hosts(inventory_path: Path, sites: Sequence[str]) -> AnsibleInventory:
     """The on-prem and edge hosts of an inventory (only those at `sites`, when any are named),
     with the variables the playbooks read, for a playbook run outside apply (discover, bundle trust)."""
     from hybridctl.core.deploy.ansible_inventory import build_ansible_inventory
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.operations.week import planned
 
     loaded = load_inventory(inventory_path).inventory
