@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hybridctl.core.filereader import INVENTORY_FILE_LIMIT
+from hybridctl.drivers.filereader import INVENTORY_FILE_LIMIT
 from hybridctl.drivers.inventory_files import read_inventory_sources
 from hybridctl.errors import UsageError
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hybridctl.core.filereader import INVENTORY_FILE_LIMIT, read_utf8
 from hybridctl.core.inventory.documents import PlainLoader, Source
 from hybridctl.core.inventory.loader import LoadedInventory, load_sources
 from hybridctl.core.inventory.yamlsource import load_plain
+from hybridctl.drivers.filereader import INVENTORY_FILE_LIMIT, read_utf8
 from hybridctl.errors import Location, UsageError
 
 

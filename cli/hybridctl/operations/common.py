@@ -35,8 +35,8 @@ def read_plan(path: Path, *, checked: bool = True) -> Plan:
     commands that have no inventory to check it against: show, cost, report, plan --previous) its numbers
     and summaries (verify.plan_file_violations). A command that has the inventory passes checked=False and
     calls check_rules, which checks all of that and the inventory's rules."""
-    from hybridctl.core.filereader import DOCUMENT_LIMIT, read_utf8
     from hybridctl.core.plan.serialize import plan_from_json
+    from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_utf8
 
     try:
         text = read_utf8(path, DOCUMENT_LIMIT, what="a plan file")
@@ -59,7 +59,7 @@ def looks_like_plan(path: Path) -> bool:
         return False
     import json
 
-    from hybridctl.core.filereader import DOCUMENT_LIMIT, read_utf8
+    from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_utf8
 
     try:
         raw = json.loads(read_utf8(path, DOCUMENT_LIMIT, what="a plan file"))
