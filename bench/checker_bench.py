@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def measure(workloads: int, pools: int, seed: int, repeat: int) -> dict[str, float | int]:
     from hybridctl.core.checker.check import check_plan
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from inventory_gen import generate, to_yaml
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -170,8 +170,8 @@ def bench_fleet_drill(workloads: int, pools: int, seed: int, limit: int | None, 
 def bench_drill() -> None:
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.scenario import standard_scenarios
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import PlanOptions, plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from plan_bench import bench_week
 
     enterprise = ROOT / "inventories" / "enterprise"
@@ -196,8 +196,8 @@ def bench_cli(workloads: int, pools: int, seed: int) -> None:
     """`hybridctl failover site-lost SITE` as a new process, from a state that applied the fleet's plan."""
     import tempfile
 
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.state import StateStore
     from inventory_gen import to_yaml
 

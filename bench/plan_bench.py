@@ -89,8 +89,8 @@ def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0, gap: floa
     """Measure one instance in this process (run in a fresh interpreter per instance)."""
     from greedy import greedy
     from hybridctl.core.checker.check import check_plan
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import DEFAULT_GAP, PlanOptions, plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from inventory_gen import generate, to_yaml
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,8 +133,8 @@ def cost_of_time(workloads: int, pools: int, seed: int, scheduled: float) -> dic
     """The same scheduled fleet planned with its windows and without them (each workload keeps its hours a
     month, and runs them anywhere in the month: revision 2's model, where a part-time replica holds its GPUs
     all month): what planning with a clock saves. Run in a fresh interpreter per instance."""
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import PlanOptions, plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from inventory_gen import generate, to_yaml
 
     fleet = generate(workloads, pools, seed, scheduled)

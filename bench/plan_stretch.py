@@ -42,8 +42,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from hybridctl.core.checker.check import check_plan
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import PlanOptions, plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.yamlbeside import load_plain_beside
     from inventory_gen import generate, to_yaml
 

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from hybridctl.core.deploy.stackconfig import stack_configs  # noqa: E402
 from hybridctl.core.deploy.stackdiff import diff_stack_configs  # noqa: E402
-from hybridctl.core.inventory.loader import load_inventory  # noqa: E402
 from hybridctl.core.inventory.models import Inventory  # noqa: E402
 from hybridctl.core.placement.planner import PlanOptions, plan  # noqa: E402
 from hybridctl.core.plan.model import Plan  # noqa: E402
+from hybridctl.drivers.inventory_files import load_inventory  # noqa: E402
 from hybridctl.drivers.pulumi import flatten_config  # noqa: E402
 from hybridctl.paths import inventories_dir  # noqa: E402
 from inventory_gen import generate  # noqa: E402

@@ -34,8 +34,8 @@ def main() -> int:
     print(f"import pulumi, pulumi_aws, pulumi_kubernetes: {time.perf_counter() - began:.2f} s")
 
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import PlanOptions, plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.paths import inventories_dir, stacks_dir

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from hybridctl.core.inventory.digest import inventory_digest
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.serialize import plan_to_json_utf8
+from hybridctl.drivers.inventory_files import load_inventory
 from support.hostile import assert_refused, cloud_document, run, snapshot, write_json
 
 BUDGET = "the optimal plan costs $1,168.00/month (cash), over the monthly budget of $1,000.00"

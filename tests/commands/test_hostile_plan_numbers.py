@@ -49,8 +49,8 @@ LITERALS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
     """cloud-burst's plan file as JSON: more than 3 placements, 1 pool and 1 data movement, a budget."""
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import plan
+    from hybridctl.drivers.inventory_files import load_inventory
 
     made = plan_to_dict(plan(load_inventory(EXAMPLES / "cloud-burst.yaml").inventory), plan_file=True)
     assert len(made["placements"]) > 3 and len(made["pools"]) > 1 and len(made["data_movements"]) > 1

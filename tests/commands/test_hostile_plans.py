@@ -212,8 +212,8 @@ class TestOneDigestPerPlan:
     def test_a_plan_made_now_and_the_same_plan_read_back(self) -> None:
         """A plan without data movement sums to the int 0: its file, and so its digest, spelled 0 before, and
         0.0 once read back — a failover resumed from its runbook tagged its stacks with another digest."""
-        from hybridctl.core.inventory.loader import load_inventory
         from hybridctl.core.placement.planner import plan
+        from hybridctl.drivers.inventory_files import load_inventory
         from support.plan_week import AT_PLAN_WEEK
 
         for name in ("train-onprem-serve-cloud.yaml", "cloud-burst.yaml"):

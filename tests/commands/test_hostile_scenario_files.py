@@ -1,5 +1,5 @@
 """Hostile drill scenario files (issue 32, item 4): the `standard` choice and the `expect` block are read like
-every file (bounded, through core/filereader.py), and a wrong one is exit 1 with one message naming the file
+every file (bounded, through drivers/filereader.py), and a wrong one is exit 1 with one message naming the file
 and line, never a traceback or exit 70. Also: the gate with a scenario file on a hospital-style fleet."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_an_expectation_stated_twice_names_both_places(tmp_path: Path) -> None:
 
 
 def test_a_scenario_file_that_is_too_big_is_refused(tmp_path: Path) -> None:
-    from hybridctl.core.filereader import SCENARIO_LIMIT
+    from hybridctl.drivers.filereader import SCENARIO_LIMIT
 
     big = tmp_path / "big.yaml"
     with big.open("w") as handle:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from hybridctl.core.inventory.digest import inventory_digest
-from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.operations import plan as plan_operation
 from support.examples import write
 from support.inproc import run_cli

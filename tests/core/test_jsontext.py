@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from hybridctl.core.inventory.digest import inventory_digest
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.jsontext import (
     dumps_canonical_ascii,
     dumps_canonical_numbers_as_floats,
@@ -34,6 +33,7 @@ from hybridctl.core.plan.serialize import (
     plan_to_json_utf8,
     verify_content_digest,
 )
+from hybridctl.drivers.inventory_files import load_inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_PLAN_FILE = ROOT / "tests/data/plan-files/digest-before-orjson.json"

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hybridctl.core.filereader import DOCUMENT_LIMIT, MANIFEST_LIMIT, SCENARIO_LIMIT
+from hybridctl.drivers.filereader import DOCUMENT_LIMIT, MANIFEST_LIMIT, SCENARIO_LIMIT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.examples import BASE
@@ -380,7 +380,7 @@ def test_a_torn_last_record_is_cut_off_by_the_next_append(tmp_path: Path) -> Non
 
 
 def test_a_journal_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
-    from hybridctl.core.filereader import FileRefusedError
+    from hybridctl.drivers.filereader import FileRefusedError
     from hybridctl.drivers.journal import Journal
 
     os.mkfifo(tmp_path / "journal.jsonl")

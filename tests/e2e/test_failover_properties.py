@@ -25,8 +25,8 @@ import yaml
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.runbook import MANUAL_KIND
 from hybridctl.core.failover.scenario import standard_scenarios
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.state import JournalEvent, StateStore
 from support.examples import EXAMPLE_PATHS
 from support.inproc import run_cli

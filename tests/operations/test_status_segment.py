@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.plan.serialize import plan_to_dict
 from hybridctl.core.week.segments import parse_iso_week
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.state import State, StateStore
 from hybridctl.errors import ExitCode
 from support.inproc import run_cli

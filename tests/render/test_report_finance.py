@@ -12,8 +12,8 @@ import pytest
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.scenario import parse_scenarios
 from hybridctl.core.failover.serialize import drill_to_dict
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.render.report import drill_view, render_report
 from hybridctl.render.report_finance import budget_text, finance_view
 

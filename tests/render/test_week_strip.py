@@ -17,7 +17,7 @@ def test_each_pool_in_use_three_hours_a_cell() -> None:
 
 
 def test_an_untimed_plan_has_no_strip() -> None:
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.paths import inventories_dir
 
     assert week_strip_lines(plan(load_inventory(inventories_dir() / "cloud-burst.yaml").inventory)) == []
@@ -25,7 +25,7 @@ def test_an_untimed_plan_has_no_strip() -> None:
 
 def test_a_pool_holding_a_sliver_of_its_gpus_shows_it() -> None:
     # the enterprise fleet's euc1-p5-od holds 2 of its 128 GPUs in the working day: a blank cell read as nothing held
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.paths import inventories_dir
 
     lines = week_strip_lines(plan(load_inventory(inventories_dir() / "enterprise").inventory, options=WEEK))

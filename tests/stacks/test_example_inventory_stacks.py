@@ -11,8 +11,8 @@ import pytest
 from hybridctl.core.deploy import stackconfig
 from hybridctl.core.deploy.stackconfig import stack_configs
 from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig, StackConfigs
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.pulumi import flatten_config
 from hybridctl.paths import inventories_dir
 from kueue_crd_schema import errors

@@ -11,9 +11,10 @@ import pytest
 from eks_model import reservation_errors
 from hybridctl.core.deploy.stackconfig import stack_configs
 from hybridctl.core.inventory.documents import Source
-from hybridctl.core.inventory.loader import load_inventory, load_sources
+from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.synth import ProgramRun, synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
 from support.examples import BASE, EXAMPLE_PATHS

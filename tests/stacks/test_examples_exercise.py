@@ -5,8 +5,8 @@ review of a variant nobody ships."""
 
 from __future__ import annotations
 
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import SiteKind
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.paths import inventories_dir
 from test_synth_validators import EXAMPLES, synthesized
 

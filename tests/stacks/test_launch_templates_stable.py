@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Dataset, Inventory, Workload
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.synth import synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 from hybridctl.core.deploy.stackconfig import stack_configs
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.synth import ProgramRun, synth_stack
 from hybridctl.paths import inventories_dir, stacks_dir
 from kueue_model import Cluster, kubeconfig_accepted, submit

@@ -14,10 +14,10 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from hybridctl.core.deploy.stackconfig import stack_configs
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.synth import ProgramRun, Registered, synth_stack
 from hybridctl.drivers.synth_write import write_synth
 from hybridctl.paths import inventories_dir, stacks_dir

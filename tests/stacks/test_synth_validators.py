@@ -24,8 +24,8 @@ import kubernetes_validate
 import pytest
 import yaml
 from hybridctl.core.deploy.stackconfig import stack_configs
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.synth import ProgramRun, synth_stack
 from hybridctl.drivers.synth_write import write_synth
 from hybridctl.paths import stacks_dir

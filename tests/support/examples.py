@@ -15,8 +15,8 @@ EXAMPLE_PATHS = sorted([*EXAMPLES.glob("*.yaml"), EXAMPLES / "enterprise"])
 
 def planned_enterprise() -> tuple[Inventory, Plan]:
     """The enterprise example, and a plan of it for PLAN_WEEK (it has `schedule` windows)."""
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from support.plan_week import AT_PLAN_WEEK
 
     inventory = load_inventory(EXAMPLES / "enterprise").inventory

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.drivers.inventory_files import load_inventory
 from inventory_gen import generate
 
 

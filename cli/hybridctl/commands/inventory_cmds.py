@@ -30,7 +30,7 @@ def validate(
     Exit codes: 0 valid, 1 invalid, 2 usage error (missing path, unreadable file).
     """
     from hybridctl.core.inventory.diagnostics import Diagnostic, InvalidInventoryError
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.errors import UsageError
     from hybridctl.render import diagnostics as render
     from hybridctl.render.console import stdout

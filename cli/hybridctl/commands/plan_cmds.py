@@ -39,8 +39,8 @@ def classify(
     """Show each workload's tier, the rule that decided it, and the capacity types it may use."""
     import json
 
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.tiers import classify as classify_all
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.render.console import stdout
     from hybridctl.render.plan import render_classification
 
@@ -140,7 +140,7 @@ def cost(
     if looks_like_plan(source):
         planned = read_plan(source)
     else:
-        from hybridctl.core.inventory.loader import load_inventory
+        from hybridctl.drivers.inventory_files import load_inventory
         from hybridctl.operations.week import planned as planned_for
 
         planned = planned_for(load_inventory(source).inventory, cost_week)

@@ -20,7 +20,7 @@ def report(
     previous: Path | None = typer.Option(None, "--previous", help="A previous plan file: adds the changes."),
 ) -> None:
     """Write an HTML report of a plan: cost, pools, placement, drill impact, changes. Works offline."""
-    from hybridctl.core.filereader import DOCUMENT_LIMIT, read_utf8
+    from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_utf8
     from hybridctl.errors import UsageError
     from hybridctl.render.console import stderr
     from hybridctl.render.report import drill_view, render_report

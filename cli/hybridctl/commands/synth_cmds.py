@@ -31,7 +31,7 @@ def synth(
     """Render the plan's cloud stacks offline: Kubernetes YAML, AWS resource inputs, an index."""
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
     from hybridctl.operations.common import looks_like_plan, plan_of_inventory

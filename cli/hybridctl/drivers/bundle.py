@@ -49,7 +49,7 @@ from hybridctl.core.deploy.bundle import (
     sha256_hex,
     sign_manifest,
 )
-from hybridctl.core.filereader import (
+from hybridctl.drivers.filereader import (
     KEY_LIMIT,
     MANIFEST_LIMIT,
     SIGNATURE_LIMIT,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hybridctl.core.filereader import DOCUMENT_LIMIT, read_bounded
+from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_bounded
 from hybridctl.drivers.lockholder import now_iso
 from hybridctl.errors import HybridctlError, Location
 

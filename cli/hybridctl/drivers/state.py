@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from hybridctl.core.filereader import DOCUMENT_LIMIT, read_bounded, read_utf8
 from hybridctl.core.jsontext import dumps_indented_utf8
+from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_bounded, read_utf8
 from hybridctl.drivers.files import atomic_write_bytes, atomic_write_text
 from hybridctl.drivers.journal import (
     Journal,

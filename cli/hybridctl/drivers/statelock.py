@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from hybridctl.core.filereader import SMALL_RECORD_LIMIT, FileRefusedError, read_bounded
+from hybridctl.drivers.filereader import SMALL_RECORD_LIMIT, FileRefusedError, read_bounded
 from hybridctl.drivers.files import atomic_write_text
 from hybridctl.drivers.lockholder import HOLDER_ENV, LockHolder, holder_alive, stop_leftover_processes
 from hybridctl.errors import HybridctlError, StateLockedError

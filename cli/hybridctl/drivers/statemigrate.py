@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hybridctl.core.filereader import DOCUMENT_LIMIT, FileRefusedError, describe_mode, read_bounded
+from hybridctl.drivers.filereader import DOCUMENT_LIMIT, FileRefusedError, describe_mode, read_bounded
 from hybridctl.drivers.journal import JournalRecord
 from hybridctl.drivers.state import DirectoryBackend, State, StateStore
 from hybridctl.drivers.statemodel import DOCUMENT_DIRS

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from hybridctl.core.filereader import DOCUMENT_LIMIT, MIB, FileRefusedError, describe_mode, read_bounded
+from hybridctl.drivers.filereader import DOCUMENT_LIMIT, MIB, FileRefusedError, describe_mode, read_bounded
 from hybridctl.drivers.files import atomic_write_bytes, atomic_write_text
 from hybridctl.drivers.synth import ProgramRun, Registered
 from hybridctl.errors import Location, UsageError

@@ -98,11 +98,11 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
               fail_on_unplaced: bool = False) -> int:
     from hybridctl.core.deploy.stackconfig import plan_digest
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.core.plan.summary import summarize
     from hybridctl.drivers.files import atomic_write_text
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.operations.run import applied_of, set_active_failovers
     from hybridctl.operations.week import planned
     from hybridctl.render.plan import render_plan

@@ -35,8 +35,8 @@ def read_plan(path: Path, *, checked: bool = True) -> Plan:
     commands that have no inventory to check it against: show, cost, report, plan --previous) its numbers
     and summaries (verify.plan_file_violations). A command that has the inventory passes checked=False and
     calls check_rules, which checks all of that and the inventory's rules."""
-    from hybridctl.core.filereader import DOCUMENT_LIMIT, read_utf8
     from hybridctl.core.plan.serialize import plan_from_json
+    from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_utf8
 
     try:
         text = read_utf8(path, DOCUMENT_LIMIT, what="a plan file")
@@ -59,7 +59,7 @@ def looks_like_plan(path: Path) -> bool:
         return False
     import json
 
-    from hybridctl.core.filereader import DOCUMENT_LIMIT, read_utf8
+    from hybridctl.drivers.filereader import DOCUMENT_LIMIT, read_utf8
 
     try:
         raw = json.loads(read_utf8(path, DOCUMENT_LIMIT, what="a plan file"))
@@ -150,7 +150,7 @@ def plan_of_inventory(plan_path: Path, inventory_path: Path,
     `run_memo`: the caller's (its check of the plan file reads the inventory as the caller does). A plan of
     another inventory is refused (exit 4), as apply refuses it."""
     from hybridctl.core.inventory.digest import inventory_digest
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
 
     the_plan = read_plan(plan_path, checked=False)  # check_rules below checks it with the inventory
     inventory = load_inventory(inventory_path).inventory
@@ -195,7 +195,7 @@ def site_hosts(inventory_path: Path, sites: Sequence[str]) -> AnsibleInventory:
     """The on-prem and edge hosts of an inventory (only those at `sites`, when any are named),
     with the variables the playbooks read, for a playbook run outside apply (discover, bundle trust)."""
     from hybridctl.core.deploy.ansible_inventory import build_ansible_inventory
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.operations.week import planned
 
     loaded = load_inventory(inventory_path).inventory

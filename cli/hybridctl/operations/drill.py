@@ -28,11 +28,11 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     from hybridctl.core.failover.replan import FailoverOptions
     from hybridctl.core.failover.scenario import parse_scenario_file
     from hybridctl.core.failover.serialize import drill_to_json
-    from hybridctl.core.filereader import SCENARIO_LIMIT, read_utf8
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.memo import RunMemo
     from hybridctl.core.placement.planner import PlanOptions, plan
+    from hybridctl.drivers.filereader import SCENARIO_LIMIT, read_utf8
     from hybridctl.drivers.files import atomic_write_text
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.parallel import map_in_processes
     from hybridctl.operations.common import check_output_path, plan_of_inventory
     from hybridctl.operations.week import planning_week

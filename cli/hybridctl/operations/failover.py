@@ -60,7 +60,7 @@ class ExecOptions:
 
 
 def _load_inventory(option: Path | None, state: State) -> Inventory:
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
 
     path = option or (Path(state.inventory_path) if state.inventory_path else None)
     if path is None:

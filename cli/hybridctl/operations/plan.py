@@ -120,11 +120,12 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
 
     from hybridctl.core.checker.check import check_plan
     from hybridctl.core.checker.verify import accepted
-    from hybridctl.core.inventory.loader import check_feasible, load_inventory
+    from hybridctl.core.inventory.loader import check_feasible
     from hybridctl.core.placement.planner import PlanOptions
     from hybridctl.core.placement.planner import plan as make_plan
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.drivers.background import Background
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.state import applied_plan
     from hybridctl.drivers.yamlbeside import load_plain_beside
     from hybridctl.operations.cloud_changes import config_diff, pulumi_preview

@@ -13,10 +13,10 @@ from hybridctl.core.checker.check import PlacementMemo, PlanCheck, check
 from hybridctl.core.checker.delta import changed_parts, check_changes
 from hybridctl.core.failover.replan import replan, replanned_inventory
 from hybridctl.core.failover.scenario import standard_scenarios
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import CostModel, Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan, Unplaced
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLE_PATHS, EXAMPLES
 from support.plan_week import AT_PLAN_WEEK
 

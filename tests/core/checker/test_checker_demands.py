@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.checker.verify import plan_file_violations, plan_violations
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES
 from support.hostile import placed_copy, resummarize
 from support.plan_week import AT_PLAN_WEEK

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from hybridctl.core.checker.check import PlacementMemo, check_plan
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES
 from support.plan_week import AT_PLAN_WEEK
 

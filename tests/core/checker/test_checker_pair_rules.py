@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from hybridctl.core.checker.check import check_plan
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory, Sensitivity, TierChoice, Workload, WorkloadType
 from hybridctl.core.plan.model import Placement, Plan, SolverReport
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES
 
 BASE = "research-sweeps"  # H100 × 8, experiment, preemptible: at home on p5 spot

@@ -28,10 +28,11 @@ from hybridctl.core.deploy.stackconfig import stack_configs
 from hybridctl.core.deploy.stackdiff import diff_stack_configs
 from hybridctl.core.deploy.stackvalues import ScalingAction
 from hybridctl.core.inventory.documents import Source
-from hybridctl.core.inventory.loader import load_inventory, load_sources
+from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.inventory.schedule import MINUTES_PER_WEEK
 from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.week.segments import parse_iso_week
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.paths import inventories_dir
 from support.clock import CLOCK, clock, planned
 from support.examples import EXAMPLE_PATHS

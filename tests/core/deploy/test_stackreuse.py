@@ -18,11 +18,11 @@ from hybridctl.core.deploy.steps import BundleRef, DeployedStep, StepPlan, apply
 from hybridctl.core.failover.failover import REHEARSAL_DIGEST, derived_steps, plain_steps
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Placement, Plan
 from hybridctl.core.plan.serialize import plan_from_dict, plan_to_dict
+from hybridctl.drivers.inventory_files import load_inventory
 from inventory_gen import generate
 from support.examples import EXAMPLE_PATHS
 from support.plan_week import AT_PLAN_WEEK

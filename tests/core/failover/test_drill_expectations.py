@@ -19,8 +19,8 @@ from hybridctl.core.failover.scenario import (
     standard_scenarios,
     unhalvable_pools,
 )
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.render.failover import _result_cells, over_budget_text, rto_text
 
 CLINICS = Path(__file__).parents[2] / "data" / "drill" / "clinics.yaml"

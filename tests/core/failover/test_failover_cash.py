@@ -23,9 +23,9 @@ from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.serialize import runbook_to_dict
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.pricing.incident import NO_TEAM, cash_by_workload, cash_change
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.render.failover import cash_text, delta_text, runbook_markdown
 
 HOSPITAL = Path(__file__).resolve().parents[2] / "data" / "showback" / "hospital.yaml"

@@ -12,13 +12,13 @@ from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.eligibility import demands, pool_infos
 from hybridctl.core.placement.movements import data_movements
 from hybridctl.core.placement.planner import WorkloadFacts, plan
 from hybridctl.core.placement.tiers import classify_workload
 from hybridctl.core.pricing.incident import cash_change
 from hybridctl.core.pricing.pools import pool_usage
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.paths import inventories_dir
 from support.plan_week import AT_PLAN_WEEK
 

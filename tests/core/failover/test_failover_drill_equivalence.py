@@ -13,8 +13,8 @@ from hybridctl.core.failover.drill import DrillReport, drill, run_scenario
 from hybridctl.core.failover.replan import FailoverOptions
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.failover.serialize import drill_to_json
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.drivers.parallel import map_in_processes
 from hybridctl.paths import inventories_dir
 from support.plan_week import AT_PLAN_WEEK

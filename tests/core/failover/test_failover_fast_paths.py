@@ -9,12 +9,12 @@ from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import Replan, replan
 from hybridctl.core.failover.scenario import standard_scenarios
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.pricing.incident import cash_by_workload
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.paths import inventories_dir
 from inventory_gen import generate
 from support.plan_week import AT_PLAN_WEEK

@@ -344,9 +344,9 @@ class TestWorkTheAppliedPlanLeftUnplaced:
 def test_a_pass_that_widens_the_scope_is_not_assembled_and_tells_what_is_short_as_its_whole_plan_would(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from hybridctl.core.failover import scope as scope_module
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.eligibility import demands, pool_infos
     from hybridctl.core.plan.model import Plan
+    from hybridctl.drivers.inventory_files import load_inventory
     from support.examples import EXAMPLES, without_windows
 
     # without its windows: a timed replan frees at once all work sharing a pool with what moved

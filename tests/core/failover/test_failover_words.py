@@ -9,8 +9,8 @@ from failover_helpers import cloud, cloud_pool, inventory, onprem, pool, workloa
 from hybridctl.core.failover.events import parse_events
 from hybridctl.core.failover.failover import plan_failover
 from hybridctl.core.failover.replan import replan
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES
 from test_failover_runbook import steps_for
 

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from hybridctl.core.inventory.diagnostics import InvalidInventoryError
 from hybridctl.core.inventory.documents import Source, merge_documents
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.inventory.yamlsource import MAX_DEPTH, load_plain, load_yaml
 from hybridctl.core.placement.eligibility import EligibilityIndex, demands
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.errors import Location
 from inventory_gen import generate
 

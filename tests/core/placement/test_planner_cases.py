@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from hybridctl.core.checker.check import check_plan
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import budget_violation, plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.serialize import plan_to_json
+from hybridctl.drivers.inventory_files import load_inventory
 from support.cases import cloud, inventory, onprem, owned, placed, rented, solve, work
 from support.examples import EXAMPLE_PATHS
 from support.inproc import run_cli

@@ -40,12 +40,12 @@ from unittest.mock import patch
 
 import yaml
 from hybridctl.core.checker.check import check_plan
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory, Sensitivity, SiteKind, Workload
 from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.placement.tiers import Tier, allowed_capacity_types, decide_tier
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.solver import solve as solve_module
+from hybridctl.drivers.inventory_files import load_inventory
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 

@@ -35,7 +35,7 @@ def test_a_timed_plan_round_trips(document: dict[str, Any]) -> None:
 
 
 def test_an_untimed_plan_writes_no_week() -> None:
-    from hybridctl.core.inventory.loader import load_inventory
+    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.paths import inventories_dir
 
     result = plan(load_inventory(inventories_dir() / "cloud-burst.yaml").inventory)

@@ -62,9 +62,9 @@ def test_read_as_json_reads_it(text: str) -> None:
 
 
 def test_plan_files_read_as_json_reads_them(tmp_path: Path) -> None:
-    from hybridctl.core.inventory.loader import load_inventory
     from hybridctl.core.placement.planner import plan
     from hybridctl.core.plan.serialize import plan_to_json_utf8
+    from hybridctl.drivers.inventory_files import load_inventory
     from support.examples import EXAMPLES
 
     for name in ("enterprise", "federated.yaml"):

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.placement.units import PoolTable
 from hybridctl.core.pricing import rates, totals
 from hybridctl.core.pricing.arrays import column_costs, pool_rework, rework_factors
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLE_PATHS
 from support.plan_week import AT_PLAN_WEEK
 

@@ -5,9 +5,9 @@ ranker-serve-us alike: 6 x 730 x 0.805 = $3,525.90)."""
 from __future__ import annotations
 
 import pytest
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.pricing.rates import rate_text
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.paths import inventories_dir
 from support.plan_week import AT_PLAN_WEEK
 

@@ -15,12 +15,13 @@ import pytest
 import yaml
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.inventory.documents import Source
-from hybridctl.core.inventory.loader import load_inventory, load_sources
+from hybridctl.core.inventory.loader import load_sources
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.serialize import plan_to_dict
 from hybridctl.core.pricing.cents import allocate_cents, to_cents
 from hybridctl.core.pricing.shares import idle_machines
 from hybridctl.core.pricing.showback import IDLE_COMMITTED, CostDimension, placement_costs, showback
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.render.plan_summary import idle_machine_lines
 
 HOSPITAL = Path(__file__).resolve().parents[2] / "data" / "showback" / "hospital.yaml"

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import yaml
 from hybridctl.core.checker.check import check_plan
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.placement.formulation import formulate
@@ -25,6 +24,7 @@ from hybridctl.core.solver import solve as solve_module
 from hybridctl.core.solver.milp import Col
 from hybridctl.core.solver.solve import _nothing_placed
 from hybridctl.core.solver.start import greedy_start
+from hybridctl.drivers.inventory_files import load_inventory
 from inventory_gen import generate
 
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from hybridctl.core.inventory.loader import load_inventory
+from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.core.solver import solve
 from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.week.segments import IsoWeek

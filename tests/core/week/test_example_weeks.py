@@ -4,11 +4,11 @@ windows save what revision 2's model, where part-time work holds its GPUs all mo
 from __future__ import annotations
 
 import pytest
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import PlanOptions, plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.week.segments import parse_iso_week
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES, without_windows
 
 WINTER = PlanOptions(week=parse_iso_week("2026-W48"))  # Dublin on UTC, Berlin on UTC+1

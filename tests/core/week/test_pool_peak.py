@@ -8,12 +8,12 @@ import dataclasses
 import math
 
 from hybridctl.core.checker.verify import plan_file_violations, plan_violations
-from hybridctl.core.inventory.loader import load_inventory
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.pricing.showback import IDLE_COMMITTED, CostDimension, showback
 from hybridctl.core.week.usage import pool_weeks
+from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES
 from support.plan_week import AT_PLAN_WEEK
 

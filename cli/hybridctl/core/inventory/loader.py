@@ -1,4 +1,5 @@
-"""Load an inventory from one file or a directory, with every error located in the user's files."""
+"""Load an inventory from its files' texts (drivers/inventory_files.py reads them), with every error located
+in the user's files."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import difflib
 import types
 import typing
 from dataclasses import dataclass
-from pathlib import Path
 from typing import get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -19,7 +19,6 @@ from hybridctl.core.inventory.documents import (
     PlainLoader,
     Source,
     merge_documents,
-    read_sources,
 )
 from hybridctl.core.inventory.models import SUPPORTED_VERSIONS, Inventory
 from hybridctl.core.inventory.yamlsource import load_plain
@@ -188,10 +187,6 @@ def load_sources(sources: list[Source], *, feasibility: bool = True, plain: Plai
     return LoadedInventory(inventory, locator, tuple(sources), tuple(diagnostics.warnings))
 
 
-def load_inventory(path: Path, *, feasibility: bool = True, plain: PlainLoader = load_plain) -> LoadedInventory:
-    return load_sources(read_sources(path), feasibility=feasibility, plain=plain)
-
-
 def feasibility_diagnostics(loaded: LoadedInventory) -> list[Diagnostic]:
     """What the feasibility checks find in an inventory loaded with feasibility=False (at 100,000
     workloads, seconds: `plan` runs them beside the planner)."""
@@ -204,7 +199,7 @@ def feasibility_diagnostics(loaded: LoadedInventory) -> list[Diagnostic]:
 
 def check_feasible(loaded: LoadedInventory, found: list[Diagnostic]) -> LoadedInventory:
     """`loaded` with the feasibility diagnostics `found` for it: its warnings added, or, when they hold
-    an error, the InvalidInventoryError that load_inventory(feasibility=True) raises, the same list."""
+    an error, the InvalidInventoryError that load_sources(feasibility=True) raises, the same list."""
     errors = [d for d in found if d.severity is Severity.ERROR]
     warnings = [*loaded.warnings, *(d for d in found if d.severity is Severity.WARNING)]
     if errors:

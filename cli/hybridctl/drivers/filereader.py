@@ -11,8 +11,8 @@ key is read here, so none of these can exhaust memory or hang a run:
   O_NOFOLLOW where links are refused, and fstat'ed again: the file read is the file checked;
 - at most ``limit`` + 1 bytes are read, whatever the file claims its size is.
 
-This is the only module of the core that touches the file system (besides the shipped catalog): the
-inventory loader reads through it, and so do the drivers, so there is one rule and one set of messages.
+Every reader goes through it (the inventory's files through drivers/inventory_files.py, the core taking
+only their texts), so there is one rule and one set of messages.
 A missing file is a FileNotFoundError, for the caller to word ("no such plan file"); a directory is an
 IsADirectoryError (the CLI's edge says what to do about it); anything else refused is a
 FileRefusedError (exit 2), one message naming the path, what it is, and how to fix it.

@@ -1,4 +1,4 @@
-"""The one bounded reader (core/filereader.py): only regular files, never more than the limit + 1 bytes,
+"""The one bounded reader (drivers/filereader.py): only regular files, never more than the limit + 1 bytes,
 never blocked by a FIFO, symbolic links refused where they are not allowed (issue 34, finding 9)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hybridctl.core.filereader import FileRefusedError, read_bounded, read_utf8
+from hybridctl.drivers.filereader import FileRefusedError, read_bounded, read_utf8
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
