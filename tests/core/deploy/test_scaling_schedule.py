@@ -79,7 +79,7 @@ def test_every_segment_has_its_machines_from_its_lead_time_to_its_end(week: str)
     lead = round(site.provision_minutes_effective)  # 30
     for pool in ("rent", "rent-spot"):
         actions = pool_schedules(clock(), result, {("aws", pool): 8})[("aws", pool)]
-        needs = segment_needs(result.segments, [pl for pl in result.placements if pl.pool == pool], 8)
+        needs = segment_needs(result)[pool]
         for segment, (_, desired) in zip(result.segments, needs, strict=True):
             start, end = round(segment.start_hour * 60), round(segment.end_hour * 60)
             for minute in range(start - lead, end, 15):
