@@ -70,7 +70,7 @@ def test_the_hand_worked_fleet_synthesizes_its_schedule_as_valid_aws_requests() 
     (config,) = stack_configs(clock(), planned("2026-W44"), "sha256:test").gpu_pools
     synthesized = synth_stack(config.project, config.stack_name, config.values(), stacks_dir())
     actions = checked(synthesized)
-    assert len(actions) == 10 + 12
+    assert len(actions) == 10 + 12 + 10 + 10  # rent, rent-spot, rent-a100, rent-l4
     assert ("rent-mon-0730", "30 7 * * 1", 2, 2, 8) in actions
     assert ("rent-spot-sun-2330", "30 23 * * 0", 1, 1, 4) in actions  # the lead across Monday 00:00
     assert {r for _, r, *_ in actions} == {a.recurrence for p in config.node_pools for a in p.schedule}

@@ -10,6 +10,8 @@ So, with 30 minutes' lead, on demand: up to 2 at 07:30 UTC (W44), down to 0 at 1
 up to 1 on Sunday 23:30 (the lead crosses Monday 00:00), down at Monday 03:00, up at 21:30 each weekday,
 down at 02:00 the next morning; no action at Monday 00:00 (the count does not change there: the
 weekly report's week starts where Sunday's lead began).
+CLOCK's two uneven pools (rent-a100, rent-l4: UTC windows apart from these) are worked in
+tests/core/week/test_segment_machines.py; here they are only in the tests of the whole fleet.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def test_every_segment_has_its_machines_from_its_lead_time_to_its_end(week: str)
     lead = round(site.provision_minutes_effective)  # 30
     for pool in ("rent", "rent-spot"):
         actions = pool_schedules(clock(), result, {("aws", pool): 8})[("aws", pool)]
-        needs = segment_needs(result.segments, [pl for pl in result.placements if pl.pool == pool], 8)
+        needs = segment_needs(result)[pool]
         for segment, (_, desired) in zip(result.segments, needs, strict=True):
             start, end = round(segment.start_hour * 60), round(segment.end_hour * 60)
             for minute in range(start - lead, end, 15):
@@ -168,7 +170,7 @@ def test_plan_lists_the_schedule_as_changes_of_the_stack_config() -> None:
     winter = stack_configs(clock(), planned("2026-W44"), "sha256:a")
     summer = stack_configs(clock(), planned("2026-W43"), "sha256:b")
     first = [(c.kind, c.name, c.action) for c in diff_stack_configs(None, winter) if c.kind == "scaling-schedule"]
-    assert first == [("scaling-schedule", "rent", "create"), ("scaling-schedule", "rent-spot", "create")]
+    assert first == [("scaling-schedule", pool, "create") for pool in ("rent", "rent-a100", "rent-l4", "rent-spot")]
     (moved,) = [c for c in diff_stack_configs(winter, summer) if c.kind == "scaling-schedule"]
     assert (moved.name, moved.action, moved.destructive) == ("rent", "update", False)
     assert moved.detail.startswith("10 weekly resizes (UTC): mon 06:30 to 2, mon 07:30 gone, mon 15:00 to 0, "

@@ -3,12 +3,12 @@
 Pure: a timed plan and its inventory in, per cloud pool the weekly actions that resize its node group's
 Auto Scaling group (stacks/aws-gpu-pools declares one `aws.autoscaling.Schedule` per action).
 
-What a pool needs in each segment of the week:
-- min: the shared machines of the replicas that run the whole segment (ceil(their GPUs / GPUs per node)):
-  the plan pays for them every hour of the segment, so they stay up;
-- desired: min plus the own machines (ceil(gpu.count / GPUs per node) each) of every deferrable replica
-  that has hours in the segment: the queue (Kueue) chooses which hours it runs, so its machines are there
-  for the whole segment and Cluster Autoscaler may remove them while idle.
+What a pool needs in each segment of the week (its machines by core/week/machines.py's rule):
+- min: the shared machines of the replicas that run the whole segment: the plan pays for them every hour of
+  the segment, so they stay up;
+- desired: min plus the own machines of every deferrable replica that has hours in the segment: the queue
+  (Kueue) chooses which hours it runs, so its machines are there for the whole segment and Cluster
+  Autoscaler may remove them while idle.
 Both are clamped to the node group's max (its quota in machines).
 
 A segment's need starts `provision_minutes` (the site's, rounded up to the minute) before the segment
@@ -25,16 +25,17 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
 from hybridctl.core.deploy.stackvalues import NodePoolConfig, ScalingAction
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.inventory.schedule import MINUTES_PER_WEEK
-from hybridctl.core.plan.model import Placement, Plan, PlanSegment, runs_whole_segment
+from hybridctl.core.plan.model import Plan
+from hybridctl.core.week.machines import segment_machines
 
-PoolKey = tuple[str, str]  # (site, pool)
+PoolKey = tuple[str, str]  # (site, pool): the node groups' key; a pool's machines are keyed by its name alone
+# (unique in an inventory), as machines.py keys them
 # AWS allows 125 scheduled actions per Auto Scaling group (stacks/aws-gpu-pools refuses more): a week
 # that needs more is coarsened, holding the larger size through the shortest stretches (_within).
 MAX_ACTIONS = 125
@@ -43,24 +44,13 @@ MAX_ACTIONS = 125
 Need = tuple[int, int]  # (min, desired) machines
 
 
-def segment_needs(segments: Sequence[PlanSegment], placements: Iterable[Placement],
-                  gpus_per_node: int) -> tuple[Need, ...]:
-    """(min, desired) machines of a pay-per-use pool in each segment of the plan's week, from the
-    placements on it."""
-    node = max(gpus_per_node, 1)
-    lengths = [s.hours for s in segments]
-    whole_gpus = [0] * len(lengths)
-    own = [0] * len(lengths)
-    for pl in placements:
-        size = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
-        for s, hours in enumerate(pl.segment_hours):
-            if hours <= 0:
-                continue
-            if runs_whole_segment(hours, lengths[s]):
-                whole_gpus[s] += pl.gpus
-            else:
-                own[s] += pl.replicas * math.ceil(size / node)
-    return tuple((math.ceil(g / node), math.ceil(g / node) + e) for g, e in zip(whole_gpus, own, strict=True))
+def segment_needs(plan: Plan) -> dict[str, tuple[Need, ...]]:
+    """Pool name -> (min, desired) machines in each segment of the plan's week, for its pay-per-use pools
+    with placements: min the shared machines, desired those and the own machines running (machines.py)."""
+    tallies = segment_machines(plan.placements, [s.hours for s in plan.segments],
+                               {u.pool: u.gpus_per_node for u in plan.pools if not u.committed})
+    return {pool: tuple((m, m + own) for m, own in zip(t.shared, t.own_running, strict=True))
+            for pool, t in tallies.items()}
 
 
 def weekly_actions(starts: tuple[int, ...], needs: tuple[Need, ...], lead_minutes: int,
@@ -133,15 +123,12 @@ def pool_schedules(inventory: Inventory, plan: Plan, max_sizes: Mapping[PoolKey,
     starts = tuple(round(s.start_hour * 60) for s in plan.segments)
     out: dict[PoolKey, tuple[ScalingAction, ...]] = {}
     usages = {(u.site, u.pool): u for u in plan.pools}
-    on_pool: dict[PoolKey, list[Placement]] = defaultdict(list)
-    for pl in plan.placements:
-        on_pool[(pl.site, pl.pool)].append(pl)
+    needs_of = segment_needs(plan)
     for key, maximum in sorted(max_sizes.items()):
-        usage, site = usages.get(key), sites.get(key[0])
-        if usage is None or site is None or usage.committed:
+        usage, site, needs = usages.get(key), sites.get(key[0]), needs_of.get(key[1])
+        if usage is None or site is None or needs is None:  # committed, or no work: no schedule
             continue
         lead = math.ceil(site.provision_minutes_effective)
-        needs = segment_needs(plan.segments, on_pool.get(key, ()), usage.gpus_per_node)
         actions = weekly_actions(starts, needs, lead, maximum)
         if actions:
             out[key] = actions

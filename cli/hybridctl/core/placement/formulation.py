@@ -39,6 +39,7 @@ from hybridctl.core.pricing.arrays import (
     machine_usd_per_month,
 )
 from hybridctl.core.solver.milp import Builder, Col, FloatArray, IntArray, Model
+from hybridctl.core.week.machines import shared_link, whole_machines
 from hybridctl.core.week.segments import Week
 
 
@@ -85,7 +86,7 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     per_node = table.per_node[xp].astype(np.float64)
     pay_per_use = ~table.committed[xp]
     shared = pay_per_use & (always_on(hours[xu]) if times is None else times.whole)
-    machines_each = np.ceil(gpus[xu] / per_node)
+    machines_each = whole_machines(gpus[xu], per_node)  # a replica's own machines (week/machines.py)
     quota_machines = np.floor(table.capacity[xp] / per_node)
     slots = np.where(~pay_per_use, np.floor(table.capacity[xp] / gpus[xu]),
                      np.where(shared, np.floor(quota_machines * per_node / gpus[xu]),
@@ -276,11 +277,11 @@ def _capacity_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray, tabl
     m = b.add_columns(machine_usd_per_month(table, pools[machine_pools], cash), quota[machine_pools], True,
                       Col.MACHINES, np.full(machine_pools.size, n_units, dtype=np.int64), pools[machine_pools])
     b.add_entries(capacity_row + machine_pools, m, np.ones(1))
-    # the always-on replicas' GPUs fit in the machines: sum(g x) - per_node m <= 0
+    # the always-on replicas' GPUs fit in the machines: sum(g x) - per_node m <= 0, m whole (week/machines.py)
     link = b.add_rows(np.full(machine_pools.size, -np.inf), np.zeros(machine_pools.size))
     b.add_entries(link + machine_of, x[rented[sharing]], gpus[rented[sharing]])
     b.add_entries(link + np.arange(machine_pools.size, dtype=np.int64), m,
-                  -table.per_node[pools[machine_pools]].astype(np.float64))
+                  shared_link(table.per_node[pools[machine_pools]].astype(np.float64)))
 
 
 def _rounding_rows(b: Builder, x: IntArray, xp: IntArray, gpus: FloatArray, table: PoolTable) -> None:

@@ -3,19 +3,13 @@ for, each placement's hours per segment, and the objective of a timed answer by 
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.placement.eligibility import Demand, PoolInfo
 from hybridctl.core.placement.units import Unit
-from hybridctl.core.plan.model import PlanSegment
-from hybridctl.core.pricing.rates import (
-    TIE_BREAK,
-    machines_usd_per_month,
-    objective_usd_per_month,
-    whole_machines,
-)
+from hybridctl.core.plan.model import Placement, PlanSegment
+from hybridctl.core.pricing.rates import TIE_BREAK, machines_usd_per_month, objective_usd_per_month
+from hybridctl.core.week.machines import segment_machines
 from hybridctl.core.week.segments import IsoWeek, Week, build_week
 
 
@@ -75,21 +69,30 @@ def timed_objective(assigned: list[tuple[Demand, int, int]], units_of: dict[str,
                     week: Week, cash: bool) -> float:
     """The objective of a timed answer as the model counts it: each replica's own machines (deferrable,
     pay-per-use) and the amortized tie-break, and per pay-per-use pool and segment the shared machines
-    of the replicas that run the whole segment, paid for the segment's hours of every week."""
+    of the replicas that run the whole segment (week/machines.py), paid for the segment's hours of every
+    week."""
     total = 0.0
-    shared_gpus: dict[tuple[int, int], int] = defaultdict(int)
+    lengths = [s.hours for s in week.segments]
+    sharing: list[Placement] = []  # the replicas that share machines, as placements of their segments whole
     for demand, p, n in assigned:
         unit = units_of[demand.key]
         whole = unit.timing is None or not unit.timing.deferrable
         if whole and not pools[p].committed:
             total += TIE_BREAK * objective_usd_per_month(demand, pools[p], n, False) if cash \
                 else objective_usd_per_month(demand, pools[p], n, False)
-            for s in (unit.timing.segments if unit.timing is not None else range(len(week.segments))):
-                shared_gpus[(p, s)] += n * demand.gpu_count
+            segments = set(unit.timing.segments if unit.timing is not None else range(len(lengths)))
+            sharing.append(Placement(demand.workload.name, demand.tier.value, pools[p].site.name, pools[p].name, n,
+                                     n * demand.gpu_count, 0.0, gpus_per_replica=demand.gpu_count,
+                                     segment_hours=tuple(h if s in segments else 0.0 for s, h in enumerate(lengths))))
         else:
             total += objective_usd_per_month(demand, pools[p], n, cash)
     if cash:
-        for (p, s), gpus in shared_gpus.items():
-            monthly_hours = week.segments[s].hours * HOURS_PER_MONTH / HOURS_PER_WEEK
-            total += machines_usd_per_month(pools[p], whole_machines(gpus, pools[p].gpus_per_node), monthly_hours)
+        by_name = {pool.name: pool for pool in pools}  # machines.py keys pools by name
+        tallies = segment_machines(sharing, lengths, {pool.name: pool.gpus_per_node for pool in pools
+                                                      if not pool.committed})
+        for name, tally in tallies.items():
+            for s, machines in enumerate(tally.shared):
+                if machines:
+                    monthly_hours = lengths[s] * HOURS_PER_MONTH / HOURS_PER_WEEK
+                    total += machines_usd_per_month(by_name[name], machines, monthly_hours)
     return total

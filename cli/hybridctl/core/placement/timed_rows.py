@@ -4,9 +4,11 @@ capacity rows when the plan's week is timed (more than one segment, or deferrabl
 In every segment s (L_s hours) of every pool:
 - committed: GPUs of the replicas that run the whole segment + GPU-hours of deferrable replicas in
   s / L_s <= capacity;
-- pay-per-use: shared machines m[p,s] (integer) hold the whole-segment replicas' GPUs and are paid
-  per machine-hour (m x L_s x 730 / 168); each deferrable replica pays its own machines for its
-  hours (its placement column's price, as in revision 2); the quota counts m[p,s] + each deferrable
+- pay-per-use, by week/machines.py's rule: shared machines m[p,s] (integer) hold the whole-segment
+  replicas' GPUs (the link row with machines.shared_link: m >= their GPUs / GPUs per node, whole) and
+  are paid per machine-hour (m x L_s x 730 / 168); each deferrable replica pays its own machines for
+  its hours (`machines_each`, formulation.py: machines.whole_machines of its GPUs; its placement
+  column's price, pricing/arrays.py, as in revision 2); the quota counts m[p,s] + each deferrable
   replica's machines x its hours in s / L_s.
 A deferrable placement column c gets h[c,s] replica-hours in each of its segments (continuous),
 h[c,s] <= L_s x[c] and sum_s h[c,s] >= H x[c] (the solver never takes more than it needs: hours
@@ -24,6 +26,7 @@ import numpy.typing as npt
 from hybridctl.core.placement.units import PoolTable, Unit
 from hybridctl.core.pricing.arrays import segment_machine_usd_per_month
 from hybridctl.core.solver.milp import Builder, Col, FloatArray, IntArray
+from hybridctl.core.week.machines import shared_link, whole_machines
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -123,7 +126,7 @@ def _segment_rows(b: Builder, p: int, s: int, whole: list[int], deferrable_x: li
         link = b.add_rows(np.full(1, -np.inf), np.zeros(1))
         cols = np.array(whole, dtype=np.int64)
         b.add_entries(np.full(cols.size, link, dtype=np.int64), x[cols], gpus[cols])
-        b.add_entries(np.full(1, link, dtype=np.int64), machines, np.full(1, -per_node))
+        b.add_entries(np.full(1, link, dtype=np.int64), machines, np.full(1, shared_link(per_node)))
     elif whole:
         cols = np.array(whole, dtype=np.int64)
         b.add_entries(np.full(cols.size, row, dtype=np.int64), x[cols], gpus[cols])
@@ -147,7 +150,7 @@ def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[in
     Left out where it cannot bind: the most the whole-segment replicas could hold plus the gang fits."""
     whole_cols = np.array(whole, dtype=np.int64)
     most_whole = float(sum((gpus[whole_cols] * x_upper[whole_cols]).tolist()))  # summed as ever, in order
-    held = float(np.ceil(most_whole / per_node)) if rented else most_whole
+    held = whole_machines(most_whole, per_node) if rented else most_whole
     deferrable_cols = np.array(deferrable, dtype=np.int64)
     sizes = size[deferrable_cols]
     for k in np.unique(sizes).tolist():

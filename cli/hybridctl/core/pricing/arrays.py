@@ -17,6 +17,7 @@ from hybridctl.core.inventory.schedule import HOURS_PER_WEEK
 from hybridctl.core.pricing.priced import PricedPool
 from hybridctl.core.pricing.rates import TIE_BREAK, committed_pool_usd_per_month
 from hybridctl.core.solver.milp import FloatArray, IntArray
+from hybridctl.core.week.machines import whole_machines
 
 
 class PoolArrays(Protocol):
@@ -81,7 +82,7 @@ def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: Po
     if not cash:
         return ColumnCosts(amortized, amortized)
     per_node = table.per_node[pools].astype(np.float64)
-    own_machines = np.ceil(gpus / per_node) * per_node * hours * table.price[pools]
+    own_machines = whole_machines(gpus, per_node) * per_node * hours * table.price[pools]
     pays_own = ~table.committed[pools] & ~(always_on(hours) if shared is None else shared)
     return ColumnCosts(np.where(pays_own, own_machines, 0.0) + TIE_BREAK * amortized, amortized)
 

@@ -2,10 +2,9 @@
 dataset read from elsewhere.
 
 **Committed pools** (onprem, edge, reserved cloud) cost `capacity × 730 × usd_per_gpu_hour` whether
-used or not. **Pay-per-use pools** (cloud on_demand and spot) are bought in whole machines: the
-always-on replicas (730 hours a month) of a pool share `ceil(their GPUs / GPUs per node)` machines
-all month, any other replica runs `ceil(gpu.count / GPUs per node)` machines of its own while it
-runs. A replica's **amortized** compute is `gpu.count × hours × usd_per_gpu_hour` in any pool: the
+used or not. **Pay-per-use pools** (cloud on_demand and spot) are bought in whole machines, by
+week/machines.py's rule: the always-on replicas (730 hours a month) of a pool share their GPUs' whole
+machines all month, any other replica runs machines of its own while it runs. A replica's **amortized** compute is `gpu.count × hours × usd_per_gpu_hour` in any pool: the
 showback share and what cost ceilings compare. **Rework** (revision 3): a preemptible replica on spot
 runs `1 + interruptions_per_day / 24 × (checkpoint_minutes / 2 + provision_minutes) / 60` times its
 hours (each reclaim loses half a checkpoint interval and a new machine's provisioning), and every
@@ -31,6 +30,10 @@ from hybridctl.core.inventory.models import (
 )
 from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.pricing.priced import PricedDemand, PricedPool
+
+# whole_machines stays importable from here for the month's prices (planner, explain, feasibility, pools)
+from hybridctl.core.week.machines import own_machines
+from hybridctl.core.week.machines import whole_machines as whole_machines
 
 # Under the cash cost model, among plans of (nearly) equal cash the lowest amortized compute wins. The
 # weight is small beside any real cash difference and large enough for the solver to see (not below its
@@ -92,11 +95,6 @@ def replica_hours(demand: PricedDemand, pool: PricedPool) -> float:
     return demand.hours * rework_factor(demand.workload, pool.site, pool.pool, demand.hours)
 
 
-def whole_machines(gpus: int, per_node: int) -> int:
-    """The whole machines that hold `gpus` GPUs: one replica's own, or a pool's always-on machines."""
-    return -(-gpus // per_node)
-
-
 def committed_pool_usd_per_month(pool: PricedPool) -> float:
     """What a committed pool costs whether used or not, from its declared capacity (0 for pay-per-use)."""
     if not pool.committed:
@@ -136,7 +134,7 @@ def replica_cash_usd_per_month(demand: PricedDemand, pool: PricedPool) -> float:
     its own whole machines otherwise."""
     if pool.committed or is_always_on(demand.hours):
         return 0.0
-    return machines_usd_per_month(pool, whole_machines(demand.gpu_count, pool.gpus_per_node), replica_hours(demand, pool))
+    return machines_usd_per_month(pool, own_machines(1, demand.gpu_count, pool.gpus_per_node), replica_hours(demand, pool))
 
 
 def placement_usd_per_month(demand: PricedDemand, pool: PricedPool, replicas: int) -> float:

@@ -2,10 +2,10 @@
 --format json` and the week strip show (inventory revision 3).
 
 Per pool and segment: GPUs held (whole-segment replicas' GPUs + GPU-hours of the others / L_s), machines
-(pay-per-use: the shared machines of the replicas that run the whole segment, plus each other replica's
-own machines x its share of the segment) and, for a committed pool, its idle GPU-hours (capacity x L_s
+(pay-per-use, by machines.py's rule: the shared machines of the replicas that run the whole segment, plus
+each other replica's own machines x its share of the segment) and, for a committed pool, its idle GPU-hours (capacity x L_s
 less the GPU-hours placed). A plan file carries them; reading one re-derives them and refuses a file
-whose figures differ (serialize.py).
+whose figures differ (serialize.py). Pools are keyed by name, as machines.py keys them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.plan.model import Placement, Plan, runs_whole_segment
+from hybridctl.core.plan.model import Placement, Plan
+from hybridctl.core.week.machines import segment_machines, whole_machines
 
 _ROUND = 6
 
@@ -54,45 +55,11 @@ def peak_gpus(placements: Iterable[Placement], lengths: Sequence[float],
 
 @dataclass(frozen=True)
 class MachineWeek:
-    """A pay-per-use pool's machines over a timed plan's week, by the spec's rule: in each segment the replicas
-    that run it whole share ceil(their GPUs / GPUs per node) machines, and any other replica with hours there
-    runs machines of its own while it runs."""
+    """A pay-per-use pool's machines over a timed plan's week, segment by segment by machines.py's rule."""
 
     machine_hours: float  # in a week: what the pool is paid for (pricing/pools.py), and what a plan file is checked by
     peak: int  # the most machines a segment may run at once (its own-machine replicas may all run together)
     always_on: int  # the machines every segment runs: the fewest shared ones of any segment
-
-
-@dataclass(frozen=True)
-class _SegmentMachines:
-    """One pay-per-use pool in each segment of the week, by the spec's rule for machines."""
-
-    whole_gpus: list[int]  # GPUs of the replicas that run the segment whole (they share machines)
-    own_running: list[int]  # own machines of the other replicas with hours there
-    own_hours: list[float]  # and their machine-hours there
-
-
-def _segment_machines(placements: Iterable[Placement], lengths: Sequence[float],
-                      gpus_per_node: Mapping[str, int]) -> dict[str, _SegmentMachines]:
-    """The pools `gpus_per_node` names, those with placements, segment by segment: what machine_weeks and
-    pool_weeks both read."""
-    out: dict[str, _SegmentMachines] = {}
-    for pl in placements:
-        node = gpus_per_node.get(pl.pool)
-        if node is None or not pl.replicas:
-            continue
-        tally = out.get(pl.pool)
-        if tally is None:
-            n = len(lengths)
-            tally = out[pl.pool] = _SegmentMachines([0] * n, [0] * n, [0.0] * n)
-        machines = pl.replicas * math.ceil((pl.gpus_per_replica or pl.gpus // pl.replicas) / max(node, 1))
-        for s, hours in enumerate(pl.segment_hours):
-            if runs_whole_segment(hours, lengths[s]):
-                tally.whole_gpus[s] += pl.gpus
-            elif hours > 0:
-                tally.own_running[s] += machines
-                tally.own_hours[s] += machines * hours
-    return out
 
 
 def machine_weeks(placements: Iterable[Placement], lengths: Sequence[float],
@@ -100,9 +67,8 @@ def machine_weeks(placements: Iterable[Placement], lengths: Sequence[float],
     """Each pay-per-use pool (those `gpus_per_node` names) with placements, over the week of `lengths`: the one
     count of a timed plan's machines, which its cash, its machine figures and its showback all read."""
     out: dict[str, MachineWeek] = {}
-    for pool, tally in _segment_machines(placements, lengths, gpus_per_node).items():
-        node = max(gpus_per_node[pool], 1)
-        shared = [math.ceil(gpus / node) for gpus in tally.whole_gpus]
+    for pool, tally in segment_machines(placements, lengths, gpus_per_node).items():
+        shared = tally.shared
         out[pool] = MachineWeek(sum(m * length for m, length in zip(shared, lengths, strict=True))
                                 + sum(tally.own_hours),
                                 max(m + o for m, o in zip(shared, tally.own_running, strict=True)), min(shared))
@@ -116,21 +82,20 @@ def pool_weeks(plan: Plan) -> tuple[PoolWeek, ...]:
     lengths = [s.hours for s in plan.segments]
     held = _gpus_by_segment(plan.placements, lengths)
     per_node = {u.pool: max(u.gpus_per_node, 1) for u in plan.pools}
-    tallies = _segment_machines(plan.placements, lengths, {u.pool: u.gpus_per_node for u in plan.pools
-                                                           if not u.committed})
+    tallies = segment_machines(plan.placements, lengths, {u.pool: u.gpus_per_node for u in plan.pools
+                                                          if not u.committed})
     out: list[PoolWeek] = []
     for usage in plan.pools:
         gpus = held.get(usage.pool, [0.0] * len(lengths))
         node = per_node[usage.pool]
         tally = tallies.get(usage.pool)
         if usage.committed:
-            machines = [float(math.ceil(usage.capacity_gpus / node))] * len(lengths)
+            machines = [float(whole_machines(usage.capacity_gpus, node))] * len(lengths)
             idle = [max(usage.capacity_gpus - g, 0.0) * length for g, length in zip(gpus, lengths, strict=True)]
         elif tally is None:
             machines, idle = [0.0] * len(lengths), [0.0] * len(lengths)
         else:  # own machines count for their share of the segment
-            machines = [math.ceil(w / node) + h / length
-                        for w, h, length in zip(tally.whole_gpus, tally.own_hours, lengths, strict=True)]
+            machines = [m + h / length for m, h, length in zip(tally.shared, tally.own_hours, lengths, strict=True)]
             idle = [0.0] * len(lengths)
         out.append(PoolWeek(usage.pool, tuple(round(g, _ROUND) for g in gpus),
                             tuple(round(m, _ROUND) for m in machines), tuple(round(i, _ROUND) for i in idle)))
