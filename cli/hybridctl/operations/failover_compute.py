@@ -18,8 +18,8 @@ from hybridctl.drivers.state import State
 
 if TYPE_CHECKING:
     from hybridctl.core.failover.events import Event
-    from hybridctl.core.failover.pipeline import FailoverRun
     from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.run import FailoverRun
 
 
 def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None,
@@ -59,7 +59,7 @@ def steps_builder(inventory: Inventory, state: State | None, refs: dict[str, Bun
 def command_run(inventory: Inventory, state: State | None, refs: dict[str, BundleRef] | None, public_key: Path | None,
                 *, applied: Plan, memo: RunMemo) -> FailoverRun:
     """The command's FailoverRun: its memo, and apply's steps for each plan (steps_builder)."""
-    from hybridctl.core.failover.pipeline import FailoverRun
+    from hybridctl.core.failover.run import FailoverRun
 
     return FailoverRun(memo, steps_builder(inventory, state, refs, public_key, applied=applied, run_memo=memo))
 

@@ -8,10 +8,9 @@ import pytest
 from failover_helpers import by_pool, inventory, onprem, pool, two_sites_inventory, workload
 from hybridctl.core.failover.drill import drill, run_scenario
 from hybridctl.core.failover.events import Event, EventKind
-from hybridctl.core.failover.pipeline import FailoverRun
 from hybridctl.core.failover.replan import FailoverOptions, replan
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.scenario import Scenario, standard_scenarios
-from hybridctl.core.memo import RunMemo
 from hybridctl.core.placement.planner import plan
 
 
@@ -126,7 +125,7 @@ class TestRunbooksAreBuilt:
                 return steps(p)
             raise StepGraphError("the steps depend on each other in a cycle: ['a', 'b']")
 
-        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), FailoverRun(RunMemo(), broken))
+        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), FailoverRun(steps_for=broken))
         assert not result.passed
         assert result.gate_failures[0] == ("its runbook cannot be built: the steps depend on each other in a cycle: "
                                            "['a', 'b']")
@@ -144,6 +143,6 @@ class TestRunbooksAreBuilt:
             built.append(p)
             return steps(p)
 
-        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), FailoverRun(RunMemo(), counted))
+        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), FailoverRun(steps_for=counted))
         assert result.runbook_problem is None and result.steps > 0
         assert len(built) == 2 and built[0] is base and built[1] is not base

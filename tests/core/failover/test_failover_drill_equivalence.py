@@ -50,11 +50,11 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
     plain_steps reuses the queues of clusters placed the same: the runbooks they give are byte for
     byte those built with every plan's steps derived afresh."""
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
-    from hybridctl.core.failover.pipeline import FailoverRun, failover
+    from hybridctl.core.failover.pipeline import failover
     from hybridctl.core.failover.plan_steps import REHEARSAL_DIGEST, plain_steps
     from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.run import FailoverRun
     from hybridctl.core.failover.serialize import runbook_to_json
-    from hybridctl.core.memo import RunMemo
 
     inventory, base, scenarios = enterprise
 
@@ -66,7 +66,7 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
     for scenario in scenarios:
         runbooks = []
         for steps_for in (fresh, shared):
-            made = failover(inventory, base, scenario.events, FailoverOptions(), FailoverRun(RunMemo(), steps_for),
+            made = failover(inventory, base, scenario.events, FailoverOptions(), FailoverRun(steps_for=steps_for),
                             with_rollback=True)
             assert made.rollback is not None
             runbooks.append((runbook_to_json(made.built()), runbook_to_json(made.rollback)))

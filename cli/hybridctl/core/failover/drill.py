@@ -21,9 +21,10 @@ from hybridctl.core.checker.verify import accepted
 from hybridctl.core.deploy.steps import StepPlan
 from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts, plan_cash_by_workload
-from hybridctl.core.failover.pipeline import FailoverRun, failover, rehearsal_run
+from hybridctl.core.failover.pipeline import failover
 from hybridctl.core.failover.plan_steps import StepsFor, plain_steps
 from hybridctl.core.failover.replan import FailoverOptions
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.worst import WorstSegment, worst_segment
@@ -158,10 +159,10 @@ class DrillReport:
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
                  run: FailoverRun | None = None) -> ScenarioResult:
     """One scenario: its failover from the base plan (pipeline.py) with the runbook's rollback (built, never run),
-    and what they mean. `run`: the drill's (default: the scenario's own, apply's steps as a drill builds them).
+    and what they mean. `run`: the drill's (default: the scenario's own).
     """
     started = time.perf_counter()
-    run = run or rehearsal_run(inventory)
+    run = run or FailoverRun()
     # the base plan is made from (or checked against) this inventory: its digest is the inventory's
     made = failover(inventory, base, scenario.events, options, run, digest=base.inventory_digest or None,
                     with_rollback=True, checked_as=f"replan of scenario {scenario.name}")  # a bug if it is rejected
@@ -206,29 +207,30 @@ ScenarioMapper = Callable[[Callable[[Scenario], ScenarioResult], Sequence[Scenar
 
 def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], options: FailoverOptions | None = None,
           on_result: Callable[[ScenarioResult], None] | None = None,
-          map_scenarios: ScenarioMapper | None = None, run_memo: RunMemo | None = None) -> DrillReport:
+          map_scenarios: ScenarioMapper | None = None, memo: RunMemo | None = None) -> DrillReport:
     """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress).
 
     `map_scenarios` runs the scenarios (default: one after the other, here); the command layer
     may pass one that spreads them over processes. Results come back in scenario order.
-    `run_memo`: the drill's memos (default: its own), beside its DemandCache; both are filled with what the
-    base inventory and plan give before the scenarios run, so a worker process forked for them has it.
+    `memo`: the run's (the operation's; default: the drill's own). The scenarios share it in one FailoverRun with
+    a DemandCache, the base plan's check and its steps: all filled with what the base inventory and plan
+    give before the scenarios run, so a worker process forked for them has it.
     """
     options = options or FailoverOptions()
     started = time.perf_counter()
-    run_memo = RunMemo() if run_memo is None else run_memo
+    memo = RunMemo() if memo is None else memo
     cache = DemandCache()
     # filled before the scenarios run (and before any worker forks): the demands and tiers, and the data
     # movements of the base plan's placements, which every scenario's replan keeps for most work
     cache.movements.movements(inventory, cache.demands(inventory), base.placements, like=base.data_movements)
     cache.tiers(inventory, cache.demands(inventory))
     # the base plan, checked once here: every scenario's plan keeps most of it, and is checked where it differs
-    memo = PlacementMemo()
-    base_check = check(inventory, base, memo, run_memo)
+    check_memo = PlacementMemo()
+    base_check = check(inventory, base, check_memo, memo)
     accepted(base, base_check.problems, "base plan of the drill")
-    run = FailoverRun(run_memo, _base_once(base, plain_steps(inventory, run_memo)), cache, base_check, memo,
-                      applied_fingerprint(base))
-    scenario_of = functools.partial(run_scenario, inventory, base, options=options, run=run)
+    shared = FailoverRun(memo, _base_once(base, plain_steps(inventory, memo)), cache, base_check, check_memo,
+                         applied_fingerprint(base))
+    scenario_of = functools.partial(run_scenario, inventory, base, options=options, run=shared)
     results: list[ScenarioResult] = []
     for result in (map_scenarios or map)(scenario_of, scenarios):
         results.append(result)

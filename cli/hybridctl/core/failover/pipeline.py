@@ -6,8 +6,8 @@ edited since the apply, the replan of the work it no longer supports), the failo
 then the runbook with apply's steps for both plans, and for a drill the runbook's rollback. The
 `runbook rollback` command builds its rollback with the same rollback() the drill uses.
 
-What a run shares among the failovers and rollbacks it builds travels as one FailoverRun, made
-by the operation or the drill and passed down.
+What a run shares among the failovers and rollbacks it builds travels as one FailoverRun (run.py),
+made by the operation or the drill and passed down.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.checker.check import PlacementMemo, PlanCheck
 from hybridctl.core.deploy.steps import StepGraphError
-from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.events import SITE_EVENTS, Event
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.plan_steps import StepsFor, plain_steps, steps_once
 from hybridctl.core.failover.replan import FailoverOptions, Replan
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.runbook import (
     Runbook,
     RunbookKind,
@@ -36,31 +35,6 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.placement.planner import budget_violation
 from hybridctl.core.plan.model import Plan
-
-
-@dataclass(frozen=True)
-class FailoverRun:
-    """What one run (a `failover` or `runbook rollback` command, a drill) shares among what it builds.
-
-    `memo`: the run's memos (memo.py), which the replan, the checker, the impacts and the steps read
-    again. `steps_for`: apply's steps for a plan (plan_steps.py); a failover builds each plan's once.
-    A drill adds what its scenarios share, all from its base plan: `demand_cache` (the replans'),
-    `base_check` (the checker's verdict on it: a failover plan is then checked where it differs
-    from it, with `check_memo`) and `fingerprint` (applied_fingerprint, for the incident's id).
-    """
-
-    memo: RunMemo
-    steps_for: StepsFor
-    demand_cache: DemandCache | None = None
-    base_check: PlanCheck | None = None
-    check_memo: PlacementMemo | None = None
-    fingerprint: str | None = None
-
-
-def rehearsal_run(inventory: Inventory, memo: RunMemo | None = None) -> FailoverRun:
-    """A run of failovers that are built, never applied: apply's steps without bundles or deployed state."""
-    memo = RunMemo() if memo is None else memo
-    return FailoverRun(memo, plain_steps(inventory, memo))
 
 
 @dataclass(frozen=True)
@@ -97,15 +71,15 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
     from hybridctl.core.failover.stale import stale_work
 
     memo = run.memo
-    result = replan(inventory, applied, events, options, run.demand_cache, run_memo=memo)
+    result = replan(inventory, applied, events, options, run)
     digest = digest or inventory_digest(inventory)
     if applied.inventory_digest and applied.inventory_digest != digest:
         # edited since the apply: the work the inventory no longer supports is replanned too, and placements of
         # what it no longer has are dropped (stale.py); the runbook still goes from what was applied
         stale = stale_work(inventory, applied, memo)
         if stale.workloads or stale.plan is not applied:
-            result = dataclasses.replace(replan(inventory, stale.plan, events, options, run.demand_cache,
-                                                stale.workloads, memo), before=applied)
+            result = dataclasses.replace(replan(inventory, stale.plan, events, options, run, stale.workloads),
+                                         before=applied)
     checked = replanned_inventory(result, memo)
     if run.base_check is None:
         problems = check_plan(checked, result.after, run.check_memo, memo)
@@ -114,7 +88,7 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
     accepted(result.after, problems, checked_as)
     result = stamped(result, digest)
     # the runbook and its rollback share their two plans: each plan's steps are built once
-    steps_for = steps_once(run.steps_for)
+    steps_for = steps_once(run.steps_for or plain_steps(inventory, memo))
     runbook: Runbook | None = None
     try:
         runbook = _failover_runbook(inventory, result, steps_for, memo, base_serial, run.fingerprint)
@@ -184,7 +158,8 @@ def rollback(inventory: Inventory, failover: Runbook, current: Plan, run: Failov
     target = failover.before
     quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
     back = Replan(quiet, current, target, {}, 0)
-    before_steps, after_steps = run.steps_for(current), run.steps_for(target)
+    steps_for = run.steps_for or plain_steps(inventory, run.memo)
+    before_steps, after_steps = steps_for(current), steps_for(target)
     return build_runbook(
         inventory, kind=RunbookKind.ROLLBACK, incident=failover.incident, events=failover.events,
         before=current, after=target, impacts=impacts(inventory, back, returning=True, run_memo=run.memo),
