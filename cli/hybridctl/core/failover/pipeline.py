@@ -59,9 +59,10 @@ class Failover:
 def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], options: FailoverOptions, run: FailoverRun,
              *, base_serial: int | None = None, digest: str | None = None, with_rollback: bool = False,
              checked_as: str = "failover plan") -> Failover:
-    """The failover of `applied` under `events`, its plan checked whole against the disrupted inventory (PlanCheckFailed,
-    named `checked_as`, if it breaks a rule: a bug). `digest`: the inventory's, when known; `with_rollback`: the
-    runbook's rollback built too, sharing its two plans' steps (a drill's).
+    """The failover of `applied` under `events`, its plan checked against the disrupted inventory (PlanCheckFailed,
+    named `checked_as`, if it breaks a rule: a bug): whole, or where it differs from `run.base_check`'s plan
+    (a drill's), which gives the same. `digest`: the inventory's, when known; `with_rollback`: the runbook's
+    rollback built too, sharing its two plans' steps (a drill's).
     """
     # read from their modules when called: a test hands the command or a drill a broken replan or checker
     from hybridctl.core.checker.check import check_plan
@@ -101,7 +102,7 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
 
 def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor, memo: RunMemo,
                       base_serial: int | None, fingerprint: str | None) -> Runbook:
-    """The runbook from the applied plan (`result.before`) to the failover plan of `result`, stamped."""
+    """The runbook from the applied plan (`result.before`) to the failover plan of `result` (stamped)."""
     applied, events, disruption = result.before, result.disruption.events, result.disruption
     hosts = {s.name: f" (hosts: {', '.join(h.name for h in s.hosts)})" if s.hosts else "" for s in inventory.sites}
     unreachable = {site: f"site-lost {site}: it cannot be reached{hosts[site]}" for site in disruption.lost_sites}
