@@ -32,7 +32,7 @@ def three_sites():
 
 
 class TestOptionsReachTheReplan:
-    def test_plan_failover_uses_the_move_threshold_it_is_given(self, three_sites) -> None:
+    def test_the_failover_uses_the_move_threshold_it_is_given(self, three_sites) -> None:
         base = plan(three_sites)
         events = parse_events(["site-lost dc-a"])
         steps = plain_steps(three_sites)
