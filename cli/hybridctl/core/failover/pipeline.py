@@ -87,7 +87,7 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
     else:
         problems = check_changes(run.base_check, checked, result.after, run.check_memo, memo).problems
     accepted(result.after, problems, checked_as)
-    result = stamped(result, digest)
+    result = _stamped(result, digest)
     # the runbook and its rollback share their two plans: each plan's steps are built once
     steps_for = steps_once(run.steps_for or plain_steps(inventory, memo))
     runbook: Runbook | None = None
@@ -131,7 +131,7 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
         base_serial=base_serial, notes=notes)
 
 
-def stamped(result: Replan, digest: str) -> Replan:
+def _stamped(result: Replan, digest: str) -> Replan:
     """`result`, its failover plan carrying the inventory's `digest`: once applied, the failover plan is the
     plan of this inventory under these events. The very result when it carries it already (the replan
     stamps its plans with the applied plan's digest, the inventory's unless the inventory changed since)."""
