@@ -31,13 +31,13 @@ def plain_steps(inventory: Inventory, run_memo: RunMemo | None = None) -> StepsF
     The stacks are tagged with a placeholder instead of the plan file's digest, which no step's
     identity covers (serialising a fleet's plan for it would be most of a drill's time).
     """
-    return derived_steps(inventory, lambda plan: REHEARSAL_DIGEST, run_memo=run_memo)
+    return derived_steps(inventory, lambda plan: REHEARSAL_DIGEST, StackConfigMemo(run_memo))
 
 
 def derived_steps(inventory: Inventory, digest_of: Callable[[Plan], str], memo: StackConfigMemo | None = None, *,
                   bundles: Mapping[str, BundleRef] | None = None, bundle_public_key: str | None = None,
                   deployed: Mapping[str, DeployedStep] | None = None,
-                  asset_digests: Mapping[str, str] | None = None, run_memo: RunMemo | None = None) -> StepsFor:
+                  asset_digests: Mapping[str, str] | None = None) -> StepsFor:
     """apply_steps(plan, inventory, bundles=…, …), its stacks tagged with `digest_of(plan)`, for a run of plans
     that vary the first one built (a failover's applied plan, a drill's base plan).
 
@@ -46,12 +46,12 @@ def derived_steps(inventory: Inventory, digest_of: Callable[[Plan], str], memo: 
     costs what it changed, not what the fleet holds. A plan that reads the same as the first plan
     built, under the same digest (a drill's base plan), gets that plan's steps: a scenario that
     moves nothing (a reclaimed spot pool nobody used, a link down with nothing behind it) replans
-    into such a plan. Without `memo`, a StackConfigMemo of `run_memo` (the run's: where the replan
-    told the delta of its plan) is made.
+    into such a plan. `memo` wraps the run's RunMemo, where the replan told the delta of its plan
+    (default: one of its own).
 
     `digest_of` may be a RunMemo's plan_digest: the plans' digests are then kept with the run.
     """
-    memo = StackConfigMemo(run_memo) if memo is None else memo
+    memo = StackConfigMemo() if memo is None else memo
     first: list[tuple[Plan, str, StepPlan]] = []
     hosted_sites = [s.name for s in inventory.sites if s.kind is not SiteKind.CLOUD and s.hosts]
 
