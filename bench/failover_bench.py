@@ -72,12 +72,13 @@ def _busiest_sites(inventory, plan, count: int) -> list[tuple[str, int]]:  # typ
 
 
 def bench_replan(workloads: int, pools: int, seed: int) -> None:
-    import hybridctl.operations.failover_compute as compute
+    import hybridctl.core.failover.pipeline as pipeline
     from hybridctl.core.failover.drill import run_scenario
     from hybridctl.core.failover.events import Event, EventKind
     from hybridctl.core.failover.impact import impacts
     from hybridctl.core.failover.replan import FailoverOptions, replan
     from hybridctl.core.failover.scenario import Scenario
+    from hybridctl.core.memo import RunMemo
     from hybridctl.core.placement.planner import plan
     from hybridctl.core.plan.serialize import plan_from_dict
     from hybridctl.operations.failover_compute import failover_of_state
@@ -86,7 +87,7 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
     started = time.perf_counter()
     base = plan(inventory)
     base_s = time.perf_counter() - started
-    timed = _Timed(compute, "checked_failover")
+    timed = _Timed(pipeline, "failover")
     for site, gpus in _busiest_sites(inventory, base, 2):
         started, cpu = time.perf_counter(), time.process_time()
         result = replan(inventory, base, [Event(EventKind.SITE_LOST, site)])
@@ -107,7 +108,7 @@ def bench_replan(workloads: int, pools: int, seed: int) -> None:
         started = time.perf_counter()
         runbook = failover_of_state(inventory, state, partial(plan_from_dict, dict(state.applied_plan)),
                                     [Event(EventKind.SITE_LOST, site)], refs=None, public_key=None,
-                                    options=FailoverOptions())
+                                    options=FailoverOptions(), memo=RunMemo())
         parse_s = timed.started - started
         command_s, command_cpu = timed.seconds, timed.cpu
         print(f"{workloads:>6} workloads, {len(base.pools)} pools: base plan {base_s:6.2f} s; "

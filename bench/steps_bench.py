@@ -30,7 +30,7 @@ from hybridctl.__main__ import single_threaded_blas  # noqa: E402
 single_threaded_blas()  # as the console script does, before numpy is imported
 
 from hybridctl.core.deploy.steps import apply_steps, cloud_stacks  # noqa: E402
-from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps  # noqa: E402
+from hybridctl.core.failover.plan_steps import REHEARSAL_DIGEST, plain_steps  # noqa: E402
 from hybridctl.core.failover.replan import replan  # noqa: E402
 from hybridctl.core.failover.scenario import standard_scenarios  # noqa: E402
 from hybridctl.core.inventory.models import Inventory  # noqa: E402

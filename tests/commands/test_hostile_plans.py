@@ -224,20 +224,20 @@ class TestOneDigestPerPlan:
 
     def test_a_failover_plan_and_the_same_plan_read_back_from_its_runbook(self, tmp_path: Path) -> None:
         from hybridctl.core.failover.events import parse_events
+        from hybridctl.core.failover.pipeline import failover
         from hybridctl.core.failover.replan import FailoverOptions
         from hybridctl.core.failover.serialize import runbook_from_json, runbook_to_json
         from hybridctl.core.memo import RunMemo
         from hybridctl.operations.common import plan_of_inventory
-        from hybridctl.operations.failover_compute import checked_failover, steps_builder
+        from hybridctl.operations.failover_compute import command_run
 
         plan_file = tmp_path / "plan.json"
         assert run("plan", EXAMPLES / "cloud-burst.yaml", "--out", plan_file, "--state", tmp_path / "s").code == 0
         applied, inventory = plan_of_inventory(plan_file, EXAMPLES / "cloud-burst.yaml")
         memo = RunMemo()
-        runbook = checked_failover(inventory, applied, parse_events(["site-lost", "dc-ashburn"]),
-                                   options=FailoverOptions(10_000, 30), digest=applied.inventory_digest,
-                                   steps_for=steps_builder(inventory, None, None, None, applied=applied, run_memo=memo),
-                                   run_memo=memo)
+        runbook = failover(inventory, applied, parse_events(["site-lost", "dc-ashburn"]), FailoverOptions(10_000, 30),
+                           command_run(inventory, None, None, None, applied=applied, memo=memo),
+                           digest=applied.inventory_digest).built()
         assert not runbook.after.data_movements  # the case: a sum of nothing
         resumed = runbook_from_json(runbook_to_json(runbook), "runbook")
         assert plan_digest(resumed.after) == plan_digest(runbook.after) == kept_plan_digest(memo, runbook.after)

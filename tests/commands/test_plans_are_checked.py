@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hybridctl.core.failover import drill as drill_module
 from hybridctl.core.failover import replan as replan_module
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.placement import planner
@@ -105,13 +104,13 @@ class TestPlan:
 
 class TestReplan:
     def test_every_drill_scenario_is_checked(self, inventory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        real = drill_module.replan
+        real = replan_module.replan
 
         def bad_replan(*args: Any, **kwargs: Any) -> Replan:
             result = real(*args, **kwargs)
             return dataclasses.replace(result, after=underpriced(result.after))
 
-        monkeypatch.setattr(drill_module, "replan", bad_replan)
+        monkeypatch.setattr(replan_module, "replan", bad_replan)  # the pipeline's replan, a drill's too
         result = run_cli("drill", str(inventory))
         assert result.code == INTERNAL_ERROR, result.output
         assert "PlanCheckFailed: the replan of scenario " in result.stderr

@@ -16,7 +16,7 @@ from hybridctl.core.memo import RunMemo
 from hybridctl.core.plan.model import Plan
 from hybridctl.drivers.statemodel import State
 from hybridctl.executor import record_deployed
-from hybridctl.operations.failover_compute import steps_builder
+from hybridctl.operations.failover_compute import failover_of_state, steps_builder
 from support.examples import planned_enterprise
 
 
@@ -57,14 +57,12 @@ def _assets() -> dict[str, str]:
 
 def test_the_failover_plans_stacks_carry_its_own_digest() -> None:
     from hybridctl.core.failover.serialize import runbook_to_json
-    from hybridctl.operations import failover_compute
 
     inventory, base = planned_enterprise()
     state = _applied_state(inventory, base)
     applied = dataclasses.replace(base)  # nothing worked out for it before
-    runbook = failover_compute.checked_failover(
-        inventory, applied, [Event(EventKind.SITE_LOST, "dc-frankfurt")], options=FailoverOptions(),
-        steps_for=steps_builder(inventory, state, None, None, applied=applied))
+    runbook = failover_of_state(inventory, state, lambda: applied, [Event(EventKind.SITE_LOST, "dc-frankfurt")],
+                                refs=None, public_key=None, options=FailoverOptions(), memo=RunMemo())
     text = runbook_to_json(runbook)
     assert f'"planDigest": "{plan_digest(runbook.after)}"' in text  # worked out now: the plan file's
     assert f'"planDigest": "{plan_digest(base)}"' not in text
@@ -80,7 +78,6 @@ def test_the_failover_plan_is_found_as_broken_as_a_check_of_its_own_finds_it(
     from hybridctl.core.checker import verify
     from hybridctl.core.checker.check import check_plan
     from hybridctl.core.failover import replan as replan_module
-    from hybridctl.operations import failover_compute
 
     inventory, base = planned_enterprise()
     state = _applied_state(inventory, base)
@@ -101,9 +98,8 @@ def test_the_failover_plan_is_found_as_broken_as_a_check_of_its_own_finds_it(
     monkeypatch.setattr(replan_module, "replan", broken_replan)
     monkeypatch.setattr(verify, "accepted", lambda plan, problems, what: found.append(list(problems)))
     applied = dataclasses.replace(base)
-    failover_compute.checked_failover(inventory, applied, [Event(EventKind.SITE_LOST, site)],
-                                      options=FailoverOptions(),
-                                      steps_for=steps_builder(inventory, state, None, None, applied=applied))
+    failover_of_state(inventory, state, lambda: applied, [Event(EventKind.SITE_LOST, site)], refs=None,
+                      public_key=None, options=FailoverOptions(), memo=RunMemo())
     result = broken[-1]
     whole = check_plan(replanned_inventory(result), result.after)
     assert len(whole) == 2 and sorted(found[-1]) == sorted(whole)

@@ -8,18 +8,19 @@ import io
 
 import pytest
 from hybridctl.core.failover.events import Event, EventKind
-from hybridctl.core.failover.failover import plain_steps, plan_failover
+from hybridctl.core.failover.plan_steps import plain_steps
 from hybridctl.core.failover.runbook import Runbook
 from hybridctl.render.failover import render_runbook
 from hybridctl.render.listing import RICH_ROWS
 from rich.console import Console
 from support.examples import planned_enterprise
+from support.failover_runs import failed_over
 
 
 @pytest.fixture(scope="module")
 def runbook() -> Runbook:
     inventory, base = planned_enterprise()
-    made, _ = plan_failover(inventory, base, [Event(EventKind.SITE_LOST, "dc-frankfurt")],
+    made, _ = failed_over(inventory, base, [Event(EventKind.SITE_LOST, "dc-frankfurt")],
                             steps_for=plain_steps(inventory))
     return made
 

@@ -65,7 +65,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     # scenarios are independent: spread a large fleet's over the CPUs (a small one is faster here)
     spread = len(inventory.workloads) * len(scenarios) >= PARALLEL_DRILL_MIN_WORK
     report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s, week=week),
-                   map_scenarios=map_in_processes if spread else None, run_memo=run_memo)
+                   map_scenarios=map_in_processes if spread else None, memo=run_memo)
     if output_format == "json":
         typer.echo(drill_to_json(report), nl=False)
     elif output_format == "markdown":

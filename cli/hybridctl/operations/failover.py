@@ -31,7 +31,7 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.drivers.state import State, StateStore
 from hybridctl.errors import RefusedError, UsageError
 from hybridctl.operations.common import check_output_path
-from hybridctl.operations.failover_compute import checked_failover, failover_of_state, steps_builder
+from hybridctl.operations.failover_compute import command_run, failover_of_state
 from hybridctl.operations.run import active_failovers, failover_base, set_active_failovers
 from hybridctl.render.console import stderr, stdout
 
@@ -296,7 +296,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
                                     public_key=options.bundle_public_key,
-                                    options=replan_options, run_memo=run_memo)
+                                    options=replan_options, memo=run_memo)
         runbook = _timed(runbook, at)
         if runbook.before.inventory_digest and runbook.before.inventory_digest != runbook.after.inventory_digest:
             stderr().print("note: the inventory has changed since the applied plan was made; the failover "
@@ -324,6 +324,7 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
         raise UsageError("--plan and --state exclude each other: a rehearsal reads no state")
     if inventory is None:
         raise UsageError("--plan needs --inventory PATH: the inventory the plan was made from")
+    from hybridctl.core.failover.pipeline import failover
     from hybridctl.operations.common import plan_of_inventory
 
     run_memo = RunMemo()  # this rehearsal's
@@ -331,9 +332,9 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     check_events(events, the_inventory)
     refs = _refs(bundles, {w.name for w in the_inventory.workloads})
     # plan_of_inventory found the plan's inventory digest to be this inventory's
-    runbook = checked_failover(the_inventory, applied, events, options=options, digest=applied.inventory_digest,
-                               steps_for=steps_builder(the_inventory, None, refs, bundles.bundle_public_key,
-                                                       applied=applied, run_memo=run_memo), run_memo=run_memo)
+    runbook = failover(the_inventory, applied, events, options,
+                       command_run(the_inventory, None, refs, bundles.bundle_public_key, applied=applied, memo=run_memo),
+                       digest=applied.inventory_digest).built()
     runbook = _timed(runbook, at)
     _emit(runbook, output_format, run_memo)
     if out is not None:
@@ -363,7 +364,7 @@ def run_resume(state: str | None, options: ExecOptions) -> int:
 
 def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
                  options: ExecOptions) -> int:
-    from hybridctl.core.failover.failover import plan_rollback, returning_sites
+    from hybridctl.core.failover.pipeline import returning_sites, rollback
     from hybridctl.core.failover.runbook import incident_id
     from hybridctl.core.inventory.digest import inventory_digest
     from hybridctl.executor import pending_for
@@ -396,10 +397,10 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         refs = _refs(options, {w.name for w in the_inventory.workloads})
         applied = _applied(current, store)
         run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
-        runbook = plan_rollback(the_inventory, original, applied,
-                                steps_for=steps_builder(the_inventory, current, refs, options.bundle_public_key,
-                                                        applied=applied, run_memo=run_memo),
-                                returning_sites=returning_sites(chain), base_serial=current.serial, run_memo=run_memo)
+        runbook = rollback(the_inventory, original, applied,
+                           command_run(the_inventory, current, refs, options.bundle_public_key, applied=applied,
+                                       memo=run_memo),
+                           returning_sites=returning_sites(chain), base_serial=current.serial)
         _emit(runbook, output_format, run_memo)
         if dry_run:
             return 0

@@ -15,7 +15,7 @@ from hybridctl.core.deploy.stackplanned import burst_spread, cluster_of, multiku
 from hybridctl.core.deploy.stackreuse import StackConfigMemo
 from hybridctl.core.deploy.stackvalues import StackConfigs
 from hybridctl.core.deploy.steps import BundleRef, DeployedStep, StepPlan, apply_steps, cloud_stacks
-from hybridctl.core.failover.failover import REHEARSAL_DIGEST, derived_steps, plain_steps
+from hybridctl.core.failover.plan_steps import REHEARSAL_DIGEST, derived_steps, plain_steps
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.models import Inventory

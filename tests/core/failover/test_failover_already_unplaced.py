@@ -20,14 +20,15 @@ from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.drill import ScenarioResult
 from hybridctl.core.failover.events import parse_events
-from hybridctl.core.failover.failover import plain_steps, plan_failover
 from hybridctl.core.failover.impact import Status
+from hybridctl.core.failover.plan_steps import plain_steps
 from hybridctl.core.failover.replan import Replan
 from hybridctl.core.failover.runbook import Runbook
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
+from support.failover_runs import failed_over
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def base(inv: Inventory) -> Plan:
 
 
 def _failover(inv: Inventory, base: Plan, event: str) -> tuple[Runbook, Replan]:
-    runbook, result = plan_failover(inv, base, parse_events([event]), steps_for=plain_steps(inv))
+    runbook, result = failed_over(inv, base, parse_events([event]), steps_for=plain_steps(inv))
     assert check_plan(result.disruption.inventory, result.after) == []
     return runbook, result
 

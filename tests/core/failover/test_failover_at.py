@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 from hybridctl.core.failover.events import parse_events
-from hybridctl.core.failover.failover import plain_steps, plan_failover
+from hybridctl.core.failover.plan_steps import plain_steps
 from hybridctl.core.failover.serialize import runbook_from_dict, runbook_to_dict
 from hybridctl.core.failover.timing import runbook_timing, segment_at
 from hybridctl.core.failover.timingrecord import TIMING_VERSION
 from hybridctl.core.week.clock import week_clock
+from support.failover_runs import failed_over
 from support.week_fleet import week_fleet, week_plan
 
 
@@ -19,7 +20,7 @@ from support.week_fleet import week_fleet, week_plan
 def lost_dc_a():
     inventory = week_fleet()
     applied = week_plan(inventory)
-    runbook, _ = plan_failover(inventory, applied, parse_events(["site-lost dc-a"]), steps_for=plain_steps(inventory))
+    runbook, _ = failed_over(inventory, applied, parse_events(["site-lost dc-a"]), steps_for=plain_steps(inventory))
     return runbook
 
 

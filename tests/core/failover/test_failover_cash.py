@@ -18,7 +18,6 @@ import pytest
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.drill import run_scenario
 from hybridctl.core.failover.events import parse_events
-from hybridctl.core.failover.failover import failover_runbook, plain_steps
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.scenario import Scenario
@@ -27,6 +26,7 @@ from hybridctl.core.placement.planner import plan
 from hybridctl.core.pricing.incident import NO_TEAM, cash_by_workload, cash_change
 from hybridctl.drivers.inventory_files import load_inventory
 from hybridctl.render.failover import cash_text, delta_text, runbook_markdown
+from support.failover_runs import failed_over
 
 HOSPITAL = Path(__file__).resolve().parents[2] / "data" / "showback" / "hospital.yaml"
 
@@ -88,8 +88,7 @@ class TestAnOwnedSiteLost:
 
 def test_the_runbook_shows_cash_beside_the_capacity_lost_and_its_rows_add_up(hospital) -> None:
     inventory, base = hospital
-    result = replan(inventory, base, parse_events(["site-lost dc-main"]))
-    runbook, _ = failover_runbook(inventory, result, steps_for=plain_steps(inventory))
+    runbook, _ = failed_over(inventory, base, parse_events(["site-lost dc-main"]))
     assert runbook.usd_per_month_delta == 5840.0
     assert sum(i.usd_per_month_delta for i in runbook.impacts) + runbook.unlisted_usd_per_month_delta == 5840.0
     assert runbook.unlisted_usd_per_month_delta == 0.0
@@ -112,8 +111,7 @@ def test_work_that_stays_where_it_is_is_the_unlisted_part_of_the_change(hospital
     """The p5's price doubles: nothing can move (no other H100), so no workload has a row; the cash change is
     theirs all the same, and the runbook says so on a line of its own, so that the rows add up to the summary."""
     inventory, base = hospital
-    result = replan(inventory, base, parse_events(["price aws-p5=x2"]))
-    runbook, _ = failover_runbook(inventory, result, steps_for=plain_steps(inventory))
+    runbook, _ = failed_over(inventory, base, parse_events(["price aws-p5=x2"]))
     # clinical-notes-llm's machine 8 × 730 × $8 = $46,720 (+$23,360); model-eval's 8 × 20 × $8 = $1,280 (+$640)
     assert runbook.cash.by_workload == {"clinical-notes-llm": 23360.0, "model-eval": 640.0}
     assert runbook.impacts == ()

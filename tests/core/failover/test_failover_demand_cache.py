@@ -11,6 +11,7 @@ from hybridctl.core.failover.disrupt import disrupt
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import replan
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.placement.eligibility import demands, pool_infos
 from hybridctl.core.placement.movements import data_movements
@@ -95,7 +96,7 @@ def test_the_movement_memo_gives_what_data_movements_gives_for_every_scenario(en
     assert memo.movements(inventory, demands(inventory), base.placements) == \
         data_movements(inventory, demands(inventory), base.placements)
     for scenario in standard_scenarios(inventory):
-        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        result = replan(inventory, base, scenario.events, run=FailoverRun(demand_cache=cache))
         disrupted = result.disruption.inventory
         wanted = demands(disrupted)
         # the replan's own plan, and the applied plan's placements on the disrupted inventory (other sites)
@@ -110,7 +111,7 @@ def test_a_replan_gives_every_workload_the_tier_the_rules_give(enterprise) -> No
     inventory, base = enterprise
     cache = DemandCache()
     for scenario in standard_scenarios(inventory)[:8]:
-        result = replan(inventory, base, scenario.events, demand_cache=cache)
+        result = replan(inventory, base, scenario.events, run=FailoverRun(demand_cache=cache))
         disrupted = result.disruption.inventory
         assert result.after.tiers == {w.name: classify_workload(w, disrupted.policies).tier.value
                                       for w in disrupted.workloads}, scenario.name

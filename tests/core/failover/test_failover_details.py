@@ -7,12 +7,13 @@ import pytest
 from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
 from hybridctl.core.failover.drill import drill, run_scenario
 from hybridctl.core.failover.events import Event, EventKind, parse_events
-from hybridctl.core.failover.failover import plain_steps, plan_failover, plan_rollback
 from hybridctl.core.failover.impact import Arrival, Status, impacts, recovery_minutes
+from hybridctl.core.failover.plan_steps import plain_steps
 from hybridctl.core.failover.replan import FailoverOptions, replan
 from hybridctl.core.failover.runbook import System
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.placement.planner import plan
+from support.failover_runs import failed_over, rollback_of
 
 
 def lost(site: str) -> Scenario:
@@ -31,13 +32,13 @@ def three_sites():
 
 
 class TestOptionsReachTheReplan:
-    def test_plan_failover_uses_the_move_threshold_it_is_given(self, three_sites) -> None:
+    def test_the_failover_uses_the_move_threshold_it_is_given(self, three_sites) -> None:
         base = plan(three_sites)
         events = parse_events(["site-lost dc-a"])
         steps = plain_steps(three_sites)
-        _, default = plan_failover(three_sites, base, events, steps_for=steps)
+        _, default = failed_over(three_sites, base, events, steps_for=steps)
         assert by_pool(default.after.placements, "nightly") == {"b-l4": 2}  # $378 < the default threshold
-        _, low = plan_failover(three_sites, base, events, steps_for=steps,
+        _, low = failed_over(three_sites, base, events, steps_for=steps,
                                options=FailoverOptions(move_threshold_usd=100.0))
         assert by_pool(low.after.placements, "nightly") == {"c-l4": 2}
         assert by_pool(low.after.placements, "always-on") == {"b-l4": 2}
@@ -64,8 +65,8 @@ class TestDrillReport:
             [workload("web", "realtime_inference", ["L4"], model_gb=1)])
         base = plan(inv)
         steps = plain_steps(inv)
-        runbook, _ = plan_failover(inv, base, parse_events(["site-lost dc-a"]), steps_for=steps)
-        back = plan_rollback(inv, runbook, runbook.after, steps_for=steps, returning_sites=["dc-a"])
+        runbook, _ = failed_over(inv, base, parse_events(["site-lost dc-a"]), steps_for=steps)
+        back = rollback_of(inv, runbook, runbook.after, steps_for=steps, returning_sites=["dc-a"])
         result = drill(inv, base, [lost("dc-a")]).results[0]
         # the failover plan's steps are built from the failover plan, not the base plan's reused
         assert "node-baseline/dc-b" in {s.id for s in runbook.steps}
@@ -175,7 +176,7 @@ class TestRunbookStepsForTheCloud:
                          cloud("aws", [cloud_pool("g6-od", "L4", "g6.xlarge", 8, 2.0, "on_demand")],
                                provision_minutes=12)],
                         [workload("api", "realtime_inference", ["L4"], replicas=2)])
-        runbook, _ = plan_failover(inv, plan(inv), parse_events(["site-lost dc"]), steps_for=plain_steps(inv))
+        runbook, _ = failed_over(inv, plan(inv), parse_events(["site-lost dc"]), steps_for=plain_steps(inv))
         steps = {s.id: (s.group, s.system, s.estimated_minutes, s.workloads, s.detail) for s in runbook.steps}
         assert steps["cloud-pools/aws"] == (
             "capacity", System.PULUMI, 12.0, ("api",),
@@ -195,8 +196,8 @@ class TestEventsAndNotes:
     def test_the_rollback_says_which_failover_it_undoes(self, three_sites) -> None:
         base = plan(three_sites)
         steps = plain_steps(three_sites)
-        runbook, _ = plan_failover(three_sites, base, parse_events(["site-lost dc-a"]), steps_for=steps)
-        back = plan_rollback(three_sites, runbook, runbook.after, steps_for=steps, returning_sites=["dc-a"])
+        runbook, _ = failed_over(three_sites, base, parse_events(["site-lost dc-a"]), steps_for=steps)
+        back = rollback_of(three_sites, runbook, runbook.after, steps_for=steps, returning_sites=["dc-a"])
         assert back.notes[0] == f"returns to the plan that ran before {runbook.id} (site-lost dc-a)"
         # the failover's own notes come from apply's steps: sites without hosts are named
         assert "site dc-b lists no hosts: nothing for Ansible to configure there" in runbook.notes

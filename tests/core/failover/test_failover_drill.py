@@ -9,6 +9,7 @@ from failover_helpers import by_pool, inventory, onprem, pool, two_sites_invento
 from hybridctl.core.failover.drill import drill, run_scenario
 from hybridctl.core.failover.events import Event, EventKind
 from hybridctl.core.failover.replan import FailoverOptions, replan
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.scenario import Scenario, standard_scenarios
 from hybridctl.core.placement.planner import plan
 
@@ -114,7 +115,7 @@ class TestRunbooksAreBuilt:
 
     def test_a_scenario_whose_runbook_cannot_be_built_fails(self, two_sites) -> None:
         from hybridctl.core.deploy.steps import StepGraphError
-        from hybridctl.core.failover.failover import plain_steps
+        from hybridctl.core.failover.plan_steps import plain_steps
 
         base = plan(two_sites)
         steps = plain_steps(two_sites)
@@ -124,7 +125,7 @@ class TestRunbooksAreBuilt:
                 return steps(p)
             raise StepGraphError("the steps depend on each other in a cycle: ['a', 'b']")
 
-        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), broken)
+        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), FailoverRun(steps_for=broken))
         assert not result.passed
         assert result.gate_failures[0] == ("its runbook cannot be built: the steps depend on each other in a cycle: "
                                            "['a', 'b']")
@@ -132,7 +133,7 @@ class TestRunbooksAreBuilt:
     def test_each_plan_s_steps_are_built_once_per_scenario(self, two_sites) -> None:
         """The runbook and its rollback both diff the applied plan's steps against the failover plan's:
         a fleet's stack configurations are derived once per plan, not once per runbook."""
-        from hybridctl.core.failover.failover import plain_steps
+        from hybridctl.core.failover.plan_steps import plain_steps
 
         base = plan(two_sites)
         steps = plain_steps(two_sites)
@@ -142,6 +143,6 @@ class TestRunbooksAreBuilt:
             built.append(p)
             return steps(p)
 
-        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), counted)
+        result = run_scenario(two_sites, base, lost("dc-b"), FailoverOptions(), FailoverRun(steps_for=counted))
         assert result.runbook_problem is None and result.steps > 0
         assert len(built) == 2 and built[0] is base and built[1] is not base

@@ -46,18 +46,14 @@ def test_shared_work_and_processes_give_the_report_of_scenarios_run_alone(enterp
 
 
 def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise) -> None:
-    """steps_once hands the runbook and the rollback the steps it built for the same plan, and
+    """The pipeline hands the runbook and the rollback the steps it built for the same plan (steps_once), and
     plain_steps reuses the queues of clusters placed the same: the runbooks they give are byte for
     byte those built with every plan's steps derived afresh."""
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
-    from hybridctl.core.failover.failover import (
-        REHEARSAL_DIGEST,
-        plain_steps,
-        plan_failover,
-        plan_rollback,
-        returning_sites,
-        steps_once,
-    )
+    from hybridctl.core.failover.pipeline import failover
+    from hybridctl.core.failover.plan_steps import REHEARSAL_DIGEST, plain_steps
+    from hybridctl.core.failover.replan import FailoverOptions
+    from hybridctl.core.failover.run import FailoverRun
     from hybridctl.core.failover.serialize import runbook_to_json
 
     inventory, base, scenarios = enterprise
@@ -69,11 +65,11 @@ def test_runbooks_from_shared_steps_are_the_runbooks_from_fresh_steps(enterprise
     shared = plain_steps(inventory)  # one for all scenarios, as a drill has
     for scenario in scenarios:
         runbooks = []
-        for steps_for in (fresh, steps_once(shared)):
-            runbook, _ = plan_failover(inventory, base, scenario.events, steps_for=steps_for)
-            back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
-                                 returning_sites=returning_sites([runbook]))
-            runbooks.append((runbook_to_json(runbook), runbook_to_json(back)))
+        for steps_for in (fresh, shared):
+            made = failover(inventory, base, scenario.events, FailoverOptions(), FailoverRun(steps_for=steps_for),
+                            with_rollback=True)
+            assert made.rollback is not None
+            runbooks.append((runbook_to_json(made.built()), runbook_to_json(made.rollback)))
         assert runbooks[0] == runbooks[1], scenario.name
 
 
@@ -130,7 +126,7 @@ def test_plain_steps_reuses_the_first_plan_s_steps_only_for_a_plan_that_reads_th
     """A plan equal to the first in all that apply's steps read (a scenario that moved nothing) gets the
     first plan's steps; a change to a placement or to a pool's machines gets steps derived afresh."""
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
-    from hybridctl.core.failover.failover import REHEARSAL_DIGEST, plain_steps
+    from hybridctl.core.failover.plan_steps import REHEARSAL_DIGEST, plain_steps
 
     inventory, base, _ = enterprise
     shared = plain_steps(inventory)

@@ -8,6 +8,7 @@ from hybridctl.core.failover.demand_cache import DemandCache
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.replan import Replan, replan
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
@@ -34,7 +35,7 @@ def replans(request: pytest.FixtureRequest) -> tuple[Inventory, list[Replan], Ru
     inventory = _inventory(request.param)
     base = plan(inventory, options=AT_PLAN_WEEK)
     cache, memo = DemandCache(), RunMemo()
-    return inventory, [replan(inventory, base, s.events, demand_cache=cache, run_memo=memo)
+    return inventory, [replan(inventory, base, s.events, run=FailoverRun(memo, demand_cache=cache))
                        for s in standard_scenarios(inventory)], memo
 
 
@@ -109,7 +110,7 @@ def test_the_delta_a_replan_remembers_is_the_one_found_by_identity() -> None:
     memo = RunMemo()
     remembered = 0
     for scenario in standard_scenarios(inventory):
-        result = replan(inventory, base, scenario.events, demand_cache=cache, run_memo=memo)
+        result = replan(inventory, base, scenario.events, run=FailoverRun(memo, demand_cache=cache))
         remembered += any(known.before is base.placements and known.after is result.after.placements
                           for known in memo[delta.DELTAS])  # told by the replan: no pass has looked yet
         found = delta.placement_delta(result.before, result.after, memo)

@@ -10,7 +10,7 @@ import pytest
 from failover_helpers import inventory, onprem, pool, two_sites_inventory, workload
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.events import Event, EventKind, parse_events
-from hybridctl.core.failover.failover import plain_steps, plan_failover
+from hybridctl.core.failover.plan_steps import plain_steps
 from hybridctl.core.failover.scenario import Scenario, ScenarioError, parse_scenarios
 from hybridctl.core.failover.serialize import (
     RunbookFileError,
@@ -22,6 +22,7 @@ from hybridctl.core.failover.serialize import (
 )
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.placement.planner import plan
+from support.failover_runs import failed_over
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def fleet():
 
 
 def link_down(inv):
-    runbook, _ = plan_failover(inv, plan(inv), parse_events(["link-down edge-1"]), steps_for=plain_steps(inv),
+    runbook, _ = failed_over(inv, plan(inv), parse_events(["link-down edge-1"]), steps_for=plain_steps(inv),
                                base_serial=3)
     return runbook
 

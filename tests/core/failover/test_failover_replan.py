@@ -324,7 +324,8 @@ class TestWorkTheAppliedPlanLeftUnplaced:
         assert self.freed(inv, "price b-t4=x0.5") == {"api", "sweep"}
 
     def test_a_failover_that_frees_nothing_keeps_the_applied_plan(self) -> None:
-        from hybridctl.core.failover.failover import plain_steps, plan_failover
+        from hybridctl.core.failover.plan_steps import plain_steps
+        from support.failover_runs import failed_over
 
         inv = inventory([onprem("dc-a", [pool("a-t4", "T4", 2, 0.5)], provision=5),
                          onprem("dc-b", [pool("b-t4", "T4", 1, 0.6), pool("b-l4", "L4", 2, 0.9)], provision=5)],
@@ -333,7 +334,7 @@ class TestWorkTheAppliedPlanLeftUnplaced:
                                   hours_per_month=100)])  # 3 T4s: web's 2 leave no pool with 2 free
         base = plan(inv)
         assert [u.workload for u in base.unplaced] == ["sweep"]
-        runbook, result = plan_failover(inv, base, parse_events(["pool-lost b-l4"]), steps_for=plain_steps(inv))
+        runbook, result = failed_over(inv, base, parse_events(["pool-lost b-l4"]), steps_for=plain_steps(inv))
         assert result.after.placements is base.placements  # the very tuple: nothing downstream looks further
         assert result.after.unplaced == base.unplaced
         assert result.after.solver.status == "no_demand"

@@ -8,13 +8,13 @@ import pytest
 from failover_helpers import by_pool, cloud, cloud_pool, inventory, onprem, pool, workload
 from hybridctl.core.deploy.steps import BundleRef, StepPlan, apply_steps
 from hybridctl.core.failover.events import parse_events
-from hybridctl.core.failover.failover import plan_failover, plan_rollback
 from hybridctl.core.failover.impact import Status
 from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, RunbookKind, System
 from hybridctl.core.failover.serialize import RunbookFileError, runbook_from_json, runbook_to_json
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.serialize import plan_to_json
+from support.failover_runs import failed_over, rollback_of
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def steps_for(inv):
 
 def link_down(inv):
     base = plan(inv)
-    runbook, result = plan_failover(inv, base, parse_events(["link-down edge-shop"]), steps_for=steps_for(inv),
+    runbook, result = failed_over(inv, base, parse_events(["link-down edge-shop"]), steps_for=steps_for(inv),
                                     base_serial=7)
     return base, runbook, result
 
@@ -107,7 +107,7 @@ class TestFailoverRunbook:
 
     def test_cloud_capacity_comes_first_when_a_site_is_lost(self, fleet) -> None:
         base = plan(fleet)
-        runbook, _ = plan_failover(fleet, base, parse_events(["site-lost dc-lab"]), steps_for=steps_for(fleet))
+        runbook, _ = failed_over(fleet, base, parse_events(["site-lost dc-lab"]), steps_for=steps_for(fleet))
         groups = {s.id: (s.group, s.system) for s in runbook.steps}
         assert groups["cloud-pools/aws"] == ("capacity", System.PULUMI)
         assert groups["cluster-queues/k8s-aws"] == ("admission", System.PULUMI)
@@ -144,7 +144,7 @@ class TestFiles:
 class TestRollback:
     def test_rollback_checks_the_site_then_restores_the_applied_plan(self, fleet) -> None:
         base, runbook, result = link_down(fleet)
-        back = plan_rollback(fleet, runbook, result.after, steps_for=steps_for(fleet), returning_sites=["edge-shop"])
+        back = rollback_of(fleet, runbook, result.after, steps_for=steps_for(fleet), returning_sites=["edge-shop"])
         assert back.kind is RunbookKind.ROLLBACK and back.incident == runbook.incident
         assert back.after == base and back.before == result.after
         ids = [s.id for s in back.steps]
@@ -171,7 +171,7 @@ class TestGroupsNeverContradictDependencies:
     def test_a_shrinking_cloud_site_builds_and_its_queues_follow_its_pools(self, spot_fleet) -> None:
         base = plan(spot_fleet)
         assert by_pool(base.placements, "sweeps") == {"g6-spot": 2}
-        runbook, result = plan_failover(spot_fleet, base, parse_events(["spot-reclaim g6-spot"]),
+        runbook, result = failed_over(spot_fleet, base, parse_events(["spot-reclaim g6-spot"]),
                                         steps_for=steps_for(spot_fleet))
         assert by_pool(result.after.placements, "sweeps") == {"dc-l4": 2}
         groups = {s.id: s.group for s in runbook.steps}
@@ -179,7 +179,7 @@ class TestGroupsNeverContradictDependencies:
         assert groups["cluster-queues/k8s-aws"] == "release"  # never before the pools it waits for
         ids = [s.id for s in runbook.steps]
         assert ids.index("cloud-pools/aws") < ids.index("cluster-queues/k8s-aws")
-        back = plan_rollback(spot_fleet, runbook, result.after, steps_for=steps_for(spot_fleet), returning_sites=[])
+        back = rollback_of(spot_fleet, runbook, result.after, steps_for=steps_for(spot_fleet), returning_sites=[])
         assert back.after == base and "cloud-pools/aws" in {s.id for s in back.steps}
 
     def test_every_dependency_points_to_the_same_group_or_an_earlier_one(self, spot_fleet, fleet) -> None:
@@ -188,7 +188,7 @@ class TestGroupsNeverContradictDependencies:
         order = [name for name, _ in GROUPS]
         for inv, events in ((spot_fleet, "spot-reclaim g6-spot"), (fleet, "site-lost dc-lab"),
                             (fleet, "link-down edge-shop")):
-            runbook, _ = plan_failover(inv, plan(inv), parse_events([events]), steps_for=steps_for(inv))
+            runbook, _ = failed_over(inv, plan(inv), parse_events([events]), steps_for=steps_for(inv))
             group = {s.id: order.index(s.group) for s in runbook.steps}
             for s in runbook.steps:
                 assert all(group[d] <= group[s.id] for d in s.step.depends_on), (events, s.id)

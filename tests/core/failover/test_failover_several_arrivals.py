@@ -19,13 +19,14 @@ from failover_helpers import by_pool, inventory, onprem, pool, workload
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.failover.drill import ScenarioResult
 from hybridctl.core.failover.events import parse_events
-from hybridctl.core.failover.failover import plain_steps, plan_failover
 from hybridctl.core.failover.impact import Status, WorkloadImpact
+from hybridctl.core.failover.plan_steps import plain_steps
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.serialize import impact_to_dict
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.render.failover import recovery_text
+from support.failover_runs import failed_over
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def inv() -> Inventory:
 def _chat(inv: Inventory, event: str) -> tuple[WorkloadImpact, ScenarioResult]:
     base = plan(inv)
     assert by_pool(base.placements, "chat") == {"a-l4": 4}
-    runbook, result = plan_failover(inv, base, parse_events([event]), steps_for=plain_steps(inv))
+    runbook, result = failed_over(inv, base, parse_events([event]), steps_for=plain_steps(inv))
     assert check_plan(result.disruption.inventory, result.after) == []
     [chat] = runbook.impacts
     scenario = ScenarioResult(Scenario(event, tuple(parse_events([event]))), runbook.impacts,

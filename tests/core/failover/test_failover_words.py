@@ -7,11 +7,11 @@ from pathlib import Path
 
 from failover_helpers import cloud, cloud_pool, inventory, onprem, pool, workload
 from hybridctl.core.failover.events import parse_events
-from hybridctl.core.failover.failover import plan_failover
 from hybridctl.core.failover.replan import replan
 from hybridctl.core.placement.planner import plan
 from hybridctl.drivers.inventory_files import load_inventory
 from support.examples import EXAMPLES
+from support.failover_runs import failed_over
 from test_failover_runbook import steps_for
 
 
@@ -36,7 +36,7 @@ def test_the_runbook_duration_comes_from_its_steps() -> None:
                              provision_minutes=12)],
                       [workload("api", "realtime_inference", ["L40S"], sites=["aws"]),
                        workload("coder", "realtime_inference", ["L40S"], sites=["dc-a", "aws"])], cost_model="cash")
-    runbook, _ = plan_failover(fleet, plan(fleet), parse_events(["site-lost dc-a"]), steps_for=steps_for(fleet))
+    runbook, _ = failed_over(fleet, plan(fleet), parse_events(["site-lost dc-a"]), steps_for=steps_for(fleet))
     finish: dict[str, float] = {}
     for s in runbook.steps:
         finish[s.id] = max((finish[d] for d in s.step.depends_on if d in finish), default=0.0) + s.estimated_minutes
@@ -46,7 +46,7 @@ def test_the_runbook_duration_comes_from_its_steps() -> None:
 
 def test_a_runbook_that_provisions_takes_the_provisioning_minutes() -> None:
     hospital = load_inventory(Path(__file__).resolve().parents[2] / "data" / "showback" / "hospital.yaml").inventory
-    runbook, _ = plan_failover(hospital, plan(hospital), parse_events(["site-lost dc-main"]),
+    runbook, _ = failed_over(hospital, plan(hospital), parse_events(["site-lost dc-main"]),
                                steps_for=steps_for(hospital))
     assert {s.id: s.estimated_minutes for s in runbook.steps}["cloud-pools/aws-use1"] == 12.0
     assert runbook.estimated_minutes == 12.0

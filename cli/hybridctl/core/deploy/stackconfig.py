@@ -195,7 +195,7 @@ DIGESTS: Slot[IdentityMemo[Plan, str]] = Slot("a plan file's digest", lambda: Id
 
 def kept_plan_digest(run_memo: RunMemo, plan: Plan) -> str:
     """plan_digest(plan), kept in the run's memo. Bound to a run's memo (partial), it is what the step builders
-    take to tag a plan's stacks with (failover.derived_steps)."""
+    take to tag a plan's stacks with (failover/plan_steps.derived_steps)."""
     return run_memo[DIGESTS].get(plan, plan_digest)
 
 

@@ -1,4 +1,4 @@
-"""Drills: tabletop failovers. Each scenario is replanned from the base plan and nothing is executed.
+"""Drills: tabletop failovers. Each scenario is a failover from the base plan (pipeline.py); nothing is executed.
 
 Every scenario builds the full runbook, as `failover` would, and its rollback, as `runbook
 rollback` would: a scenario whose runbooks cannot be built fails, since the operator would
@@ -16,21 +16,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.checker.check import PlacementMemo, PlanCheck, check
-from hybridctl.core.checker.delta import check_changes
-from hybridctl.core.checker.verify import accepted, verified
-from hybridctl.core.deploy.steps import StepGraphError, StepPlan
+from hybridctl.core.checker.check import PlacementMemo, check
+from hybridctl.core.checker.verify import accepted
+from hybridctl.core.deploy.steps import StepPlan
 from hybridctl.core.failover.demand_cache import DemandCache
-from hybridctl.core.failover.failover import (
-    StepsFor,
-    failover_runbook,
-    plain_steps,
-    plan_rollback,
-    returning_sites,
-    steps_once,
-)
 from hybridctl.core.failover.impact import Status, WorkloadImpact, impacts, plan_cash_by_workload
-from hybridctl.core.failover.replan import FailoverOptions, Replan, replan, replanned_inventory
+from hybridctl.core.failover.pipeline import failover
+from hybridctl.core.failover.plan_steps import StepsFor, plain_steps
+from hybridctl.core.failover.replan import FailoverOptions
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.runbook import applied_fingerprint
 from hybridctl.core.failover.scenario import Scenario
 from hybridctl.core.failover.worst import WorstSegment, worst_segment
@@ -162,48 +156,25 @@ class DrillReport:
         return [r for r in self.results if not r.passed]
 
 
-# a scenario makes hundreds of thousands of short-lived objects and next to no cycles: the collector
-# would walk them again and again (4 % of a fleet's drill); it runs again between scenarios
 def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: FailoverOptions,
-                 steps_for: StepsFor | None = None, fingerprint: str | None = None,
-                 demand_cache: DemandCache | None = None, check_memo: PlacementMemo | None = None,
-                 base_check: PlanCheck | None = None, run_memo: RunMemo | None = None) -> ScenarioResult:
-    """One scenario: its replan, its runbook and its rollback (built, never run), and what they mean.
-
-    `base_check` (the checker's verdict on `base`) has the replan checked where it differs from the base plan.
-    `run_memo`: the drill's (default: one of the scenario's own), shared with `steps_for`'s.
+                 run: FailoverRun | None = None) -> ScenarioResult:
+    """One scenario: its failover from the base plan (pipeline.py) with the runbook's rollback (built, never run),
+    and what they mean. `run`: the drill's (default: the scenario's own).
     """
     started = time.perf_counter()
-    run_memo = RunMemo() if run_memo is None else run_memo
-    result: Replan = replan(inventory, base, scenario.events, options, demand_cache, run_memo=run_memo)
-    what = f"replan of scenario {scenario.name}"  # a bug if the checker rejects it
-    checked = replanned_inventory(result, run_memo)
-    if base_check is None:
-        verified(checked, result.after, what, check_memo, run_memo)
-    else:
-        accepted(result.after, check_changes(base_check, checked, result.after, check_memo, run_memo).problems,
-                 what)
-    # the runbook and its rollback share their two plans: each plan's steps are built once
-    steps_for = steps_once(steps_for or plain_steps(inventory, run_memo))
-    problem: str | None = None
-    counts = (0, 0)
-    effects: tuple[WorkloadImpact, ...] | None = None
-    try:
-        # the base plan is made from (or checked against) this inventory: its digest is the inventory's
-        runbook, _ = failover_runbook(inventory, result, steps_for=steps_for, digest=base.inventory_digest or None,
-                                      fingerprint=fingerprint, run_memo=run_memo)
-        effects = runbook.impacts
-        back = plan_rollback(inventory, runbook, runbook.after, steps_for=steps_for,
-                             returning_sites=returning_sites([runbook]), run_memo=run_memo)
-        counts = (len(runbook.steps), len(back.steps))
-    except StepGraphError as exc:
-        problem = f"its runbook cannot be built: {exc}"
+    run = run or FailoverRun()
+    # the base plan is made from (or checked against) this inventory: its digest is the inventory's
+    made = failover(inventory, base, scenario.events, options, run, digest=base.inventory_digest or None,
+                    with_rollback=True, checked_as=f"replan of scenario {scenario.name}")  # a bug if it is rejected
+    result, runbook, back = made.replan, made.runbook, made.rollback
+    problem = None if made.unbuildable is None else f"its runbook cannot be built: {made.unbuildable}"
+    counts = (len(runbook.steps), len(back.steps)) if runbook is not None and back is not None else (0, 0)
     # cash: the committed capacity the scenario loses is still paid (incident.py)
-    cash = cash_change(base, result.after, plan_cash_by_workload(base, run_memo),
-                       plan_cash_by_workload(result.after, run_memo))
+    cash = cash_change(base, result.after, plan_cash_by_workload(base, run.memo),
+                       plan_cash_by_workload(result.after, run.memo))
     return ScenarioResult(
         scenario=scenario,
-        impacts=effects if effects is not None else tuple(impacts(inventory, result, run_memo=run_memo)),
+        impacts=runbook.impacts if runbook is not None else tuple(impacts(inventory, result, run_memo=run.memo)),
         usd_per_month_before=cash.before_usd_per_month,
         usd_per_month_after=cash.after_usd_per_month,
         budget_problem=_over_budget(base, cash.after_usd_per_month),
@@ -236,32 +207,32 @@ ScenarioMapper = Callable[[Callable[[Scenario], ScenarioResult], Sequence[Scenar
 
 def drill(inventory: Inventory, base: Plan, scenarios: Sequence[Scenario], options: FailoverOptions | None = None,
           on_result: Callable[[ScenarioResult], None] | None = None,
-          map_scenarios: ScenarioMapper | None = None, run_memo: RunMemo | None = None) -> DrillReport:
+          map_scenarios: ScenarioMapper | None = None, memo: RunMemo | None = None) -> DrillReport:
     """Replan every scenario from `base`; `on_result` sees each result as it is ready (progress).
 
     `map_scenarios` runs the scenarios (default: one after the other, here); the command layer
     may pass one that spreads them over processes. Results come back in scenario order.
-    `run_memo`: the drill's memos (default: its own), beside its DemandCache; both are filled with what the
-    base inventory and plan give before the scenarios run, so a worker process forked for them has it.
+    `memo`: the run's (the operation's; default: the drill's own). The scenarios share it in one FailoverRun with
+    a DemandCache, the base plan's check and its steps: all filled with what the base inventory and plan
+    give before the scenarios run, so a worker process forked for them has it.
     """
     options = options or FailoverOptions()
     started = time.perf_counter()
-    run_memo = RunMemo() if run_memo is None else run_memo
+    memo = RunMemo() if memo is None else memo
     cache = DemandCache()
     # filled before the scenarios run (and before any worker forks): the demands and tiers, and the data
     # movements of the base plan's placements, which every scenario's replan keeps for most work
     cache.movements.movements(inventory, cache.demands(inventory), base.placements, like=base.data_movements)
     cache.tiers(inventory, cache.demands(inventory))
     # the base plan, checked once here: every scenario's plan keeps most of it, and is checked where it differs
-    memo = PlacementMemo()
-    base_check = check(inventory, base, memo, run_memo)
+    check_memo = PlacementMemo()
+    base_check = check(inventory, base, check_memo, memo)
     accepted(base, base_check.problems, "base plan of the drill")
-    run = functools.partial(run_scenario, inventory, base, options=options,
-                            steps_for=_base_once(base, plain_steps(inventory, run_memo)),
-                            fingerprint=applied_fingerprint(base), demand_cache=cache, check_memo=memo,
-                            base_check=base_check, run_memo=run_memo)
+    shared = FailoverRun(memo, _base_once(base, plain_steps(inventory, memo)), cache, base_check, check_memo,
+                         applied_fingerprint(base))
+    scenario_of = functools.partial(run_scenario, inventory, base, options=options, run=shared)
     results: list[ScenarioResult] = []
-    for result in (map_scenarios or map)(run, scenarios):
+    for result in (map_scenarios or map)(scenario_of, scenarios):
         results.append(result)
         if on_result is not None:
             on_result(result)

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 
-from hybridctl.core.failover.demand_cache import DemandCache, MovementMemo, UsageMemo
+from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo
 from hybridctl.core.failover.disrupt import Disruption, disrupt
 from hybridctl.core.failover.events import Event
+from hybridctl.core.failover.run import FailoverRun
 from hybridctl.core.failover.scope import Scope, demands_of, replan_week
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.memo import RunMemo
@@ -151,19 +152,20 @@ def _score(result: Plan, wanted: Mapping[str, Demand], degraded: Mapping[str, De
 
 
 def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
-           options: FailoverOptions | None = None, demand_cache: DemandCache | None = None,
-           stale: Collection[str] = (), run_memo: RunMemo | None = None) -> Replan:
+           options: FailoverOptions | None = None, run: FailoverRun | None = None,
+           stale: Collection[str] = ()) -> Replan:
     """The failover plan for `events` hitting the inventory while `applied` runs; `stale`: workloads
     replanned too, since the inventory no longer supports their applied placements (stale.py).
-    `run_memo` (default: one of its own) is told the delta of each plan assembled from `applied`, which the
-    run's later readers of the two plans (impacts, the checker, the steps) share.
+    `run` (default: one of its own): its memo is told the delta of each plan assembled from `applied`, which
+    the run's later readers of the two plans (impacts, the checker, the steps) share; a drill's demand cache.
 
     Work left short first tries its fallback where that is all it can get (placed below the
     fallback's replicas). If some work is still down, the fallbacks of the other short work are
     tried too, since shrinking them frees capacity. The best outcome by _score wins.
     """
     options = options or FailoverOptions()
-    run_memo = RunMemo() if run_memo is None else run_memo
+    run = run or FailoverRun()
+    run_memo, demand_cache = run.memo, run.demand_cache
     disruption = disrupt(inventory, events, applied, demand_cache)
     disrupted = disruption.inventory
     # the week the applied plan was made for, whatever week the failover runs in: the pinned work's hours per
