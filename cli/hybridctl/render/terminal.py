@@ -20,8 +20,8 @@ class Terminal:
     """The human view: what was done on stdout (`say`), what was noticed on stderr (`note`)."""
 
     def __init__(self, out: Console | None = None, err: Console | None = None) -> None:
-        self.out = out or stdout()
-        self.err = err or stderr()
+        self.out = stdout() if out is None else out
+        self.err = stderr() if err is None else err
 
     def beside_document(self) -> Terminal:
         """The view for a run whose stdout is a document (`--format json`): what it says goes to stderr."""
