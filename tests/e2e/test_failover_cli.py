@@ -390,12 +390,13 @@ class TestConfirmation:
         import typer
         from hybridctl.executor import StepContext
         from hybridctl.operations.failover import _confirm_runner
+        from hybridctl.render.terminal import Terminal
         from rich.console import Console
 
         asked: list[str] = []
         monkeypatch.setattr(typer, "confirm", lambda question, default=False: asked.append(question) or answer)
         step = self.gate()
-        outcome = _confirm_runner(auto_approve, Console(file=open(os.devnull, "w")))(  # noqa: SIM115
+        outcome = _confirm_runner(auto_approve, Terminal(out=Console(file=open(os.devnull, "w"))))(  # noqa: SIM115
             step, StepContext(step, threading.Event(), lambda message: None))
         return outcome, asked
 

@@ -56,34 +56,6 @@ def _register() -> None:
     from hybridctl.commands import state_cmds  # noqa: F401
 
 
-def located_message(error: HybridctlError) -> str:
-    """The message with its location in front, once: many messages already start with their file."""
-    location = error.location
-    if location is None or error.message.startswith(str(location)):
-        return error.message
-    if location.file and error.message.startswith((f"{location.file}:", f"{location.file} ")):
-        return str(location) + error.message[len(location.file):]
-    return f"{location}: {error.message}"
-
-
-def render_error(error: HybridctlError) -> None:
-    from rich.markup import escape
-
-    from hybridctl.core.inventory.diagnostics import InvalidInventoryError
-    from hybridctl.render.console import stderr
-
-    console = stderr()
-    if isinstance(error, InvalidInventoryError):
-        from hybridctl.render.diagnostics import InventoryReport, render_text
-
-        path = error.diagnostics[0].location.file if error.diagnostics[0].location else "inventory"
-        render_text(console, [InventoryReport(path, tuple(error.diagnostics))])
-        return
-    console.print(f"[red]error:[/] {escape(located_message(error))}")
-    if error.hint:
-        console.print(f"[cyan]hint:[/] {escape(error.hint)}")
-
-
 def run(argv: list[str] | None = None) -> None:
     _register()
     command = typer.main.get_command(app)
@@ -91,6 +63,8 @@ def run(argv: list[str] | None = None) -> None:
         # standalone mode: typer renders usage errors (exit 2) and turns typer.Exit into the exit code
         command.main(args=argv, prog_name="hybridctl", standalone_mode=True)
     except HybridctlError as error:
+        from hybridctl.render.errors import render_error
+
         render_error(error)
         sys.exit(int(error.exit_code))
     except KeyboardInterrupt:
@@ -103,6 +77,8 @@ def run(argv: list[str] | None = None) -> None:
     except OSError as error:  # the machine said no (read-only, full, a directory in a file's place): not a bug
         if os.environ.get("HYBRIDCTL_DEBUG"):
             raise
+        from hybridctl.render.errors import render_error
+
         problem = environment_problem(error)
         render_error(problem)
         sys.exit(int(problem.exit_code))

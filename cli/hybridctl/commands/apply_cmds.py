@@ -68,6 +68,7 @@ def apply(
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.operations.apply import run_apply
+    from hybridctl.render.terminal import Terminal
 
     if allow_unplaced and fail_on_unplaced:
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
@@ -77,7 +78,7 @@ def apply(
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
                      parallelism=parallelism, end_failover=end_failover,
                      allow_machine_removal=allow_machine_removal, verify_full=verify_full,
-                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced, view=Terminal())
     if code:
         raise typer.Exit(code)
 
@@ -99,12 +100,12 @@ def status(
 ) -> None:
     """Show the applied plan, each site and pool, the last run, and drift; with a timed plan, the current
     segment of its week and what should be running in it."""
-    from hybridctl.commands.moments import parse_moment
     from hybridctl.operations.status import run_status
+    from hybridctl.render.terminal import Terminal
 
     code = run_status(state=state, drift=drift, detailed_exitcode=detailed_exitcode, as_json=output_format is
                       StatusFormat.json, lock_timeout_s=parse_duration(lock_timeout), known_hosts=known_hosts,
-                      ssh_key=ssh_key, at=parse_moment(at))
+                      ssh_key=ssh_key, view=Terminal(), at=at)
     if code:
         raise typer.Exit(code)
 
@@ -124,9 +125,11 @@ def destroy(
 ) -> None:
     """Take down what hybridctl made, in reverse dependency order; journaled and resumable like apply."""
     from hybridctl.operations.apply import run_destroy
+    from hybridctl.render.terminal import Terminal
 
     code = run_destroy(site=site, state=state, lock_timeout_s=parse_duration(lock_timeout), auto_approve=auto_approve,
-                       skip_cloud=skip_cloud, known_hosts=known_hosts, ssh_key=ssh_key, parallelism=parallelism)
+                       skip_cloud=skip_cloud, known_hosts=known_hosts, ssh_key=ssh_key, parallelism=parallelism,
+                       view=Terminal())
     if code:
         raise typer.Exit(code)
 

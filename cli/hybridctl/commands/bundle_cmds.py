@@ -29,9 +29,9 @@ def keygen(
 ) -> None:
     """Generate an Ed25519 signing key pair. The private key is encrypted with
     $HYBRIDCTL_BUNDLE_KEY_PASSPHRASE when that is set."""
-    from hybridctl.drivers.bundle import generate_keypair
+    from hybridctl.operations.bundle import keygen as make_keys
 
-    info = generate_keypair(private_key, public_key, passphrase=_passphrase())
+    info = make_keys(private_key, public_key, _passphrase())
     typer.echo(f"wrote {info.private_key_path} (private, 0600) and {info.public_key_path}; "
                f"key fingerprint {info.fingerprint}")
 
@@ -49,26 +49,10 @@ def create(
 ) -> None:
     """Write manifest.json (sha256 and size of every file, model, version, source commit, datasets,
     evaluation summary, rollback target). Sign it next with `bundle sign`."""
-    from hybridctl.core.deploy.bundle import DatasetDigest
-    from hybridctl.drivers.bundle import create_bundle
-    from hybridctl.errors import UsageError
+    from hybridctl.operations.bundle import create as create_bundle
 
-    def pairs(values: list[str], what: str) -> list[tuple[str, str]]:
-        out = []
-        for value in values:
-            name, sep, rest = value.partition("=")
-            if not sep or not name or not rest:
-                raise UsageError(f"--{what} {value!r}: expected NAME=VALUE")
-            out.append((name, rest))
-        return out
-
-    try:
-        evaluation = {name: float(value) for name, value in pairs(metric, "metric")}
-    except ValueError:
-        raise UsageError("--metric values must be numbers, e.g. --metric accuracy=0.93") from None
-    datasets = [DatasetDigest(name=name, digest=digest) for name, digest in pairs(dataset, "dataset")]
-    manifest = create_bundle(bundle_dir, model=model, version=version, source_commit=source_commit,
-                             datasets=datasets, evaluation=evaluation, rollback_to=rollback_to, source_dir=from_dir)
+    manifest = create_bundle(bundle_dir, model=model, version=version, source_commit=source_commit, datasets=dataset,
+                             metrics=metric, rollback_to=rollback_to, source_dir=from_dir)
     typer.echo(f"wrote {bundle_dir / 'manifest.json'}: {manifest.model} {manifest.version}, "
                f"{len(manifest.files)} file(s), {manifest.total_size_bytes:,} bytes; next: hybridctl bundle sign "
                f"{bundle_dir} KEY")
@@ -80,9 +64,9 @@ def sign(
     private_key: Path = typer.Argument(..., help="The Ed25519 private key (PEM)."),
 ) -> None:
     """Check the files against the manifest, then sign the manifest (manifest.sig)."""
-    from hybridctl.drivers.bundle import sign_bundle
+    from hybridctl.operations.bundle import sign as sign_bundle
 
-    info = sign_bundle(bundle_dir, private_key, passphrase=_passphrase())
+    info = sign_bundle(bundle_dir, private_key, _passphrase())
     typer.echo(f"signed {info.bundle}: manifest sha256 {info.manifest_sha256}, key {info.key_fingerprint}")
 
 
@@ -94,8 +78,8 @@ def verify(
 ) -> None:
     """Verify the signature, then every file's size and sha256, and that nothing unlisted is present.
     Exit 0 when the bundle is trusted, 1 when it is not."""
-    from hybridctl.drivers.bundle import check_bundle
     from hybridctl.errors import ExitCode
+    from hybridctl.operations.bundle import verify as check_bundle
 
     verification = check_bundle(bundle_dir, public_key)
     error = verification.error()

@@ -34,10 +34,11 @@ def _run(action: str, extravars: dict[str, str], key: str | None, inventory: Pat
     from hybridctl.operations.bundle_trust import run_trust
     from hybridctl.render.bundle_trust import render_trust
     from hybridctl.render.console import stdout
+    from hybridctl.render.terminal import Terminal
 
     if output_format not in ("table", "json"):
         raise UsageError(f"--format {output_format!r}: expected table or json")
-    run = run_trust(action, extravars, key, inventory, site, state, known_hosts, ssh_key, lock_timeout)
+    run = run_trust(action, extravars, key, inventory, site, state, known_hosts, ssh_key, lock_timeout, Terminal())
     if output_format == "json":
         typer.echo(json.dumps({"format_version": 1, "action": action, "key_id": key, "run_id": run.run_id,
                                "hosts": [asdict(r) for r in run.rows]}, indent=2))
@@ -56,10 +57,9 @@ def add(
 ) -> None:
     """Pin a key on every host (next to the keys already trusted). Rotation: add the new key,
     sync bundles signed with it, then remove the old one. Exit 0 when every host has it, 1 otherwise."""
-    from hybridctl.core.deploy.bundle import key_id
-    from hybridctl.drivers.bundle import load_public_key
+    from hybridctl.operations.bundle_trust import trusted_key_id
 
-    identifier = key_id(load_public_key(public_key))
+    identifier = trusted_key_id(public_key)
     _run("add", {"hybridctl_trust_key_file": str(public_key.resolve())}, identifier, inventory, site, state,
          known_hosts, ssh_key, lock_timeout, output_format)
 

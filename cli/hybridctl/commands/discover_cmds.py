@@ -27,8 +27,9 @@ def discover(
     from hybridctl.operations.discover import discover_hosts
     from hybridctl.render.console import stdout
     from hybridctl.render.discover import render_discovery
+    from hybridctl.render.terminal import Terminal
 
-    found = discover_hosts(inventory, site, state=state, known_hosts=known_hosts, ssh_key=ssh_key)
+    found = discover_hosts(inventory, site, state=state, known_hosts=known_hosts, ssh_key=ssh_key, view=Terminal())
     if output_format == "json":
         typer.echo(json.dumps({"format_version": 1, "hosts": [asdict(h) for h in found]}, indent=2))
     else:

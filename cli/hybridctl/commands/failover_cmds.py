@@ -64,8 +64,9 @@ def failover(
 ) -> None:
     """Replan from the applied plan with the events applied, and print (or --execute) the runbook."""
     from hybridctl.commands.apply_cmds import parse_duration
-    from hybridctl.commands.moments import parse_moment_within
     from hybridctl.operations.failover import ExecOptions, run_failover
+    from hybridctl.operations.moments import parse_moment_within
+    from hybridctl.render.terminal import Terminal
 
     moment = parse_moment_within(at, MOMENT_RANGE_DAYS,
                                  why="a failover acts now; a rehearsal names a moment within a year of now")
@@ -73,7 +74,8 @@ def failover(
         events, state=state, inventory=inventory, output_format=output_format.value, out=out, execute=execute,
         move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
-                            parse_duration(lock_timeout), parallelism), plan_file=plan_file, at=moment)
+                            parse_duration(lock_timeout), parallelism),
+        view=Terminal(), plan_file=plan_file, at=moment)
     if code:
         raise typer.Exit(code)
 
@@ -101,9 +103,10 @@ def drill(
 ) -> None:
     """Tabletop exercise: what each scenario would move, degrade and lose. Exit 1 when a fixed-tier workload
     would lose service or miss its rto_minutes."""
-    from hybridctl.commands.moments import parse_week
     from hybridctl.errors import UsageError
     from hybridctl.operations.drill import run_drill
+    from hybridctl.operations.moments import parse_week
+    from hybridctl.render.terminal import Terminal
 
     drill_week = parse_week(week)
     if drill_week is not None and plan_file is not None:
@@ -112,7 +115,7 @@ def drill(
                               f"--out {plan_file}")
     code = run_drill(inventory, scenario, standard=standard or not scenario, output_format=output_format.value,
                      json_out=json_out, move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
-                     plan_file=plan_file, week=drill_week)
+                     view=Terminal(), plan_file=plan_file, week=drill_week)
     if code:
         raise typer.Exit(code)
 
@@ -130,9 +133,10 @@ def resume(
     """Finish an interrupted or failed runbook: steps already done are not run again."""
     from hybridctl.commands.apply_cmds import parse_duration
     from hybridctl.operations.failover import ExecOptions, run_resume
+    from hybridctl.render.terminal import Terminal
 
     code = run_resume(state, ExecOptions(auto_approve, skip_cloud, None, None, known_hosts, ssh_key,
-                                         parse_duration(lock_timeout), parallelism))
+                                         parse_duration(lock_timeout), parallelism), Terminal())
     if code:
         raise typer.Exit(code)
 
@@ -155,10 +159,11 @@ def rollback(
     """Once the site is back: return to the plan that ran before the failover (checks the site first)."""
     from hybridctl.commands.apply_cmds import parse_duration
     from hybridctl.operations.failover import ExecOptions, run_rollback
+    from hybridctl.render.terminal import Terminal
 
     code = run_rollback(state, inventory, dry_run=dry_run, output_format=output_format.value,
                         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts,
-                                            ssh_key, parse_duration(lock_timeout), parallelism))
+                                            ssh_key, parse_duration(lock_timeout), parallelism), view=Terminal())
     if code:
         raise typer.Exit(code)
 
@@ -170,7 +175,8 @@ def show(
 ) -> None:
     """Show the runbook that is unfinished, or else the failover in effect."""
     from hybridctl.operations.failover import run_show
+    from hybridctl.render.terminal import Terminal
 
-    code = run_show(state, output_format.value)
+    code = run_show(state, output_format.value, Terminal())
     if code:
         raise typer.Exit(code)

@@ -29,27 +29,11 @@ def validate(
 
     Exit codes: 0 valid, 1 invalid, 2 usage error (missing path, unreadable file).
     """
-    from hybridctl.core.inventory.diagnostics import Diagnostic, InvalidInventoryError
-    from hybridctl.drivers.inventory_files import load_inventory
-    from hybridctl.errors import UsageError
+    from hybridctl.operations.inventory import validate_inventories
     from hybridctl.render import diagnostics as render
     from hybridctl.render.console import stdout
 
-    reports: list[render.InventoryReport] = []
-    usage_failed = False
-    for path in paths:
-        try:
-            loaded = load_inventory(path)
-        except InvalidInventoryError as invalid:
-            reports.append(render.InventoryReport(str(path), tuple(invalid.diagnostics)))
-        except UsageError as error:
-            usage_failed = True
-            reports.append(render.InventoryReport(str(path), (
-                Diagnostic("usage", error.message, error.location, error.hint),)))
-        else:
-            inv = loaded.inventory
-            reports.append(render.InventoryReport(str(path), loaded.warnings, len(inv.workloads), len(inv.sites),
-                                                  sum(len(s.pools) for s in inv.sites)))
+    reports, usage_failed = validate_inventories(paths)
     if output_format is ValidateFormat.json:
         typer.echo(render.render_json(reports))
     elif output_format is ValidateFormat.github:
@@ -71,12 +55,9 @@ def schema() -> None:
     """Print the inventory's JSON Schema (for editors' YAML language servers)."""
     import json
 
-    from hybridctl.core.inventory.models import Inventory
+    from hybridctl.operations.inventory import inventory_schema
 
-    document = Inventory.model_json_schema()
-    document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    document["$id"] = "https://hybridctl.dev/schema/inventory-v1.json"
-    typer.echo(json.dumps(document, indent=2))
+    typer.echo(json.dumps(inventory_schema(), indent=2))
 
 
 @app.command()

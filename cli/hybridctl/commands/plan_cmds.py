@@ -8,16 +8,10 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
-from hybridctl.commands.moments import WEEK_HELP, parse_week, week_of_source
-from hybridctl.core.pricing.showback import CostDimension  # light: the enum the --by option takes
+from hybridctl.commands.moments import WEEK_HELP
 from hybridctl.errors import UsageError
-from hybridctl.operations.common import (
-    ReportFormat,
-    check_output_path,
-    looks_like_plan,
-    read_plan,
-    require_state_dir,
-)
+from hybridctl.operations.common import ReportFormat, read_plan
+from hybridctl.operations.cost import CostDimension
 
 
 class TableOrJson(StrEnum):
@@ -39,12 +33,11 @@ def classify(
     """Show each workload's tier, the rule that decided it, and the capacity types it may use."""
     import json
 
-    from hybridctl.core.placement.tiers import classify as classify_all
-    from hybridctl.drivers.inventory_files import load_inventory
+    from hybridctl.operations.inventory import classify_inventory
     from hybridctl.render.console import stdout
     from hybridctl.render.plan import render_classification
 
-    decisions = classify_all(load_inventory(inventory).inventory)
+    decisions = classify_inventory(inventory)
     if output_format is TableOrJson.json:
         typer.echo(json.dumps({"format_version": 1, "workloads": [
             {"workload": d.workload, "tier": d.tier.value, "rule": d.rule, "reason": d.reason,
@@ -82,17 +75,14 @@ def plan(
     week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP),
 ) -> None:
     """Compute the cost-optimal placement of every workload (a MILP solved with HiGHS)."""
-    from hybridctl.drivers.state import resolve_state_dir
     from hybridctl.operations.plan import run_plan
+    from hybridctl.render.terminal import Terminal
 
     if allow_unplaced and fail_on_unplaced:
         raise UsageError("--allow-unplaced and --fail-on-unplaced contradict each other", hint="pass one of them")
-    check_output_path(out, "--out")
-    plan_week = parse_week(week)
-    require_state_dir(resolve_state_dir(state))
     code = run_plan(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap,
                     move_threshold_usd, max_rows, detailed, cloud_preview, state, allow_unplaced, fail_on_unplaced,
-                    week=plan_week)
+                    week, Terminal())
     if code:
         raise typer.Exit(code)
 
@@ -106,17 +96,10 @@ def show(
                                   "the data movements."),
 ) -> None:
     """Render a saved plan again."""
-    from hybridctl.core.plan.serialize import plan_to_json
     from hybridctl.render.console import stdout
-    from hybridctl.render.plan import render_markdown, render_plan
+    from hybridctl.render.plan import show_saved_plan
 
-    saved = read_plan(plan_file)
-    if output_format is ReportFormat.json:
-        typer.echo(plan_to_json(saved), nl=False)
-    elif output_format is ReportFormat.markdown:
-        typer.echo(render_markdown(saved), nl=False)
-    else:
-        render_plan(stdout(), saved, max_rows=max_rows, detailed=detailed)
+    show_saved_plan(stdout(), read_plan(plan_file), output_format.value, max_rows=max_rows, detailed=detailed)
 
 
 @app.command()
@@ -128,44 +111,8 @@ def cost(
                                     "its costs are of the plan's own week."),
 ) -> None:
     """Showback: monthly cost by tier, workload type, site, pool, workload or capacity type."""
-    import csv
-    import io
-    import json
+    from hybridctl.operations.cost import cost_by
+    from hybridctl.render.cost import show_cost
 
-    from hybridctl.core.pricing.showback import showback
-    from hybridctl.render.console import stdout
-    from hybridctl.render.plan import print_cost_table
-
-    cost_week = week_of_source(week, source, what="costs")
-    if looks_like_plan(source):
-        planned = read_plan(source)
-    else:
-        from hybridctl.drivers.inventory_files import load_inventory
-        from hybridctl.operations.week import planned as planned_for
-
-        planned = planned_for(load_inventory(source).inventory, cost_week)
-    lines = showback(planned, by)
-    if output_format is CostFormat.json:
-        typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": planned.total_usd_per_month,
-                               "lines": [{by.value: line.key, "gpus": line.gpus,
-                                          "gpu_hours_per_month": line.gpu_hours_per_month,
-                                          "compute_usd_per_month": line.compute_usd_per_month,
-                                          "idle_pay_per_use_usd_per_month": line.idle_usd_per_month,
-                                          "data_usd_per_month": line.data_usd_per_month,
-                                          "total_usd_per_month": line.total_usd_per_month} for line in lines]},
-                              indent=2))
-    elif output_format is CostFormat.csv:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        # columns added at the end (gpu_hours_per_month, idle_pay_per_use_usd_per_month): a reader by position still reads
-        writer.writerow([by.value, "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month",
-                         "gpu_hours_per_month", "idle_pay_per_use_usd_per_month"])
-        for line in lines:
-            writer.writerow([line.key, line.gpus, f"{line.compute_usd_per_month:.2f}", f"{line.data_usd_per_month:.2f}",
-                             f"{line.total_usd_per_month:.2f}", f"{line.gpu_hours_per_month:.2f}",
-                             f"{line.idle_usd_per_month:.2f}"])
-        typer.echo(buffer.getvalue(), nl=False)
-    else:
-        console = stdout()
-        print_cost_table(console, f"Monthly cost by {by.value.replace('_', ' ')}", lines, by.value)
-        console.print(f"total: ${planned.total_usd_per_month:,.2f}/month")
+    planned, lines = cost_by(source, by, week)
+    show_cost(by, planned.total_usd_per_month, lines, output_format.value)

@@ -21,12 +21,11 @@ def migrate(
 
     Both states are locked during the copy. The source is left as it was; point --state (or
     HYBRIDCTL_STATE) at the target afterwards."""
-    from hybridctl.drivers.statemigrate import migrate as copy_state
-    from hybridctl.operations.run import open_store
+    from hybridctl.operations.state_migrate import migrate_state
     from hybridctl.render.console import stdout
+    from hybridctl.render.terminal import Terminal
 
-    origin, destination = open_store(source), open_store(target)
-    result = copy_state(origin, destination)
+    origin, destination, result = migrate_state(source, target, Terminal())
     out = stdout()
     out.print(f"migrated serial {result.serial}, {result.journal_records} journal record(s) and "
               f"{result.documents} document(s) "

@@ -37,7 +37,7 @@ from hybridctl.render.apply import (
     render_ansible_inventory,
     render_step_plan,
 )
-from hybridctl.render.console import stderr, stdout
+from hybridctl.render.terminal import Terminal
 
 # --- apply ---------------------------------------------------------------------------------------
 
@@ -95,7 +95,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
               ssh_key: Path | None, parallelism: int, end_failover: bool = False,
               allow_machine_removal: bool = False, verify_full: bool = False, allow_unplaced: bool = False,
-              fail_on_unplaced: bool = False) -> int:
+              fail_on_unplaced: bool = False, view: Terminal) -> int:
     from hybridctl.core.deploy.stackconfig import plan_digest
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
     from hybridctl.core.plan.diff import diff_plans
@@ -107,10 +107,9 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
     from hybridctl.operations.week import planned
     from hybridctl.render.plan import render_plan
 
-    out, err = stdout(), stderr()
-    store = open_store(state)
+    store = open_store(state, view)
     ssh = ssh_options(store, known_hosts, ssh_key)
-    with locked(store, f"apply {source}", lock_timeout_s, err):
+    with locked(store, f"apply {source}", lock_timeout_s, view):
         current = store.read()
         if looks_like_plan(source):
             if inventory is None:
@@ -130,7 +129,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             previous = applied_of(store, current)
             the_plan = replace(planned(loaded.inventory, previous=previous), base_serial=current.serial)
             changes = diff_plans(previous, the_plan) if previous else None
-            render_plan(out, the_plan, changes, summary=summarize(the_plan, changes, "applied"))
+            render_plan(view.out, the_plan, changes, summary=summarize(the_plan, changes, "applied"))
             failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
             if failure is not None:  # as `plan` fails on it: over budget, or work unplaced that must run
                 raise failure
@@ -138,7 +137,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
         digest = plan_digest(the_plan)
         refs = None
         if bundles is not None:
-            refs = load_bundles(bundles, bundle_public_key, {p.workload for p in the_plan.placements}, err)
+            refs = load_bundles(bundles, bundle_public_key, {p.workload for p in the_plan.placements}, view)
         # the stacks tagged with the digest worked out above (serialising a fleet's plan again would give the same)
         step_plan = apply_steps(the_plan, loaded.inventory, stacks=cloud_stacks(loaded.inventory, the_plan, digest),
                                 bundles=refs,
@@ -146,22 +145,22 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
                                 deployed=deployed_steps(current), verify_full=verify_full,
                                 asset_digests=dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"),
                                                             assets_digest()))
-        driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, err)
+        driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, view)
         pending = pending_for(current, "apply")
         shown = statuses(store, current, "apply", step_plan.graph)
         if pending:
             done = sum(1 for s in shown.values() if s is StepStatus.ALREADY_DONE)
-            out.print(f"resuming the unfinished apply ({len(pending.run_ids)} earlier run(s)): "
+            view.say(f"resuming the unfinished apply ({len(pending.run_ids)} earlier run(s)): "
                       f"{done} step(s) already done are not run again")
-        render_step_plan(out, f"apply {digest[:19]}… (state serial {current.serial})", step_plan, shown, skip)
+        render_step_plan(view.out, f"apply {digest[:19]}… (state serial {current.serial})", step_plan, shown, skip)
         if not skip_cloud:
             from hybridctl.operations.cloud_changes import approve_destructive
 
             applied = applied_of(store, current)
-            approve_destructive(out, loaded.inventory, the_plan, applied, auto_approve=auto_approve,
+            approve_destructive(view.out, loaded.inventory, the_plan, applied, auto_approve=auto_approve,
                                 allow_machine_removal=allow_machine_removal)
         if any(s is StepStatus.PENDING for s in shown.values()) or not current.applied_plan:
-            confirm(auto_approve, "apply", "Apply these steps?")
+            confirm(auto_approve, "apply", "Apply these steps?", view)
         from hybridctl.core.deploy.ansible_inventory import build_ansible_inventory
 
         atomic_write_text(store.ansible_dir / "inventory.yml",
@@ -176,7 +175,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
                            applied_at=now_iso(), inventory_path=str(inventory_path.resolve()),
                            site_kinds={s.name: s.kind.value for s in loaded.inventory.sites})
 
-        return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), out, operation="apply",
+        return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), view, operation="apply",
                                   target=digest, skip=skip, parallelism=parallelism, on_success=record_applied)
 
 
@@ -184,23 +183,22 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
 
 
 def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, auto_approve: bool, skip_cloud: bool,
-                known_hosts: Path | None, ssh_key: Path | None, parallelism: int) -> int:
+                known_hosts: Path | None, ssh_key: Path | None, parallelism: int, view: Terminal) -> int:
     from hybridctl.core.deploy.steps import destroy_steps
 
-    out, err = stdout(), stderr()
-    store = open_store(state)
+    store = open_store(state, view)
     ssh = ssh_options(store, known_hosts, ssh_key)
-    with locked(store, "destroy" + (f" --site {site}" if site else ""), lock_timeout_s, err):
+    with locked(store, "destroy" + (f" --site {site}" if site else ""), lock_timeout_s, view):
         current = store.read()
         step_plan = destroy_steps(deployed_steps(current), site=site)
         if not len(step_plan.graph):
             where = f" at site {site}" if site else ""
-            out.print(f"nothing to destroy{where}: the state in {store.location} records nothing hybridctl made there")
+            view.say(f"nothing to destroy{where}: the state in {store.location} records nothing hybridctl made there")
             return 0
-        driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, err)
-        render_step_plan(out, "destroy" + (f" --site {site}" if site else ""), step_plan,
+        driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, view)
+        render_step_plan(view.out, "destroy" + (f" --site {site}" if site else ""), step_plan,
                          statuses(store, current, "destroy", step_plan.graph), skip)
-        confirm(auto_approve, "destroy", "Destroy these resources?")
+        confirm(auto_approve, "destroy", "Destroy these resources?", view)
 
         def record_destroyed(state_: State, report: RunReport) -> State:
             del report
@@ -208,6 +206,6 @@ def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, a
                 return state_
             return replace(state_, applied_plan=None, applied_plan_digest=None, applied_at=None, site_kinds={})
 
-        return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), out, operation="destroy",
+        return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), view, operation="destroy",
                                   target=f"site={site}" if site else "all", skip=skip, parallelism=parallelism,
                                   on_success=record_destroyed)

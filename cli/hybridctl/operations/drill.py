@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.errors import UsageError
-from hybridctl.render.console import stdout
+from hybridctl.render.terminal import Terminal
 
 if TYPE_CHECKING:
     from hybridctl.core.failover.expectations import FileChoices
@@ -22,7 +20,7 @@ PARALLEL_DRILL_MIN_WORK = 20_000  # workloads × scenarios below which a drill r
 
 def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard: bool, output_format: str,
               json_out: Path | None, move_threshold_usd: float, time_limit_s: float,
-              plan_file: Path | None = None, week: IsoWeek | None = None) -> int:
+              view: Terminal, plan_file: Path | None = None, week: IsoWeek | None = None) -> int:
     """`week`: the one a fresh plan is made for (default: the current one); a plan file's drill keeps the plan's."""
     from hybridctl.core.failover.drill import drill
     from hybridctl.core.failover.replan import FailoverOptions
@@ -58,7 +56,7 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
         found, chosen = parse_scenario_file(text, str(path))
         scenarios += found
         choices.append(chosen)
-    scenarios = with_expectations(inventory, scenarios, choices, standard=standard)
+    scenarios = with_expectations(inventory, scenarios, choices, standard=standard, view=view)
     if plan_file is None:
         # verified by drill(), which keeps the verdict to check each scenario's plan where it differs
         base = plan(inventory, options=PlanOptions(time_limit_s=time_limit_s, week=week))
@@ -67,18 +65,18 @@ def run_drill(inventory_path: Path, scenario_files: Sequence[Path], *, standard:
     report = drill(inventory, base, scenarios, FailoverOptions(move_threshold_usd, time_limit_s, week=week),
                    map_scenarios=map_in_processes if spread else None, memo=run_memo)
     if output_format == "json":
-        typer.echo(drill_to_json(report), nl=False)
+        view.document(drill_to_json(report))
     elif output_format == "markdown":
-        typer.echo(drill_markdown(report), nl=False)
+        view.document(drill_markdown(report))
     else:
-        render_drill(stdout(), report)
+        render_drill(view.out, report)
     if json_out is not None:
         atomic_write_text(json_out, drill_to_json(report))
     return 0 if report.passed else 1
 
 
 def with_expectations(inventory: Inventory, scenarios: list[Scenario], choices: Sequence[FileChoices], *,
-                      standard: bool) -> list[Scenario]:
+                      standard: bool, view: Terminal) -> list[Scenario]:
     """The files' scenarios, the built-ins chosen (a file's `standard` decides which; else --standard runs them
     all), each with its file's expectations; checked against the inventory."""
     from dataclasses import replace
@@ -90,7 +88,6 @@ def with_expectations(inventory: Inventory, scenarios: list[Scenario], choices: 
         standard_scenarios,
         unhalvable_pools,
     )
-    from hybridctl.render.console import stderr
 
     picks = [c.standard for c in choices if c.standard is not None]
     skipped: list[str] = []
@@ -102,7 +99,7 @@ def with_expectations(inventory: Inventory, scenarios: list[Scenario], choices: 
     expect = merged(choices, ScenarioError)
     check_expectations(expect, {s.name for s in scenarios}, inventory, ScenarioError)
     if skipped:  # once per drill, not per scenario
-        stderr().print(f"note: the standard scenarios do not halve {len(skipped)} 1-GPU pool(s) ("
-                       f"{', '.join(skipped[:5])}{', …' if len(skipped) > 5 else ''}): halving one is losing "
-                       "it, which site-lost drills", markup=False)
+        view.note(f"note: the standard scenarios do not halve {len(skipped)} 1-GPU pool(s) ("
+                  f"{', '.join(skipped[:5])}{', …' if len(skipped) > 5 else ''}): halving one is losing "
+                  "it, which site-lost drills", markup=False)
     return [replace(s, expect=expect.expect.get(s.name)) for s in scenarios]

@@ -20,9 +20,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-from rich.console import Console
-
 from hybridctl.core.deploy.steps import BundleRef, Step
 from hybridctl.core.failover.runbook import CONFIRM_KIND, MANUAL_KIND, Runbook, RunbookKind
 from hybridctl.core.inventory.models import Inventory
@@ -33,7 +30,7 @@ from hybridctl.errors import RefusedError, UsageError
 from hybridctl.operations.common import check_output_path
 from hybridctl.operations.failover_compute import command_run, failover_of_state
 from hybridctl.operations.run import active_failovers, failover_base, set_active_failovers
-from hybridctl.render.console import stderr, stdout
+from hybridctl.render.terminal import Terminal
 
 if TYPE_CHECKING:
     from hybridctl.core.failover.events import Event
@@ -91,35 +88,36 @@ def _timed(runbook: Runbook, at: datetime) -> Runbook:
     return replace(runbook, timing=runbook_timing(runbook, at))
 
 
-def _emit(runbook: Runbook, output_format: str, run_memo: RunMemo | None = None) -> None:
+def _emit(runbook: Runbook, output_format: str, view: Terminal, run_memo: RunMemo | None = None) -> None:
     from hybridctl.core.failover.serialize import runbook_to_json
     from hybridctl.render.failover import render_runbook, runbook_markdown
 
     if output_format == "json":
-        typer.echo(runbook_to_json(runbook, run_memo), nl=False)
+        view.document(runbook_to_json(runbook, run_memo))
     elif output_format == "markdown":
-        typer.echo(runbook_markdown(runbook), nl=False)
+        view.document(runbook_markdown(runbook))
     else:
-        render_runbook(stdout(), runbook)
+        render_runbook(view.out, runbook)
 
 
 @contextlib.contextmanager
-def _maybe_locked(store: StateStore, command: str, timeout_s: float, execute: bool) -> Iterator[None]:
+def _maybe_locked(store: StateStore, command: str, timeout_s: float, execute: bool,
+                  view: Terminal) -> Iterator[None]:
     if not execute:
         yield
         return
     from hybridctl.operations.run import locked
 
-    with locked(store, command, timeout_s, stderr()):
+    with locked(store, command, timeout_s, view):
         yield
 
 
-def _refs(options: ExecOptions, workloads: set[str]) -> dict[str, BundleRef] | None:
+def _refs(options: ExecOptions, workloads: set[str], view: Terminal) -> dict[str, BundleRef] | None:
     if options.bundles is None:
         return None
     from hybridctl.operations.run import load_bundles
 
-    return load_bundles(options.bundles, options.bundle_public_key, workloads, stderr())
+    return load_bundles(options.bundles, options.bundle_public_key, workloads, view)
 
 
 # --- runbook files -------------------------------------------------------------------------------
@@ -175,7 +173,7 @@ def _check_before(store: StateStore, state: State, runbook: Runbook) -> None:
 # --- execution -----------------------------------------------------------------------------------
 
 
-def _confirm_runner(auto_approve: bool, out: Console) -> StepRunner:
+def _confirm_runner(auto_approve: bool, view: Terminal) -> StepRunner:
     from hybridctl.executor import StepContext, StepOutcome, StepStatus
 
     def run(step: Step, context: StepContext) -> StepOutcome:
@@ -189,8 +187,8 @@ def _confirm_runner(auto_approve: bool, out: Console) -> StepRunner:
             names = [str(s) for s in listed] if isinstance(listed, list) else []
             shown = f"next: {step.params.get('title', step.id)} ({len(names)} step(s): {', '.join(names)})"
             question = "Go ahead?"
-        out.print(shown, markup=False)
-        if typer.confirm(question, default=False):
+        view.say(shown, markup=False)
+        if view.confirm(question):
             return StepOutcome(StepStatus.DONE, "approved by the operator", detail={"approved_by": "operator"})
         return StepOutcome(StepStatus.FAILED, "declined", "declined by the operator: `hybridctl runbook resume` "
                            "asks again")
@@ -222,7 +220,7 @@ def _on_success(store: StateStore, runbook: Runbook,
     return record
 
 
-def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Console,
+def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Terminal,
              run_memo: RunMemo | None = None) -> int:
     """`run_memo`: the run's that built `runbook` (its text and its failover plan's digest are kept there)."""
     from hybridctl.executor import pending_for
@@ -241,24 +239,24 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
         _check_before(store, current, runbook)
     active_failovers(store)  # read now: a damaged list is refused before any step, not once they all ran
     if current.pending is not None and pending is None:
-        stderr().print(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
+        view.note(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
     graph = runbook.graph
-    driver, skip = prepare_cloud(store, graph, options.skip_cloud, stderr())
+    driver, skip = prepare_cloud(store, graph, options.skip_cloud, view)
     ssh = ssh_options(store, options.known_hosts, options.ssh_key)
-    runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, out),
-               MANUAL_KIND: _confirm_runner(options.auto_approve, out)}
+    runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, view),
+               MANUAL_KIND: _confirm_runner(options.auto_approve, view)}
     name = _save(store, runbook, run_memo)
-    code = execute_and_report(store, graph, runners, out, operation=OPERATION, target=runbook.id, skip=skip,
+    code = execute_and_report(store, graph, runners, view, operation=OPERATION, target=runbook.id, skip=skip,
                               parallelism=options.parallelism, on_success=_on_success(store, runbook, run_memo),
                               detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": name},
-                              observer=progress_for(out) if options.auto_approve else PlainProgress(out),
+                              observer=progress_for(view.out) if options.auto_approve else PlainProgress(view.out),
                               subject=f"runbook {runbook.id}",
                               when_interrupted="`hybridctl runbook resume` finishes it",
                               retry="`hybridctl runbook resume`")
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
-        out.print(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.option}")
+        view.say(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.option}")
     return 0
 
 
@@ -267,7 +265,8 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, out: Con
 
 def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | None, output_format: str,
                  out: Path | None, execute: bool, move_threshold_usd: float, time_limit_s: float,
-                 options: ExecOptions, plan_file: Path | None = None, at: datetime | None = None) -> int:
+                 options: ExecOptions, view: Terminal, plan_file: Path | None = None,
+                 at: datetime | None = None) -> int:
     """`at`: when the events strike (default: now); the runbook says which segment of its week that is."""
     from hybridctl.core.failover.events import check_events, parse_events
     from hybridctl.core.failover.replan import FailoverOptions
@@ -285,33 +284,34 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
     if plan_file is not None:
         return _rehearse_failover(events, plan_file, inventory, state=state, execute=execute,
                                   output_format=output_format, out=out,
-                                  options=replan_options, bundles=options, at=at)
-    store = open_store(state)
+                                  options=replan_options, bundles=options, at=at, view=view)
+    store = open_store(state, view)
     run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
-    with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute):
+    with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute, view):
         current = store.read()
         _require_applied(current, store)
         the_inventory = _load_inventory(inventory, current)
         check_events(events, the_inventory)
-        refs = _refs(options, {w.name for w in the_inventory.workloads})
+        refs = _refs(options, {w.name for w in the_inventory.workloads}, view)
         runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
                                     public_key=options.bundle_public_key,
                                     options=replan_options, memo=run_memo)
         runbook = _timed(runbook, at)
         if runbook.before.inventory_digest and runbook.before.inventory_digest != runbook.after.inventory_digest:
-            stderr().print("note: the inventory has changed since the applied plan was made; the failover "
-                           "replans the applied placements against the inventory as it is now")
-        _emit(runbook, output_format, run_memo)
+            view.note("note: the inventory has changed since the applied plan was made; the failover "
+                      "replans the applied placements against the inventory as it is now")
+        _emit(runbook, output_format, view, run_memo)
         if out is not None:
             atomic_write_text(out, runbook_to_json(runbook, run_memo))
         if not execute:
             return 0
-        return _execute(store, runbook, options, stdout() if output_format != "json" else stderr(), run_memo)
+        return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
+                        run_memo)
 
 
 def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: str | None,
                        execute: bool, output_format: str, out: Path | None, options: FailoverOptions,
-                       bundles: ExecOptions, at: datetime) -> int:
+                       bundles: ExecOptions, at: datetime, view: Terminal) -> int:
     """The runbook the applied state would give, from a plan file: nothing is read from a state or run."""
     from hybridctl.core.failover.events import check_events
     from hybridctl.core.failover.serialize import runbook_to_json
@@ -330,48 +330,47 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     run_memo = RunMemo()  # this rehearsal's
     applied, the_inventory = plan_of_inventory(plan_file, inventory, run_memo)
     check_events(events, the_inventory)
-    refs = _refs(bundles, {w.name for w in the_inventory.workloads})
+    refs = _refs(bundles, {w.name for w in the_inventory.workloads}, view)
     # plan_of_inventory found the plan's inventory digest to be this inventory's
     runbook = failover(the_inventory, applied, events, options,
                        command_run(the_inventory, None, refs, bundles.bundle_public_key, applied=applied, memo=run_memo),
                        digest=applied.inventory_digest).built()
     runbook = _timed(runbook, at)
-    _emit(runbook, output_format, run_memo)
+    _emit(runbook, output_format, view, run_memo)
     if out is not None:
         atomic_write_text(out, runbook_to_json(runbook, run_memo))
     return 0
 
 
-def run_resume(state: str | None, options: ExecOptions) -> int:
+def run_resume(state: str | None, options: ExecOptions, view: Terminal) -> int:
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import locked, open_store
     from hybridctl.render.failover import render_runbook
 
-    store = open_store(state)
-    out = stdout()
-    with locked(store, "runbook resume", options.lock_timeout_s, stderr()):
+    store = open_store(state, view)
+    with locked(store, "runbook resume", options.lock_timeout_s, view):
         pending = pending_for(store.read(), OPERATION)
         if pending is None:
-            out.print(f"no unfinished runbook in {store.location}: nothing to resume")
+            view.say(f"no unfinished runbook in {store.location}: nothing to resume")
             return 0
         runbook = _read(store, pending.target)
         done = store.journal.done_keys(pending.run_ids)
         left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
-        render_runbook(out, runbook)
-        out.print(f"resuming {runbook.id}: {len(runbook.steps) - len(left)} step(s) done, {len(left)} to run")
-        return _execute(store, runbook, options, out)
+        render_runbook(view.out, runbook)
+        view.say(f"resuming {runbook.id}: {len(runbook.steps) - len(left)} step(s) done, {len(left)} to run")
+        return _execute(store, runbook, options, view)
 
 
 def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
-                 options: ExecOptions) -> int:
+                 options: ExecOptions, view: Terminal) -> int:
     from hybridctl.core.failover.pipeline import returning_sites, rollback
     from hybridctl.core.failover.runbook import incident_id
     from hybridctl.core.inventory.digest import inventory_digest
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import open_store
 
-    store = open_store(state)
-    with _maybe_locked(store, "runbook rollback", options.lock_timeout_s, not dry_run):
+    store = open_store(state, view)
+    with _maybe_locked(store, "runbook rollback", options.lock_timeout_s, not dry_run, view):
         current = store.read()
         pending = pending_for(current, OPERATION)
         if pending is not None and not dry_run:
@@ -394,33 +393,34 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         if original.before.inventory_digest != inventory_digest(the_inventory):
             raise RefusedError("the inventory changed since the failover: the pre-failover plan no longer fits it",
                                hint="make a new plan instead: hybridctl plan INVENTORY --previous, then apply it")
-        refs = _refs(options, {w.name for w in the_inventory.workloads})
+        refs = _refs(options, {w.name for w in the_inventory.workloads}, view)
         applied = _applied(current, store)
         run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
         runbook = rollback(the_inventory, original, applied,
                            command_run(the_inventory, current, refs, options.bundle_public_key, applied=applied,
                                        memo=run_memo),
                            returning_sites=returning_sites(chain), base_serial=current.serial)
-        _emit(runbook, output_format, run_memo)
+        _emit(runbook, output_format, view, run_memo)
         if dry_run:
             return 0
-        return _execute(store, runbook, options, stdout() if output_format != "json" else stderr(), run_memo)
+        return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
+                        run_memo)
 
 
-def run_show(state: str | None, output_format: str) -> int:
+def run_show(state: str | None, output_format: str, view: Terminal) -> int:
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import open_store
 
-    store = open_store(state)
+    store = open_store(state, view)
     current = store.read()
     pending = pending_for(current, OPERATION)
     if pending is not None:
-        _emit(_read(store, pending.target), output_format)
-        stderr().print(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
+        _emit(_read(store, pending.target), output_format, view)
+        view.note(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
         return 0
     chain = active_failovers(store)
     if not chain:
-        stdout().print(f"no failover is in effect in {store.location}")
+        view.say(f"no failover is in effect in {store.location}")
         return 0
-    _emit(_read(store, chain[-1]), output_format)
+    _emit(_read(store, chain[-1]), output_format, view)
     return 0

@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
 from hybridctl.core.plan.model import Plan
 from hybridctl.errors import CHANGES, ExitCode
 from hybridctl.exiting import leave_to_exit
@@ -19,9 +17,12 @@ from hybridctl.operations.common import (
     BACKGROUND_CHECK_PLACEMENTS,
     ReportFormat,
     StagedFile,
+    check_output_path,
     plan_failure,
     read_plan,
+    require_state_dir,
 )
+from hybridctl.render.terminal import Terminal
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,31 +56,22 @@ def _fill_plan_file(staged: StagedFile, plan: Plan) -> None:
 
 
 def _shown(output_format: ReportFormat, result: Plan, diff: PlanDiff | None, before: Plan | None,
-           baseline: Plan | None, cloud: CloudChanges, max_rows: int, detailed: bool) -> str:
+           baseline: Plan | None, cloud: CloudChanges, max_rows: int, detailed: bool, view: Terminal) -> str:
     """What `plan` prints on stdout, as text: the table as rich writes it, byte for byte (its width,
     its colours, TTY or not)."""
-    from hybridctl.render.console import stdout
-
     if output_format is not ReportFormat.table:
         return _document(output_format, result, diff, cloud)
-    console = stdout()
-    console.begin_capture()
-    try:
-        _print_table(console, result, diff, before, baseline, cloud, max_rows, detailed)
-    finally:
-        text = console.end_capture()
-    return text
+    return view.captured(lambda console: _print_table(console, result, diff, before, baseline, cloud, max_rows,
+                                                      detailed))
 
 
 def _show(output_format: ReportFormat, result: Plan, diff: PlanDiff | None, before: Plan | None,
-          baseline: Plan | None, cloud: CloudChanges, max_rows: int, detailed: bool) -> None:
+          baseline: Plan | None, cloud: CloudChanges, max_rows: int, detailed: bool, view: Terminal) -> None:
     """Print what `plan` prints on stdout, as it is rendered."""
-    from hybridctl.render.console import stdout
-
     if output_format is ReportFormat.table:
-        _print_table(stdout(), result, diff, before, baseline, cloud, max_rows, detailed)
+        _print_table(view.out, result, diff, before, baseline, cloud, max_rows, detailed)
     else:
-        typer.echo(_document(output_format, result, diff, cloud), nl=False)
+        view.document(_document(output_format, result, diff, cloud))
 
 
 def _document(output_format: ReportFormat, result: Plan, diff: PlanDiff | None, cloud: CloudChanges) -> str:
@@ -110,10 +102,25 @@ def _print_table(console: Console, result: Plan, diff: PlanDiff | None, before: 
 
 
 def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_format: ReportFormat,
-                   detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
-                   detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
-                   fail_on_unplaced: bool, week: IsoWeek | None = None) -> int:
-    """`plan` once its options are checked: the exit code. `week`: --week's (None: the current week)."""
+             detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
+             detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
+             fail_on_unplaced: bool, week_text: str | None, view: Terminal) -> int:
+    """`plan`: the exit code. `week_text`: --week's (None: the current week)."""
+    from hybridctl.drivers.state import resolve_state_dir
+    from hybridctl.operations.moments import parse_week
+
+    check_output_path(out, "--out")
+    week = parse_week(week_text)
+    require_state_dir(resolve_state_dir(state))
+    return _plan(inventory, out, previous, output_format, detailed_exitcode, time_limit, gap, move_threshold_usd,
+                 max_rows, detailed, cloud_preview, state, allow_unplaced, fail_on_unplaced, week, view)
+
+
+def _plan(inventory: Path, out: Path | None, previous: Path | None, output_format: ReportFormat,
+          detailed_exitcode: bool, time_limit: float, gap: float, move_threshold_usd: float, max_rows: int,
+          detailed: bool, cloud_preview: bool, state: str | None, allow_unplaced: bool,
+          fail_on_unplaced: bool, week: IsoWeek | None, view: Terminal) -> int:
+    """`plan` once its options are checked. `week`: None for the current week."""
     from contextlib import ExitStack
     from dataclasses import replace
     from functools import partial
@@ -130,7 +137,6 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
     from hybridctl.drivers.yamlbeside import load_plain_beside
     from hybridctl.operations.cloud_changes import config_diff, pulumi_preview
     from hybridctl.operations.week import planning_week
-    from hybridctl.render.console import stderr, stdout
 
     loaded = load_inventory(inventory, feasibility=False, plain=load_plain_beside)
     # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
@@ -178,7 +184,7 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
             # With children at work, what `plan` prints is worked out beside them (a second at 100,000
             # workloads) and printed only after the checker's verdict. Without, it is printed as it is
             # rendered: `plan | head -1` then still ends on the broken pipe, exit 1, as it always has.
-            shown = _shown(output_format, result, diff, before, baseline, cloud, max_rows, detailed) \
+            shown = _shown(output_format, result, diff, before, baseline, cloud, max_rows, detailed, view) \
                 if forking and cloud is not None else None
             if writing is not None:
                 writing.result()
@@ -191,23 +197,22 @@ def run_plan(inventory: Path, out: Path | None, previous: Path | None, output_fo
         if staged is not None:  # saved before it is shown: `plan --out f | head` still leaves the file
             staged.commit()
     if shown is None:
-        _show(output_format, result, diff, before, baseline, cloud, max_rows, detailed)
+        _show(output_format, result, diff, before, baseline, cloud, max_rows, detailed, view)
     elif output_format is ReportFormat.table:  # as rich writes what it renders
-        stdout().file.write(shown)
-        stdout().file.flush()
+        view.raw(shown)
     else:
-        typer.echo(shown, nl=False)
+        view.document(shown)
     # Freeing what this holds takes about a second at 100,000 workloads: the console script's exit
     # drops it instead (nothing here runs at exit: the children are reaped and the file committed).
     leave_to_exit(loaded, result, before, baseline, diff, cloud)
     if failure is not None:
-        stderr().print(f"[red]error:[/] {failure.message}")
-        stderr().print(f"[cyan]hint:[/] {failure.hint}")
+        view.note(f"[red]error:[/] {failure.message}")
+        view.note(f"[cyan]hint:[/] {failure.hint}")
         if out is not None:
-            stderr().print(f"no plan file written to {out}: apply would refuse this plan for the same reason")
+            view.note(f"no plan file written to {out}: apply would refuse this plan for the same reason")
         return ExitCode.FAILED
     if out is not None:
-        stderr().print(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
+        view.note(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     # a change is placements, pools, cost (to the cent) or the stack configuration
     if detailed_exitcode and (diff is None or diff.has_changes or any(r.action != "same" for r in cloud.rows)):
         return CHANGES

@@ -14,9 +14,6 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-from rich.console import Console
-
 from hybridctl.core.deploy.steps import CLOUD_KINDS, BundleRef, DeployedStep, StepGraph
 from hybridctl.drivers.ansible import SshOptions
 from hybridctl.drivers.pulumi import CloudDriver
@@ -26,7 +23,7 @@ from hybridctl.executor import RunReport, StepRunner, StepStatus, pending_for, r
 from hybridctl.operations.common import require_state_dir
 from hybridctl.paths import playbooks_dir, templates_dir
 from hybridctl.render.apply import PlainProgress, RichProgress, progress_for, render_run_report
-from hybridctl.render.console import stderr
+from hybridctl.render.terminal import Terminal
 from hybridctl.runners import check_cloud_credentials, cloud_driver, default_runners
 
 if TYPE_CHECKING:
@@ -36,24 +33,26 @@ INTERRUPTED = 130
 SKIP_CLOUD_HINT = "or pass --skip-cloud to configure only the on-prem and edge sites"
 
 
-def open_store(state: str | Path | None) -> StateStore:
-    """The store --state / $HYBRIDCTL_STATE names: a directory, or a postgresql:// URL."""
+def open_store(state: str | Path | None, view: Terminal | None = None) -> StateStore:
+    """The store --state / $HYBRIDCTL_STATE names: a directory, or a postgresql:// URL. What opening it has
+    to say (a state moved to its new layout) is noted on `view` (default: the terminal's)."""
     if state is not None and not is_database_url(str(state)):
         require_state_dir(Path(state))
-    return open_state(state, notify=lambda message: stderr().print(message, markup=False))
+    note = (view or Terminal()).note
+    return open_state(state, notify=lambda message: note(message, markup=False))
 
 
 @contextlib.contextmanager
-def locked(store: StateStore, command: str, timeout_s: float, err: Console) -> Iterator[StateStore]:
+def locked(store: StateStore, command: str, timeout_s: float, view: Terminal) -> Iterator[StateStore]:
     """The state lock, saying so when it waits for another run or recovers a dead one's lock."""
     def recovered(holder: LockHolder) -> None:
-        err.print(f"recovered the state lock: its holder, {holder.describe()}, is no longer running"
+        view.note(f"recovered the state lock: its holder, {holder.describe()}, is no longer running"
                   + (f"; stopped {holder.leftovers_stopped} process(es) it left running" if holder.leftovers_stopped
                      else ""))
 
     def waiting(holder: LockHolder | None) -> None:
         who = holder.describe() if holder else "another process"
-        err.print(f"the state is locked by {who}; waiting up to {timeout_s:g}s")
+        view.note(f"the state is locked by {who}; waiting up to {timeout_s:g}s")
 
     with store.locked(command=command, timeout_s=timeout_s, on_recovered=recovered, on_wait=waiting) as held:
         yield held
@@ -75,23 +74,23 @@ def ssh_options(store: StateStore, known_hosts: Path | None, ssh_key: Path | Non
     return SshOptions(known_hosts=path, private_key=ssh_key.resolve() if ssh_key else None)
 
 
-def confirm(auto_approve: bool, what: str, question: str) -> None:
+def confirm(auto_approve: bool, what: str, question: str, view: Terminal) -> None:
     if auto_approve:
         return
     if not sys.stdin.isatty():
         raise RefusedError(f"{what} needs approval, and there is no terminal to ask on",
                            hint="review the steps above, then pass --auto-approve (e.g. in CI)")
-    if not typer.confirm(question, default=False):
+    if not view.confirm(question):
         raise RefusedError(f"{what} canceled: not approved")
 
 
-def prepare_cloud(store: StateStore, graph: StepGraph, skip_cloud: bool, err: Console) -> tuple[CloudDriver | None, dict[str, str]]:
+def prepare_cloud(store: StateStore, graph: StepGraph, skip_cloud: bool, view: Terminal) -> tuple[CloudDriver | None, dict[str, str]]:
     """The cloud driver, checked before anything runs; or the cloud steps to skip."""
     cloud_steps = [s for s in graph if s.kind in CLOUD_KINDS]
     if not cloud_steps:
         return None, {}
     if skip_cloud:
-        err.print(f"skipping {len(cloud_steps)} cloud step(s) (--skip-cloud): "
+        view.note(f"skipping {len(cloud_steps)} cloud step(s) (--skip-cloud): "
                   + ", ".join(s.id for s in cloud_steps))
         return None, {s.id: "skipped: --skip-cloud" for s in cloud_steps}
     try:
@@ -123,25 +122,25 @@ def statuses(store: StateStore, state: State, operation: str, graph: StepGraph) 
     return {s.id: StepStatus.ALREADY_DONE if done.get(s.id) == s.key else StepStatus.PENDING for s in graph}
 
 
-def execute_and_report(store: StateStore, graph: StepGraph, runners: dict[str, StepRunner], out: Console, *,
+def execute_and_report(store: StateStore, graph: StepGraph, runners: dict[str, StepRunner], view: Terminal, *,
                        operation: str, target: str, skip: dict[str, str], parallelism: int,
                        on_success: Callable[[State, RunReport], State] | None, detail: Mapping[str, object] | None = None,
                        observer: PlainProgress | RichProgress | None = None, subject: str | None = None,
                        when_interrupted: str | None = None, retry: str = "run it again") -> int:
     """Run the steps through the executor, render the report, and say what to do next; the exit code."""
-    observer = observer or progress_for(out)
+    observer = observer or progress_for(view.out)
     try:
         report = run_operation(store, graph, runners, operation=operation, target=target, detail=detail, skip=skip,
                                parallelism=parallelism, observer=observer, on_success=on_success)
     finally:
         observer.close()
-    render_run_report(out, report)
+    render_run_report(view.out, report)
     subject = subject or operation
     if report.status == "interrupted":
-        out.print(f"{subject} interrupted: {when_interrupted or f'run `hybridctl {operation}` again to resume'}")
+        view.say(f"{subject} interrupted: {when_interrupted or f'run `hybridctl {operation}` again to resume'}")
         return INTERRUPTED
     if not report.succeeded:
-        out.print(f"{subject} failed: fix the cause, then {retry}; finished steps are not repeated")
+        view.say(f"{subject} failed: fix the cause, then {retry}; finished steps are not repeated")
         return 1
     return 0
 
@@ -150,7 +149,7 @@ def deployed_steps(state: State) -> dict[str, DeployedStep]:
     return {sid: DeployedStep(sid, d.kind, d.site, d.record) for sid, d in state.deployed.items()}
 
 
-def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], err: Console) -> dict[str, BundleRef]:
+def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], view: Terminal) -> dict[str, BundleRef]:
     """Verify every bundle the plan can use before anything runs: a bad bundle stops the apply here."""
     from hybridctl.drivers.bundle import verify_bundle
 
@@ -168,7 +167,7 @@ def load_bundles(directory: Path, public_key: Path | None, workloads: set[str], 
         assert manifest is not None and verification.manifest_sha256 is not None
         refs[workload] = BundleRef(workload, str(bundle.resolve()), manifest.model, manifest.version,
                                    verification.manifest_sha256)
-        err.print(f"bundle {workload}: {manifest.model} {manifest.version} verified")
+        view.note(f"bundle {workload}: {manifest.model} {manifest.version} verified")
     return refs
 
 

@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import typer
-
 from hybridctl.core.deploy.steps import Step, StepKind, make_step
 from hybridctl.drivers.ansible import PlaybookResult, SshOptions
 from hybridctl.drivers.state import Deployed, State, StateStore
 from hybridctl.errors import CHANGES, ExitCode, HybridctlError, PrerequisiteError, RefusedError
-from hybridctl.render.console import stderr, stdout
+from hybridctl.render.terminal import Terminal
 
 _CLOUD = (StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES)
 
@@ -202,7 +200,7 @@ def _running_now(state: State, at: datetime) -> dict[str, object] | None:
 
 
 def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
-                  ssh_factory: Callable[[StateStore], SshOptions], at: datetime | None = None) -> int:
+                  ssh_factory: Callable[[StateStore], SshOptions], view: Terminal, at: datetime | None = None) -> int:
     """`at`: the moment whose segment of a timed plan's week is shown (aware; default: now)."""
     if not store.exists():
         raise RefusedError(f"nothing has been applied with the state in {store.location}",
@@ -215,7 +213,7 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
         from hybridctl.operations.run import locked
 
         ssh = ssh_factory(store)
-        with locked(store, "status --drift", lock_timeout_s, stderr()):
+        with locked(store, "status --drift", lock_timeout_s, view):
             state = store.read()
             report = check_drift(store, state, ssh)
             models = model_versions_document(check_model_versions(store, state, ssh))
@@ -226,16 +224,16 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
     if now is not None:
         doc["now"] = now
     if as_json:
-        typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
+        view.document(json.dumps(doc, indent=2, sort_keys=True, default=str), newline=True)
     else:
         from hybridctl.render.status import render_model_versions, render_status
 
-        render_status(stdout(), doc)
+        render_status(view.out, doc)
         if now is not None:
             from hybridctl.render.status_week import render_running_now
 
-            render_running_now(stdout(), now)
-        render_model_versions(stdout(), models or [])
+            render_running_now(view.out, now)
+        render_model_versions(view.out, models or [])
     models_differ = any(m["state"] not in ("as planned", "unknown") for m in models or [])
     if ((report is not None and report.found) or models_differ) and detailed_exitcode:
         return int(CHANGES)
@@ -245,9 +243,12 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
 
 
 def run_status(*, state: str | None, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,
-               known_hosts: Path | None, ssh_key: Path | None, at: datetime | None = None) -> int:
+               known_hosts: Path | None, ssh_key: Path | None, view: Terminal, at: str = "now") -> int:
+    """`at`: --at's text (`now`, or an ISO 8601 date-time with its offset)."""
+    from hybridctl.operations.moments import parse_moment
     from hybridctl.operations.run import open_store, ssh_options
 
-    return status_report(open_store(state), drift=drift, detailed_exitcode=detailed_exitcode, as_json=as_json,
+    moment = parse_moment(at)
+    return status_report(open_store(state, view), drift=drift, detailed_exitcode=detailed_exitcode, as_json=as_json,
                          lock_timeout_s=lock_timeout_s, ssh_factory=lambda store: ssh_options(store, known_hosts, ssh_key),
-                         at=at)
+                         view=view, at=moment)

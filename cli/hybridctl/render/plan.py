@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import typer
 from rich.console import Console
 
 from hybridctl.core.placement.tiers import TierDecision
@@ -110,6 +111,18 @@ def render_diff(console: Console, diff: PlanDiff, stack_changes: int = 0) -> Non
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
                   f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; cost {diff.cost_line()}",
                   markup=False)
+
+
+def show_saved_plan(console: Console, plan: Plan, output_format: str, *, max_rows: int, detailed: bool) -> None:
+    """`show`: a saved plan as its file's JSON, as markdown, or as the tables `plan` shows (`output_format`)."""
+    from hybridctl.core.plan.serialize import plan_to_json
+
+    if output_format == "json":
+        typer.echo(plan_to_json(plan), nl=False)
+    elif output_format == "markdown":
+        typer.echo(render_markdown(plan), nl=False)
+    else:
+        render_plan(console, plan, max_rows=max_rows, detailed=detailed)
 
 
 def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:

@@ -1,0 +1,41 @@
+"""cost's output: showback lines as versioned JSON, as CSV, or as a table with the total."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import typer
+
+from hybridctl.core.pricing.showback import CostDimension, CostLine
+from hybridctl.render.console import stdout
+from hybridctl.render.plan import print_cost_table
+
+
+def show_cost(by: CostDimension, total_usd_per_month: float, lines: list[CostLine], output_format: str) -> None:
+    """`output_format`: table, csv or json."""
+    if output_format == "json":
+        typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": total_usd_per_month,
+                               "lines": [{by.value: line.key, "gpus": line.gpus,
+                                          "gpu_hours_per_month": line.gpu_hours_per_month,
+                                          "compute_usd_per_month": line.compute_usd_per_month,
+                                          "idle_pay_per_use_usd_per_month": line.idle_usd_per_month,
+                                          "data_usd_per_month": line.data_usd_per_month,
+                                          "total_usd_per_month": line.total_usd_per_month} for line in lines]},
+                              indent=2))
+    elif output_format == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        # columns added at the end (gpu_hours_per_month, idle_pay_per_use_usd_per_month): a reader by position still reads
+        writer.writerow([by.value, "gpus", "compute_usd_per_month", "data_usd_per_month", "total_usd_per_month",
+                         "gpu_hours_per_month", "idle_pay_per_use_usd_per_month"])
+        for line in lines:
+            writer.writerow([line.key, line.gpus, f"{line.compute_usd_per_month:.2f}", f"{line.data_usd_per_month:.2f}",
+                             f"{line.total_usd_per_month:.2f}", f"{line.gpu_hours_per_month:.2f}",
+                             f"{line.idle_usd_per_month:.2f}"])
+        typer.echo(buffer.getvalue(), nl=False)
+    else:
+        console = stdout()
+        print_cost_table(console, f"Monthly cost by {by.value.replace('_', ' ')}", lines, by.value)
+        console.print(f"total: ${total_usd_per_month:,.2f}/month")
