@@ -49,7 +49,7 @@ def inventory_schema() -> dict[str, Any]:
 
 def classify_inventory(path: Path) -> list[TierDecision]:
     """Each workload's tier, the rule that decided it and the capacity types it may use."""
-    from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.core.placement.tiers import classify
+    from hybridctl.drivers.inventory_files import load_inventory
 
     return classify(load_inventory(path).inventory)

@@ -17,6 +17,8 @@ from hybridctl.core.pricing.rates import (
     machines_usd_per_month,
     whole_machines,
 )
+from hybridctl.core.week.machines import gpus_per_replica
+from hybridctl.core.week.machines import own_machines as count_own_machines
 from hybridctl.core.week.usage import machine_weeks, peak_gpus
 
 if TYPE_CHECKING:
@@ -49,11 +51,10 @@ def pool_usage(pools: Sequence[PoolInfo], placements: Iterable[Placement],
         amortized[pl.pool] += pl.usd_per_month
         if segments:  # a timed plan's machines and cash are its week's (below)
             continue
-        per_replica = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
         if is_always_on(pl.hours_per_month):
             always_on_gpus[pl.pool] += pl.gpus
         else:
-            machines = pl.replicas * whole_machines(per_replica, info.gpus_per_node)
+            machines = count_own_machines(pl.replicas, gpus_per_replica(pl), info.gpus_per_node)
             own_machines[pl.pool] += machines
             own_usd[pl.pool] += machines_usd_per_month(info, machines, pl.hours_per_month)
     usage: list[PoolUsage] = []

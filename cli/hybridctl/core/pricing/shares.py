@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, runs_whole_segment
+from hybridctl.core.week.machines import gpus_per_replica, own_machines, shared_machines
 
 ALWAYS_ON_HOURS = 730.0  # rates.is_always_on: the hours of a replica that shares its pool's machines
 
@@ -36,11 +37,15 @@ class IdleMachines:
     idle_usd_per_month: float
 
 
+def _spare_gpus(pl: Placement, gpus_per_node: int) -> int:
+    """The GPUs of a placement's own machines (week/machines.py) that its replicas leave idle while they run."""
+    per_replica = gpus_per_replica(pl)
+    return own_machines(pl.replicas, per_replica, gpus_per_node) * gpus_per_node - pl.replicas * per_replica
+
+
 def _own_idle_gpu_hours(pl: Placement, gpus_per_node: int) -> float:
     """The idle GPU-hours of a replica's own machines (whole machines while it runs)."""
-    per_replica = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
-    machines = -(-per_replica // gpus_per_node) if gpus_per_node else 0
-    return pl.replicas * (machines * gpus_per_node - per_replica) * pl.hours_per_month
+    return _spare_gpus(pl, gpus_per_node) * pl.hours_per_month
 
 
 def _always_on(pl: Placement) -> bool:
@@ -48,7 +53,7 @@ def _always_on(pl: Placement) -> bool:
 
 
 def _week_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: Sequence[float]) -> list[float]:
-    """A timed plan's rounding_weights, segment by segment (weekusage.machine_weeks counts the same machines):
+    """A timed plan's rounding_weights, segment by segment (week/machines.py counts the same machines):
     the replicas that run a segment whole share the idle GPUs of its shared machines, in proportion to their
     GPUs, for its hours; any other replica carries its own machines' idle GPUs for its hours there."""
     node = max(pool.gpus_per_node, 1)
@@ -57,13 +62,11 @@ def _week_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: Seq
         whole = [i for i, pl in enumerate(placements)
                  if s < len(pl.segment_hours) and runs_whole_segment(pl.segment_hours[s], length)]
         gpus = sum(placements[i].gpus for i in whole)
-        idle = (-(-gpus // node) * node - gpus) * length
+        idle = (shared_machines(gpus, node) * node - gpus) * length
         for i in whole:
             weights[i] += idle * placements[i].gpus / gpus
     for i, pl in enumerate(placements):
-        per_replica = pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
-        spare = pl.replicas * (-(-per_replica // node) * node - per_replica)
-        weights[i] += spare * sum(h for h, length in zip(pl.segment_hours, lengths, strict=False)
+        weights[i] += _spare_gpus(pl, node) * sum(h for h, length in zip(pl.segment_hours, lengths, strict=False)
                                   if h > 0 and not runs_whole_segment(h, length))
     return weights
 
@@ -134,8 +137,7 @@ def idle_machines(plan: Plan) -> list[IdleMachines]:
                                       tuple(sorted({pl.workload for pl in shared})), round(idle_hours * rate, 2)))
         for pl in placements:
             if not _always_on(pl) and (idle := _own_idle_gpu_hours(pl, pool.gpus_per_node)) > 0:
-                per_replica = pl.gpus_per_replica or pl.gpus // max(pl.replicas, 1)
-                machines = pl.replicas * -(-per_replica // pool.gpus_per_node)
+                machines = own_machines(pl.replicas, gpus_per_replica(pl), pool.gpus_per_node)
                 found.append(IdleMachines(pool.pool, pool.gpu, machines, pl.gpus, pool.gpus_per_node,
                                           (pl.workload,), round(idle * rate, 2)))
     return sorted(found, key=lambda m: (-m.idle_usd_per_month, m.pool))

@@ -67,7 +67,7 @@ def own_machines(replicas: int, gpus_per_replica: int, gpus_per_node: int) -> in
     return replicas * whole_machines(gpus_per_replica, max(gpus_per_node, 1))
 
 
-def _gpus_per_replica(pl: Placement) -> int:
+def gpus_per_replica(pl: Placement) -> int:
     """A placement's replica size (a plan of format 2 may leave it out: its GPUs over its replicas)."""
     return pl.gpus_per_replica or (pl.gpus // pl.replicas if pl.replicas else 0)
 
@@ -96,7 +96,7 @@ def segment_machines(placements: Iterable[Placement], lengths: Sequence[float],
             whole_gpus[pl.pool] = [0] * n
             own[pl.pool] = ([0] * n, [0.0] * n)
         whole, (running, hours_of) = whole_gpus[pl.pool], own[pl.pool]
-        machines = own_machines(pl.replicas, _gpus_per_replica(pl), node)
+        machines = own_machines(pl.replicas, gpus_per_replica(pl), node)
         for s, hours in enumerate(pl.segment_hours):
             if runs_whole_segment(hours, lengths[s]):
                 whole[s] += pl.gpus
