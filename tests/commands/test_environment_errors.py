@@ -168,3 +168,21 @@ def test_a_reader_that_leaves_early_gets_no_traceback_and_the_plan_file_is_kept(
     assert process.wait(timeout=120) == 1
     assert "Traceback" not in err and "internal error" not in err and "Broken pipe" not in err, err
     assert json.loads(out.read_text())["inventory"] == "enterprise"
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--metric", "auc=nan", "metric 'auc=nan' is not METRIC=NUMBER"),
+    ("--metric", "auc=high", "metric 'auc=high' is not METRIC=NUMBER"),
+    ("--metric", "auc", "metric 'auc' is not METRIC=NUMBER"),
+    ("--dataset", "claims", "dataset 'claims' is not NAME=DIGEST"),
+])
+def test_bundle_create_refuses_a_value_it_cannot_record(tmp_path: Path, option: str, value: str,
+                                                       message: str) -> None:
+    """A manifest's evaluation holds finite numbers only: `--metric auc=nan` is a usage error, no manifest."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "weights.bin").write_bytes(b"w")
+    result = run_cli("bundle", "create", str(bundle), "--model", "m", "--version", "1", "--source-commit", "abc",
+                     option, value)
+    assert result.code == 2 and message in result.stderr, result.output
+    assert not (bundle / "manifest.json").exists()

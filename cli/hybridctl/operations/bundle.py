@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hybridctl.errors import UsageError
-
 if TYPE_CHECKING:
     from hybridctl.core.deploy.bundle import BundleManifest, BundleVerification
     from hybridctl.drivers.bundle import KeyPairInfo, SignatureInfo
@@ -19,28 +17,15 @@ def keygen(private_key: Path, public_key: Path, passphrase: bytes | None) -> Key
     return generate_keypair(private_key, public_key, passphrase=passphrase)
 
 
-def _pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
-    """NAME=VALUE options, each split once."""
-    out = []
-    for value in values:
-        name, sep, rest = value.partition("=")
-        if not sep or not name or not rest:
-            raise UsageError(f"--{what} {value!r}: expected NAME=VALUE")
-        out.append((name, rest))
-    return out
-
-
 def create(bundle_dir: Path, *, model: str, version: str, source_commit: str, datasets: Sequence[str],
            metrics: Sequence[str], rollback_to: str | None, source_dir: Path | None) -> BundleManifest:
     """The manifest written for `--dataset NAME=DIGEST` and `--metric NAME=VALUE` (a number)."""
-    from hybridctl.core.deploy.bundle import DatasetDigest
+    from hybridctl.core.deploy.bundle import parse_dataset_digest, parse_metric
     from hybridctl.drivers.bundle import create_bundle
 
-    try:
-        evaluation = {name: float(value) for name, value in _pairs(metrics, "metric")}
-    except ValueError:
-        raise UsageError("--metric values must be numbers, e.g. --metric accuracy=0.93") from None
-    digests = [DatasetDigest(name=name, digest=digest) for name, digest in _pairs(datasets, "dataset")]
+    # the core's readers: a metric must be a finite number (`accuracy=nan` was written into a manifest)
+    evaluation = dict(parse_metric(text) for text in metrics)
+    digests = [parse_dataset_digest(text) for text in datasets]
     return create_bundle(bundle_dir, model=model, version=version, source_commit=source_commit,
                          datasets=digests, evaluation=evaluation, rollback_to=rollback_to, source_dir=source_dir)
 
