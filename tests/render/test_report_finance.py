@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from hybridctl.core.failover.drill import drill
-from hybridctl.core.failover.scenario import parse_scenarios
+from hybridctl.core.failover.scenario import parse_scenario_file
 from hybridctl.core.failover.serialize import drill_to_dict
 from hybridctl.core.placement.planner import plan
 from hybridctl.drivers.inventory_files import load_inventory
@@ -40,7 +40,7 @@ def test_budget_idle_and_prices(hospital) -> None:
 
 def test_the_scenarios_cash_and_the_plan_date_are_on_the_page(hospital) -> None:
     inventory, result = hospital
-    scenarios = parse_scenarios((DATA / "hospital-drills.yaml").read_text(), "hospital-drills.yaml")
+    scenarios = parse_scenario_file((DATA / "hospital-drills.yaml").read_text(), "hospital-drills.yaml")[0]
     report = drill(inventory, result, scenarios)
     view = drill_view(json.dumps(drill_to_dict(report)), "drill.json")
     html = render_report(result, drill=view, planned_on="2026-11-26")

@@ -101,7 +101,7 @@ class TestExpectedLoss:
         # there was room at dc, but it starts nowhere else
         assert camera.status is Status.DOWN and camera.expected_loss and camera.meets_rto is None
         assert "survives_site_loss: false" in camera.reason
-        assert [i.workload for i in result.expected_losses] == ["camera"]
+        assert [i.workload for i in result.impacts if i.expected_loss] == ["camera"]
         assert result.passed and result.gate_failures == []
 
     def test_a_workload_that_survives_is_moved(self) -> None:

@@ -11,7 +11,7 @@ from failover_helpers import inventory, onprem, pool, two_sites_inventory, workl
 from hybridctl.core.failover.drill import drill
 from hybridctl.core.failover.events import Event, EventKind, parse_events
 from hybridctl.core.failover.plan_steps import plain_steps
-from hybridctl.core.failover.scenario import Scenario, ScenarioError, parse_scenarios
+from hybridctl.core.failover.scenario import Scenario, ScenarioError, parse_scenario_file
 from hybridctl.core.failover.serialize import (
     RunbookFileError,
     drill_to_dict,
@@ -120,6 +120,6 @@ class TestScenarioFileLines:
     ])
     def test_errors_point_at_the_offending_line(self, text: str, line: int, message: str) -> None:
         with pytest.raises(ScenarioError) as caught:
-            parse_scenarios(textwrap.dedent(text), "drills.yaml")
+            parse_scenario_file(textwrap.dedent(text), "drills.yaml")[0]
         assert caught.value.location is not None and caught.value.location.line == line
         assert message in caught.value.message

@@ -10,7 +10,7 @@ from hybridctl.core.failover.events import EventKind
 from hybridctl.core.failover.scenario import (
     ScenarioError,
     check_scenarios,
-    parse_scenarios,
+    parse_scenario_file,
     standard_scenarios,
 )
 from hybridctl.core.inventory.yamlsource import YamlError
@@ -30,7 +30,7 @@ def inv():
 
 
 def parse(text: str) -> list:
-    return parse_scenarios(textwrap.dedent(text).lstrip(), "drills.yaml")
+    return parse_scenario_file(textwrap.dedent(text).lstrip(), "drills.yaml")[0]
 
 
 class TestFile:
@@ -69,7 +69,7 @@ class TestFile:
     ])
     def test_errors_name_the_line_and_fail_with_exit_1(self, text: str, line: int, message: str) -> None:
         with pytest.raises(ScenarioError) as caught:
-            parse_scenarios(text, "drills.yaml")
+            parse_scenario_file(text, "drills.yaml")[0]
         assert caught.value.exit_code is ExitCode.FAILED
         assert caught.value.location is not None and caught.value.location.line == line
         assert caught.value.location.file == "drills.yaml"
@@ -77,7 +77,7 @@ class TestFile:
 
     def test_broken_yaml_is_located_too(self) -> None:
         with pytest.raises(YamlError) as caught:
-            parse_scenarios("version: 1\nscenarios:\n  - name: [x\n", "drills.yaml")
+            parse_scenario_file("version: 1\nscenarios:\n  - name: [x\n", "drills.yaml")[0]
         assert caught.value.location is not None and caught.value.location.line is not None
 
     def test_an_unknown_pool_is_reported_where_the_event_was_written(self, inv) -> None:
@@ -95,8 +95,8 @@ class TestFile:
         assert caught.value.exit_code is ExitCode.FAILED
 
     def test_names_must_be_unique_across_files(self, inv) -> None:
-        one = parse_scenarios("version: 1\nscenarios: [{name: x, events: [site-lost dc-a]}]\n", "a.yaml")
-        two = parse_scenarios("version: 1\nscenarios: [{name: x, events: [site-lost aws]}]\n", "b.yaml")
+        one = parse_scenario_file("version: 1\nscenarios: [{name: x, events: [site-lost dc-a]}]\n", "a.yaml")[0]
+        two = parse_scenario_file("version: 1\nscenarios: [{name: x, events: [site-lost aws]}]\n", "b.yaml")[0]
         with pytest.raises(ScenarioError, match=r"'x' is defined twice \(a.yaml:2:\d+ and b.yaml:2:\d+\)"):
             check_scenarios(one + two, inv)
 

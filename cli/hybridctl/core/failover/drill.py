@@ -71,10 +71,6 @@ class ScenarioResult:
         return self.with_status(Status.DOWN)
 
     @property
-    def expected_losses(self) -> list[WorkloadImpact]:
-        return [i for i in self.impacts if i.expected_loss]
-
-    @property
     def usd_per_month_delta(self) -> float:
         return cost_change(self.usd_per_month_before, self.usd_per_month_after)
 

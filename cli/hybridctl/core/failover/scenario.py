@@ -86,11 +86,6 @@ def _event(item: Value, where: Location, number: int) -> Event:
         raise ScenarioError(f"{exc.message}", location=where, hint=exc.hint) from None
 
 
-def parse_scenarios(text: str, filename: str) -> list[Scenario]:
-    """The scenarios of one file, checked for form (not yet against an inventory)."""
-    return parse_scenario_file(text, filename)[0]
-
-
 def parse_scenario_file(text: str, filename: str) -> tuple[list[Scenario], FileChoices]:
     """The scenarios of one file, and its choice of built-ins and expectations, checked for form."""
     root, source_map = load_yaml(text, filename)
