@@ -12,16 +12,25 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes CI can rely on. Documented in the README."""
+    """Exit codes CI can rely on. Documented in docs/commands.md (Exit codes)."""
 
     OK = 0
     FAILED = 1  # invalid inventory, infeasible plan, failed step
-    USAGE = 2  # bad arguments, unreadable file, missing prerequisite; with --detailed-exitcode: changes
+    USAGE = 2  # bad arguments, unreadable file, missing prerequisite
     LOCKED = 3  # the state is locked by another run
     REFUSED = 4  # stale plan, no approval, not applied yet
 
 
-CHANGES = ExitCode.USAGE  # with --detailed-exitcode, as Terraform does
+# With --detailed-exitcode, as Terraform: 0 nothing changed, CHANGES something did, and ExitCode.FAILED
+# for every error (usage, locked, refused, a bug alike: commands/app.py run), so that CI can tell a
+# change from a broken job.
+CHANGES = 2
+
+
+class ChangesFound(Exception):
+    """With --detailed-exitcode: the command succeeded and something changed (exit CHANGES). An exception
+    of its own rather than typer.Exit(2), which is also how click ends on its own usage errors: only this
+    one leaves the CLI's edge as 2 under --detailed-exitcode."""
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from typing import NoReturn
 import typer
 
 from hybridctl import __version__, exiting
-from hybridctl.errors import ExitCode, HybridctlError, environment_problem
+from hybridctl.errors import CHANGES, ChangesFound, ExitCode, HybridctlError, environment_problem
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in hybridctl, not a user mistake
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): not an error, so --detailed-exitcode keeps it too
 
 app = typer.Typer(
     name="hybridctl",
@@ -56,20 +57,40 @@ def _register() -> None:
     from hybridctl.commands import state_cmds  # noqa: F401
 
 
+DETAILED_EXITCODE = "--detailed-exitcode"
+
+
+def _detailed_exitcode(args: list[str]) -> bool:
+    """--detailed-exitcode among the options, read from the words themselves: a usage error (an unknown
+    option, a bad value) stops click before any command sees its parsed options. After `--` every word
+    is an argument."""
+    options = args[:args.index("--")] if "--" in args else args
+    return any(word == DETAILED_EXITCODE or word.startswith(DETAILED_EXITCODE + "=") for word in options)
+
+
 def run(argv: list[str] | None = None) -> None:
     _register()
+    args = sys.argv[1:] if argv is None else list(argv)
+    # with --detailed-exitcode, 2 means changes and nothing else: every error exits 1, as Terraform's does
+    detailed = _detailed_exitcode(args)
     command = typer.main.get_command(app)
     try:
         # standalone mode: typer renders usage errors (exit 2) and turns typer.Exit into the exit code
-        command.main(args=argv, prog_name="hybridctl", standalone_mode=True)
+        command.main(args=args, prog_name="hybridctl", standalone_mode=True)
+    except SystemExit as exit_:  # every command's end: done, interrupted, failed, or a click usage error (2)
+        if isinstance(exit_.code, int) and exit_.code not in (0, INTERRUPTED):
+            sys.exit(_error_exit(exit_.code, detailed))
+        raise
+    except ChangesFound:
+        sys.exit(CHANGES)
     except HybridctlError as error:
         from hybridctl.render.errors import render_error
 
         render_error(error)
-        sys.exit(int(error.exit_code))
+        sys.exit(_error_exit(int(error.exit_code), detailed))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except BrokenPipeError:  # `hybridctl plan | head`: the reader left; nothing more to say to it
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -81,14 +102,19 @@ def run(argv: list[str] | None = None) -> None:
 
         problem = environment_problem(error)
         render_error(problem)
-        sys.exit(int(problem.exit_code))
+        sys.exit(_error_exit(int(problem.exit_code), detailed))
     except Exception as error:  # a bug: say so plainly, keep the traceback for those who ask
         if os.environ.get("HYBRIDCTL_DEBUG"):
             raise
         print(f"hybridctl: internal error: {type(error).__name__}: {error}\n"
               "hint: this is a bug in hybridctl; rerun with HYBRIDCTL_DEBUG=1 and report the traceback",
               file=sys.stderr)
-        sys.exit(INTERNAL_ERROR)
+        sys.exit(_error_exit(INTERNAL_ERROR, detailed))
+
+
+def _error_exit(code: int, detailed: bool) -> int:
+    """An error's exit code: its own, or 1 for every error under --detailed-exitcode."""
+    return int(ExitCode.FAILED) if detailed else code
 
 
 def run_and_exit() -> NoReturn:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hybridctl.core.plan.model import Plan
-from hybridctl.errors import CHANGES, ExitCode
+from hybridctl.errors import ChangesFound, ExitCode
 from hybridctl.exiting import leave_to_exit
 from hybridctl.operations.common import (
     BACKGROUND_CHECK_PLACEMENTS,
@@ -215,5 +215,5 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
         view.note(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
     # a change is placements, pools, cost (to the cent) or the stack configuration
     if detailed_exitcode and (diff is None or diff.has_changes or any(r.action != "same" for r in cloud.rows)):
-        return CHANGES
+        raise ChangesFound
     return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from hybridctl.core.deploy.steps import Step, StepKind, make_step
 from hybridctl.drivers.ansible import PlaybookResult, SshOptions
 from hybridctl.drivers.state import Deployed, State, StateStore
-from hybridctl.errors import CHANGES, ExitCode, HybridctlError, PrerequisiteError, RefusedError
+from hybridctl.errors import ChangesFound, ExitCode, HybridctlError, PrerequisiteError, RefusedError
 from hybridctl.render.terminal import Terminal
 
 _CLOUD = (StepKind.CLOUD_POOLS, StepKind.CLUSTER_QUEUES)
@@ -235,10 +235,12 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
             render_running_now(view.out, now)
         render_model_versions(view.out, models or [])
     models_differ = any(m["state"] not in ("as planned", "unknown") for m in models or [])
-    if ((report is not None and report.found) or models_differ) and detailed_exitcode:
-        return int(CHANGES)
+    # a check that failed (a host unreachable) fails status, drift found elsewhere or not: with
+    # --detailed-exitcode, 2 says everything was checked and something drifted
     if (report is not None and report.errors) or any(m["state"] == "unknown" for m in models or []):
         return int(ExitCode.FAILED)
+    if ((report is not None and report.found) or models_differ) and detailed_exitcode:
+        raise ChangesFound
     return 0
 
 
