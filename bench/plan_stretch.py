@@ -3,7 +3,7 @@
 Run:  .venv/bin/python bench/plan_stretch.py [--workloads 100000] [--pools 1000] [--seed 1] [--time-limit 30] [--cli]
 
 In this process: generate the seeded revision-2 inventory (bench/inventory_gen.py), write it,
-load it as the CLI does (parse, in two processes, validate, checks; its CPU time counts both), plan it with the default options (or the
+load it as the CLI does (parse, validate, checks), plan it with the default options (or the
 given time limit), and check the plan with the independent checker. Prints, as a markdown
 table, the wall and CPU time of loading, of planning and of both (end to end), the solver's
 status and method, its objective, the bound it proved and the gap between them, unplaced
@@ -44,7 +44,6 @@ def main() -> None:
     from hybridctl.core.checker.check import check_plan
     from hybridctl.core.placement.planner import PlanOptions, plan
     from hybridctl.drivers.inventory_files import load_inventory
-    from hybridctl.drivers.yamlbeside import load_plain_beside
     from inventory_gen import generate, to_yaml
 
     cli_rows: list[tuple[str, str]] = []
@@ -54,7 +53,7 @@ def main() -> None:
         if args.cli:
             cli_rows = _cli(path, Path(tmp))
         began, began_cpu, began_children = time.perf_counter(), time.process_time(), _children_cpu_s()
-        inventory = load_inventory(path, plain=load_plain_beside).inventory  # as `plan` parses: in two processes
+        inventory = load_inventory(path).inventory
         load_wall = time.perf_counter() - began
         load_cpu = time.process_time() - began_cpu + _children_cpu_s() - began_children
     options = PlanOptions() if args.time_limit is None else PlanOptions(time_limit_s=args.time_limit)

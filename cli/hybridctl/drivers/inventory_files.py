@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hybridctl.core.inventory.documents import PlainLoader, Source
+from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import LoadedInventory, load_sources
-from hybridctl.core.inventory.yamlsource import load_plain
 from hybridctl.drivers.filereader import INVENTORY_FILE_LIMIT, read_utf8
 from hybridctl.errors import Location, UsageError
 
@@ -40,6 +39,6 @@ def _read_file(file: Path, *, in_directory: bool) -> str:
         raise UsageError(f"{file}: cannot read: {exc.strerror}", location=Location(str(file))) from None
 
 
-def load_inventory(path: Path, *, feasibility: bool = True, plain: PlainLoader = load_plain) -> LoadedInventory:
+def load_inventory(path: Path, *, feasibility: bool = True) -> LoadedInventory:
     """The inventory at `path`, read and then loaded by the core (load_sources: its arguments' meaning)."""
-    return load_sources(read_inventory_sources(path), feasibility=feasibility, plain=plain)
+    return load_sources(read_inventory_sources(path), feasibility=feasibility)

@@ -134,11 +134,10 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     from hybridctl.drivers.background import Background
     from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.state import applied_plan
-    from hybridctl.drivers.yamlbeside import load_plain_beside
     from hybridctl.operations.cloud_changes import config_diff, pulumi_preview
     from hybridctl.operations.week import planning_week
 
-    loaded = load_inventory(inventory, feasibility=False, plain=load_plain_beside)
+    loaded = load_inventory(inventory, feasibility=False)
     # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
     # and the inventory's digest run in a forked child beside the planner; when the checks fail, they
     # are reported exactly as loading reports them and the plan is dropped unseen. A small inventory

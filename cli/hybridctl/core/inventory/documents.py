@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hybridctl.core.inventory.diagnostics import Diagnostics, InvalidInventoryError
@@ -75,19 +74,14 @@ class Locator:
         return best
 
 
-# load_plain, or what does its work faster (the same values: drivers/yamlbeside.py parses a large file
-# in two processes)
-PlainLoader = Callable[[str], Value | None]
-
-
-def merge_documents(sources: list[Source], plain: PlainLoader = load_plain) -> Locator:
+def merge_documents(sources: list[Source]) -> Locator:
     """Parse each file and concatenate their top-level lists; scalars must agree across files.
     Without positions when every file is well formed (the common case, three times faster on a
     large inventory); the locator reads them if a diagnostic asks, and any problem here is
     reported by the located parse, at its line."""
     root: dict[str, Value] = {}
     for source in sources:
-        document = plain(source.text)
+        document = load_plain(source.text)
         if not isinstance(document, dict):
             return _merge_located(sources)
         for key, value in document.items():

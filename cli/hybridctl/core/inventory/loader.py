@@ -16,12 +16,10 @@ from hybridctl.core.inventory.diagnostics import Diagnostic, Diagnostics, Invali
 from hybridctl.core.inventory.documents import (
     Locator,
     Path_,
-    PlainLoader,
     Source,
     merge_documents,
 )
 from hybridctl.core.inventory.models import SUPPORTED_VERSIONS, Inventory
-from hybridctl.core.inventory.yamlsource import load_plain
 
 
 @dataclass(frozen=True)
@@ -168,12 +166,12 @@ def validate_document(locator: Locator) -> Inventory:
         raise InvalidInventoryError([_diagnostic_for(e, locator) for e in exc.errors(include_url=False)]) from None
 
 
-def load_sources(sources: list[Source], *, feasibility: bool = True, plain: PlainLoader = load_plain) -> LoadedInventory:
+def load_sources(sources: list[Source], *, feasibility: bool = True) -> LoadedInventory:
     """Parse, merge, validate against the models and run the semantic checks (with feasibility=False,
     all but the feasibility checks, which `check_feasible` then runs)."""
     from hybridctl.core.inventory.checks import check_inventory
 
-    locator = merge_documents(sources, plain)
+    locator = merge_documents(sources)
     try:
         inventory = validate_document(locator)
     except InvalidInventoryError as refused:
