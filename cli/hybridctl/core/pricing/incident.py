@@ -8,13 +8,18 @@ committed capacity lost is shown beside it (GPUs and what they still cost). Each
 share of the pay-per-use machines it runs on (shares.py: its compute there and the rounding it carries)
 plus its data movement; the parts of a plan are rounded together to its pay-per-use + data (cents.py),
 so the workloads' changes, and the teams', add up to the plan's change to the cent.
+
+Revision 4 splits the change in two (every view reads the split here): the **work stopped**, what the
+workloads that ran before and run nowhere now paid before (each named), and the **extra spend**, the
+change of every other workload: what the fleet pays more (or less) to keep running. A fall in cash that
+is only work stopped is no saving, and no view may show it as one.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.pricing.cents import allocate_cents, to_cents
@@ -55,10 +60,24 @@ class CashChange:
     after_usd_per_month: float  # the incident plan's cash: the committed cost as before, lost capacity included
     by_workload: Mapping[str, float]  # the workloads whose cash changes (non-zero), adding up to usd_per_month
     lost: tuple[LostCommitted, ...]
+    # the workloads down (ran before, run nowhere now), each with the cash it paid before (0 on committed
+    # capacity alone): the work stopped, a fall of cash that is no saving
+    stopped: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def usd_per_month(self) -> float:
         return round(self.after_usd_per_month - self.before_usd_per_month, 2)
+
+    @property
+    def stopped_usd_per_month(self) -> float:
+        """The cash of the work stopped (≥ 0): the change falls by this much because work no longer runs."""
+        return sum(to_cents(usd) for usd in self.stopped.values()) / 100
+
+    @property
+    def extra_usd_per_month(self) -> float:
+        """The extra spend: the change of the work that keeps running (moved, added, or sharing machines with
+        it); with the work stopped, usd_per_month = extra_usd_per_month − stopped_usd_per_month, to the cent."""
+        return (to_cents(self.usd_per_month) + to_cents(self.stopped_usd_per_month)) / 100
 
     @property
     def lost_gpus(self) -> int:
@@ -95,6 +114,9 @@ def cash_change(before: Plan, after: Plan, before_cents: Mapping[str, int] | Non
     now = cash_by_workload(after) if after_cents is None else after_cents
     by_workload = {w: (now.get(w, 0) - was.get(w, 0)) / 100 for w in sorted(set(was) | set(now))
                    if now.get(w, 0) != was.get(w, 0)}
+    # a workload has a line in cash_by_workload exactly when it is placed: one that had a line and has none
+    # now runs nowhere
+    stopped = {w: was[w] / 100 for w in sorted(set(was) - set(now))}
     start = to_cents(before.cash_usd_per_month)
     end = start + bought_by_use_cents(after) - bought_by_use_cents(before)
-    return CashChange(start / 100, end / 100, by_workload, lost_committed(before, after))
+    return CashChange(start / 100, end / 100, by_workload, lost_committed(before, after), stopped)
