@@ -27,7 +27,7 @@ from hybridctl.core.failover.scope import Scope, demands_of, replan_week
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.nameindex import by_name
-from hybridctl.core.placement.eligibility import Demand, demands, pool_infos
+from hybridctl.core.placement.eligibility import Demand, PriceCap, demands, pool_infos
 from hybridctl.core.placement.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
 from hybridctl.core.placement.tiers import TIER_ORDER, Tier
 from hybridctl.core.placement.units import TIER_WEIGHT
@@ -92,8 +92,9 @@ def _placed(result: Plan) -> dict[str, int]:
 
 
 def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], before: Plan,
-            run_memo: RunMemo) -> Plan:
-    """Mark fallback placements, explain what was left unplaced, and show pools by their real GPU."""
+            run_memo: RunMemo, caps: Mapping[str, PriceCap]) -> Plan:
+    """Mark fallback placements, explain what was left unplaced, and show pools by their real GPU. `caps`: the
+    price ceilings of the burst and opportunistic work (Scope.price_caps), named where the cheaper pools are full."""
     placements = tuple(dataclasses.replace(p, degraded=True) if (p.demand or p.workload) in degraded else p
                        for p in result.placements) if degraded else result.placements
     shrunk = {c.pool: c for c in disruption.pool_changes if c.capacity_after < c.capacity_before}
@@ -118,6 +119,9 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
                 reason = f"{reason}; it ran in {ran}"
         if key in degraded and key not in disruption.down:
             reason = f"even in its fallback shape ({degraded[key]}): {reason}"
+        if key in caps and "failover_max_price_ratio" not in reason:
+            # its cheaper pools are full: the dearer ones it would rent are what the ratio keeps it from
+            reason = f"{reason}; deferred rather than moved to a dearer pool: {caps[key]}"
         unplaced.append(dataclasses.replace(u, reason=reason))
     # federated trainers whose data site is lost have no demand left to be unplaced: list them here
     listed = {u.demand or u.workload for u in unplaced}
@@ -223,7 +227,11 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
                 candidates = {k: d for k, d in candidates.items() if k not in useless}
     result, chosen = best
     degraded = {k: describe_fallback(d.workload) for k, d in chosen.items()}
-    return Replan(disruption, applied, _finish(result, disruption, degraded, applied, run_memo), degraded, passes)
+    waiting = {u.workload for u in result.unplaced if u.tier != Tier.FIXED.value}
+    caps = scope.price_caps(compress(applied.placements, map(waiting.__contains__,
+                                                             map(attrgetter("workload"), applied.placements))))
+    return Replan(disruption, applied, _finish(result, disruption, degraded, applied, run_memo, caps), degraded,
+                  passes)
 
 
 def replanned_inventory(result: Replan, run_memo: RunMemo | None = None) -> Inventory:
