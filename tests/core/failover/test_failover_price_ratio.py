@@ -117,6 +117,6 @@ def test_when_the_cheaper_pools_are_full_the_reason_still_names_the_ratio() -> N
     after = replan(inventory, base, parse_events(["site-lost dc-a"])).after
     (waiting,) = after.unplaced
     assert waiting.workload == "embed"
-    assert waiting.reason.endswith("; deferred rather than moved to a dearer pool: in a failover it moves only to a "
+    assert waiting.reason.endswith("; deferred rather than rent spot-l4 at $2.10/GPU-hour: in a failover it moves only to a "
                                    "pool of at most $1.40/GPU-hour (policies.failover_max_price_ratio 2 × the $0.70 "
                                    "it paid in the applied plan)")

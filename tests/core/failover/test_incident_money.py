@@ -23,7 +23,7 @@ from hybridctl.core.failover.serialize import drill_to_json, runbook_to_dict
 from hybridctl.core.pricing.cents import to_cents
 from hybridctl.render.failover import cash_text, delta_text, drill_markdown, rto_text, runbook_markdown
 from hybridctl.render.report import drill_view, render_report
-from support.cases import cash_inventory, cloud, rented, solve, work
+from support.cases import cash_inventory, cloud, owned, rented, solve, work
 from support.failover_runs import failed_over
 
 JOBS = {"job-100": 100, "job-200": 200, "job-300": 300, "job-400": 400}
@@ -122,3 +122,19 @@ class TestADownWorkloadNeverMeetsItsRto:
         inventory, base = fleet
         result = run_scenario(inventory, base, Scenario("cloud-a-lost", SITE_LOST), FailoverOptions())
         assert result.lost and "met" not in rto_text(result).replace("missed", "")
+
+
+def test_a_workload_left_with_fewer_replicas_stops_the_cash_of_the_ones_it_lost() -> None:
+    # svc: one replica on the owned L4 (committed: no cash), one rented at cloud-a (730 × $0.8049 = $587.58);
+    # losing cloud-a leaves it one replica: the $587.58 is work stopped, not a saving
+    inventory = cash_inventory(
+        [{"name": "dc", "kind": "onprem", "jurisdiction": "EU", "egress_usd_per_gb": 0.0, "latency_ms": {"users": 10},
+          "pools": [owned("dc-l4", "L4", 1, 0.70)]},
+         cloud("cloud-a", "EU", rented("a-l4", "L4", "g6.xlarge", 8, 0.8049))],
+        [work("svc", types=["L4"], replicas=2, hours=730, kind="realtime_inference")])
+    base = solve(inventory)
+    runbook, _ = failed_over(inventory, base, SITE_LOST)
+    (svc,) = runbook.impacts
+    assert (svc.status.value, svc.replicas_running) == ("degraded", 1)
+    assert dict(runbook.cash.stopped) == {"svc": 587.58}
+    assert (runbook.cash.usd_per_month, runbook.cash.extra_usd_per_month) == (-587.58, 0.0)
