@@ -78,7 +78,8 @@ class ScenarioResult:
 
     @property
     def work_stopped(self) -> Mapping[str, float]:
-        """The workloads down, each with the cash it paid before (incident.py)."""
+        """The work stopped: each workload down or left with fewer replicas, with the cash it no longer pays
+        (incident.py)."""
         return self.cash.stopped if self.cash is not None else {}
 
     @property

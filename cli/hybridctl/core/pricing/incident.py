@@ -12,8 +12,8 @@ so the workloads' changes, and the teams', add up to the plan's change to the ce
 Revision 4 splits the change in two (every view reads the split here): the **work stopped**, the cash the
 replicas that no longer run paid before (each workload named: all of it for a workload down, the fall of
 its cash for one that runs fewer replicas), and the **extra spend**, the rest of the change: what the fleet
-pays more (or less) to keep the rest running. A fall in cash that
-is only work stopped is no saving, and no view may show it as one.
+pays more (or less) to keep the rest running. A fall in cash that is only work stopped is no saving, and no
+view may show it as one.
 """
 
 from __future__ import annotations
