@@ -44,6 +44,6 @@ def test_the_scenarios_cash_and_the_plan_date_are_on_the_page(hospital) -> None:
     report = drill(inventory, result, scenarios)
     view = drill_view(json.dumps(drill_to_dict(report)), "drill.json")
     html = render_report(result, drill=view, planned_on="2026-11-26")
-    assert "main-dc-lost: +$5,840.00/month (2 committed GPU(s) lost, $1,460.00/month still paid)" in html
-    assert "annex-halved: ±$0.00/month (1 committed GPU(s) lost, $1,095.00/month still paid)" in html
+    assert "main-dc-lost: +$5,840.00/month (+$5,840.00 extra spend) (2 committed GPU(s) lost, $1,460.00/month still paid)" in html
+    assert "annex-halved: ±$0.00/month (±$0.00 extra spend) (1 committed GPU(s) lost, $1,095.00/month still paid)" in html
     assert 'data-figure="planned-on">2026-11-26<' in html

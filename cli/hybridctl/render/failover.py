@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -27,11 +29,24 @@ def signed_usd(value: float) -> str:
     return f"{'+' if value > 0 else '−' if value < 0 else '±'}${abs(value):,.2f}"
 
 
+def split_text(extra_usd: float, stopped_usd: float, stopped: Mapping[str, float]) -> str:
+    """An incident's cash change split as the spec says: the extra spend beside the work stopped, each stopped
+    workload named with the cash it paid (pricing/incident.py), so a fall that is only work stopped never reads
+    as a saving."""
+    text = f"{signed_usd(extra_usd)} extra spend"
+    if stopped:
+        text += (f", {'−' if stopped_usd else ''}{usd(stopped_usd)} of work stopped ("
+                 + ", ".join(f"{w} {usd(v)}" for w, v in stopped.items()) + ")")
+    return text
+
+
 def cash_text(runbook: Runbook) -> str:
-    """The cost line of a runbook: the change in cash, beside the committed capacity lost (still paid)."""
+    """The cost line of a runbook: the change in cash, split into extra spend and work stopped, beside the
+    committed capacity lost (still paid)."""
     cash = runbook.cash
     text = (f"{usd(cash.before_usd_per_month)} → {usd(cash.after_usd_per_month)}/month in cash "
-            f"({signed_usd(cash.usd_per_month)})")
+            f"({signed_usd(cash.usd_per_month)}: "
+            f"{split_text(cash.extra_usd_per_month, cash.stopped_usd_per_month, cash.stopped)})")
     if cash.lost:
         text += (f"; committed capacity lost: {cash.lost_gpus} GPU{'s' * (cash.lost_gpus != 1)} "
                  f"({usd(cash.lost_usd_per_month)}/month, still paid)")
@@ -144,10 +159,12 @@ def runbook_markdown(runbook: Runbook) -> str:
 
 
 def delta_text(r: ScenarioResult) -> str:
-    """A scenario's change in cash, beside the committed capacity it loses (still paid)."""
-    lost = (f" ({r.committed_lost_gpus} GPU{'s' * (r.committed_lost_gpus != 1)} lost, "
-            f"{usd(r.committed_lost_usd_per_month)} still paid)") if r.committed_lost_gpus else ""
-    return signed_usd(r.usd_per_month_delta) + lost
+    """A scenario's change in cash, split into extra spend and work stopped, beside the committed capacity it
+    loses (still paid)."""
+    lost = (f"; {r.committed_lost_gpus} GPU{'s' * (r.committed_lost_gpus != 1)} lost, "
+            f"{usd(r.committed_lost_usd_per_month)} still paid") if r.committed_lost_gpus else ""
+    return (f"{signed_usd(r.usd_per_month_delta)} ("
+            f"{split_text(r.extra_usd_per_month, r.stopped_usd_per_month, r.work_stopped)}{lost})")
 
 
 def over_budget_text(r: ScenarioResult) -> str:
@@ -162,11 +179,16 @@ def over_budget_text(r: ScenarioResult) -> str:
 
 
 def rto_text(r: ScenarioResult) -> str:
-    """The RTO column, as the gate judges it: fixed-tier workloads down or back late are misses."""
+    """The RTO column, as the gate judges it: fixed-tier workloads down or back late are misses. "met" only when
+    no workload is down nor back late: a workload down never reads as met, even when it is an expected loss
+    or of a tier the gate does not judge."""
     fixed = {i.workload for i in r.unexpected_fixed_losses} | {i.workload for i in r.rto_misses if i.tier == "fixed"}
-    others = [i for i in r.rto_misses if i.tier != "fixed"]
-    text = f"{len(fixed)} fixed missed" if fixed else "met"
-    return text + (f" ({len(others)} other tier(s) missed, not gated)" if others else "")
+    expected = {i.workload for i in r.lost if r.expected(i)}
+    others = ({i.workload for i in r.rto_misses if i.tier != "fixed"}
+              | {i.workload for i in r.lost if i.tier != "fixed"}) - expected
+    parts = [f"{len(fixed)} fixed missed" if fixed else "", f"{len(expected)} down, expected" if expected else "",
+             f"{len(others)} other tier(s) down or late, not gated" if others else ""]
+    return "; ".join(filter(None, parts)) or "met"
 
 
 def _result_cells(r: ScenarioResult, timed: bool = False) -> list[str]:

@@ -19,6 +19,7 @@ from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.summary import objective_note, summarize
 from hybridctl.core.pricing.showback import placement_costs
 from hybridctl.errors import HybridctlError
+from hybridctl.render.failover import split_text
 from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart
 from hybridctl.render.report_finance import budget_text, finance_view, tiers_used
@@ -57,6 +58,15 @@ class DrillRow:
     over_budget_allowed_usd_per_month: float | None = None  # the scenario file's allowance; None: a warning only
     fixed_down: int = 0  # fixed-tier workloads that lose service, not expected: the gate's failures
     worst_segment: str = ""  # a timed drill's: the segment of the week where most is lost ("—": none)
+    # the cash change split (pricing/incident.py): extra spend, and the work stopped, each workload with its cash
+    extra_usd_per_month: float = 0.0
+    stopped_usd_per_month: float = 0.0
+    work_stopped: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def cash_split_text(self) -> str:
+        """The delta as every incident view shows it: extra spend beside the work stopped, each named."""
+        return split_text(self.extra_usd_per_month, self.stopped_usd_per_month, dict(self.work_stopped))
 
     @property
     def over_budget_text(self) -> str:
@@ -150,15 +160,23 @@ def drill_view(text: str, source: str) -> DrillView:
         misses = scenario.get("rto_misses") or []
         lost = scenario.get("committed_lost")
         lost = lost if isinstance(lost, dict) else {}
+        delta = _number(scenario.get("usd_per_month_delta")) or 0.0
+        extra = _number(scenario.get("usd_per_month_extra"))  # a drill file of before revision 4: all extra
+        stopped = scenario.get("work_stopped")
+        stopped = tuple((str(w), _number(v) or 0.0) for w, v in stopped.items()) if isinstance(stopped, dict) else ()
         rows.append(DrillRow(str(scenario.get("name")), str(scenario.get("description") or ""),
-                             bool(scenario.get("passed")), _number(scenario.get("usd_per_month_delta")) or 0.0,
+                             bool(scenario.get("passed")), delta,
                              _number(scenario.get("recovery_minutes")) or 0.0, min(rtos) if rtos else None,
-                             not misses and not scenario.get("unexpected_fixed_losses"), cells,
+                             # a workload down is never an RTO met, expected loss or not
+                             not misses and not scenario.get("unexpected_fixed_losses") and not scenario.get("lost"),
+                             cells,
                              int(_number(lost.get("gpus")) or 0), _number(lost.get("usd_per_month")) or 0.0,
                              _number(scenario.get("over_budget_usd_per_month")) or 0.0,
                              _number(scenario.get("over_budget_allowed_usd_per_month")),
                              len(scenario.get("unexpected_fixed_losses") or ()),
-                             _worst_segment(scenario.get("worst_segment"))))
+                             _worst_segment(scenario.get("worst_segment")),
+                             delta if extra is None else extra,
+                             _number(scenario.get("usd_per_month_work_stopped")) or 0.0, stopped))
     timed = any(isinstance(s, dict) and "worst_segment" in s for s in raw["scenarios"])
     return DrillView(str(raw.get("inventory", "")), bool(raw.get("passed")), tuple(sorted(touched)), tuple(rows),
                      timed)

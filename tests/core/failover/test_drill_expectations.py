@@ -53,7 +53,7 @@ class TestVerdictAgreesWithColumns:
         result = run_scenario(inv, plan(inv), _lost("dc-a", ScenarioExpectation(losses=["ocr"])), FailoverOptions())
         assert result.passed and result.gate_failures == []
         cells = _result_cells(result)
-        assert cells[2] == "ocr (fixed, expected)" and cells[6] == "met" and cells[5] == "—"
+        assert cells[2] == "ocr (fixed, expected)" and cells[6] == "1 down, expected" and cells[5] == "—"
 
 
 class TestOverBudget:

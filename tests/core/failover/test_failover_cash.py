@@ -74,7 +74,7 @@ class TestAnOwnedSiteLost:
         assert (result.usd_per_month_before, result.usd_per_month_after, result.usd_per_month_delta) == (
             27650.0, 27650.0, 0.0)
         assert (result.committed_lost_gpus, result.committed_lost_usd_per_month) == (1, 1095.0)
-        assert delta_text(result) == "±$0.00 (1 GPU lost, $1,095.00 still paid)"
+        assert delta_text(result) == "±$0.00 (±$0.00 extra spend; 1 GPU lost, $1,095.00 still paid)"
         assert result.usd_per_month_delta_by_team == ()
 
     def test_a_move_between_owned_pools_costs_no_cash(self, hospital) -> None:
@@ -92,7 +92,7 @@ def test_the_runbook_shows_cash_beside_the_capacity_lost_and_its_rows_add_up(hos
     assert runbook.usd_per_month_delta == 5840.0
     assert sum(i.usd_per_month_delta for i in runbook.impacts) + runbook.unlisted_usd_per_month_delta == 5840.0
     assert runbook.unlisted_usd_per_month_delta == 0.0
-    assert cash_text(runbook) == ("$27,650.00 → $33,490.00/month in cash (+$5,840.00); committed capacity lost: "
+    assert cash_text(runbook) == ("$27,650.00 → $33,490.00/month in cash (+$5,840.00: +$5,840.00 extra spend); committed capacity lost: "
                                   "2 GPUs ($1,460.00/month, still paid)")
     assert cash_text(runbook) in runbook_markdown(runbook)
     assert "Cash change by team: emergency +$5,840.00." in runbook_markdown(runbook)

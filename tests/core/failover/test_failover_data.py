@@ -99,7 +99,7 @@ class TestExpectedLoss:
         result = run_scenario(inv, base, Scenario("lost-store", tuple(lost("store"))), FailoverOptions())
         camera = next(i for i in result.impacts if i.workload == "camera")
         # there was room at dc, but it starts nowhere else
-        assert camera.status is Status.DOWN and camera.expected_loss and camera.meets_rto is None
+        assert camera.status is Status.DOWN and camera.expected_loss and camera.meets_rto is False
         assert "survives_site_loss: false" in camera.reason
         assert [i.workload for i in result.impacts if i.expected_loss] == ["camera"]
         assert result.passed and result.gate_failures == []

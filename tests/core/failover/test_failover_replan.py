@@ -107,7 +107,9 @@ class TestPoolLostAndCapacity:
         return inventory(
             [onprem("dc-a", [pool("a-l4", "L4", 4, 1.0), pool("a-l40s", "L40S", 4, 3.0)], provision=7)],
             [workload("web", "realtime_inference", ["L4", "L40S"], replicas=2),
-             workload("batch", "batch_inference", ["L4", "L40S"], replicas=2, hours_per_month=100)])
+             workload("batch", "batch_inference", ["L4", "L40S"], replicas=2, hours_per_month=100)],
+            # batch moves to 3 × its price: allowed here (the ratio's own cases: test_failover_price_ratio.py)
+            failover_max_price_ratio=3)
 
     def test_pool_lost_moves_both_to_the_other_pool_of_the_site(self, inv) -> None:
         result = failover(inv, "pool-lost a-l4")
@@ -163,7 +165,9 @@ class TestSpotReclaim:
             [onprem("dc-a", [pool("a-l4", "L4", 4, 1.0)]),
              cloud("aws", [cloud_pool("g6-spot", "L4", "g6.xlarge", 8, 0.25, "spot")], provision_minutes=12)],
             [workload("sweep", "experiment", ["L4"], replicas=3, hours_per_month=200, preemptible=True,
-                      checkpoint_minutes=20)])
+                      checkpoint_minutes=20)],
+            # reserved at 4 × the spot price: allowed here (the ratio's own cases: test_failover_price_ratio.py)
+            failover_max_price_ratio=4)
 
     def test_checkpointed_work_moves_to_reserved_and_loses_at_most_a_checkpoint(self, inv) -> None:
         result = failover(inv, "spot-reclaim g6-spot")

@@ -166,7 +166,9 @@ class TestGroupsNeverContradictDependencies:
                            cloud_pool("g6-od", "L4", "g6.xlarge", 8, 2.0, "on_demand")])],
             [workload("sweeps", "experiment", ["L4"], replicas=2, hours_per_month=200, preemptible=True,
                       checkpoint_minutes=10),
-             workload("api", "realtime_inference", ["L4"], sites=["aws"])])
+             workload("api", "realtime_inference", ["L4"], sites=["aws"])],
+            # sweeps move to reserved at 5 × the spot price: allowed here (test_failover_price_ratio.py)
+            failover_max_price_ratio=5)
 
     def test_a_shrinking_cloud_site_builds_and_its_queues_follow_its_pools(self, spot_fleet) -> None:
         base = plan(spot_fleet)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.checker.check import PlacementMemo, check
@@ -32,7 +32,7 @@ from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.placement.tiers import Tier
 from hybridctl.core.plan.model import Plan
-from hybridctl.core.pricing.incident import cash_change
+from hybridctl.core.pricing.incident import CashChange, cash_change
 from hybridctl.core.pricing.totals import cost_change
 
 
@@ -54,6 +54,8 @@ class ScenarioResult:
     usd_per_month_delta_by_team: tuple[tuple[str, float], ...] = ()
     over_budget_usd_per_month: float = 0.0  # the scenario's cash above the monthly budget (0: within it)
     worst_segment: WorstSegment | None = None  # of a timed plan's week: where most is lost (worst.py)
+    # the cash change as pricing/incident.py splits it (extra spend, work stopped); None: only its total known
+    cash: CashChange | None = None
 
     def with_status(self, *statuses: Status) -> list[WorkloadImpact]:
         return [i for i in self.impacts if i.status in statuses]
@@ -73,6 +75,21 @@ class ScenarioResult:
     @property
     def usd_per_month_delta(self) -> float:
         return cost_change(self.usd_per_month_before, self.usd_per_month_after)
+
+    @property
+    def work_stopped(self) -> Mapping[str, float]:
+        """The work stopped: each workload down or left with fewer replicas, with the cash it no longer pays
+        (incident.py)."""
+        return self.cash.stopped if self.cash is not None else {}
+
+    @property
+    def stopped_usd_per_month(self) -> float:
+        return self.cash.stopped_usd_per_month if self.cash is not None else 0.0
+
+    @property
+    def extra_usd_per_month(self) -> float:
+        """The extra spend: with the work stopped, it adds up to usd_per_month_delta to the cent."""
+        return self.cash.extra_usd_per_month if self.cash is not None else self.usd_per_month_delta
 
     @property
     def unlisted_usd_per_month_delta(self) -> float:
@@ -181,6 +198,7 @@ def run_scenario(inventory: Inventory, base: Plan, scenario: Scenario, options: 
         usd_per_month_delta_by_team=tuple(cash.by_team(base.teams).items()),
         over_budget_usd_per_month=_over_by(base, cash.after_usd_per_month),
         worst_segment=worst_segment(base, result.after),
+        cash=cash,
     )
 
 

@@ -67,6 +67,7 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
     # read from their modules when called: a test hands the command or a drill a broken replan or checker
     from hybridctl.core.checker.check import check_plan
     from hybridctl.core.checker.delta import check_changes
+    from hybridctl.core.checker.failover_price import price_ratio_violations
     from hybridctl.core.checker.verify import accepted
     from hybridctl.core.failover.replan import replan, replanned_inventory
     from hybridctl.core.failover.stale import stale_work
@@ -86,6 +87,9 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
         problems = check_plan(checked, result.after, run.check_memo, memo)
     else:
         problems = check_changes(run.base_check, checked, result.after, run.check_memo, memo).problems
+    # a replan's own rule, on the two plans (checker/failover_price.py)
+    problems = [*problems, *price_ratio_violations(result.before, result.after,
+                                                   inventory.policies.failover_max_price_ratio, memo)]
     accepted(result.after, problems, checked_as)
     result = _stamped(result, digest)
     # the runbook and its rollback share their two plans: each plan's steps are built once

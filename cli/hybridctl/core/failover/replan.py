@@ -27,7 +27,14 @@ from hybridctl.core.failover.scope import Scope, demands_of, replan_week
 from hybridctl.core.inventory.models import Inventory, Workload
 from hybridctl.core.memo import RunMemo
 from hybridctl.core.nameindex import by_name
-from hybridctl.core.placement.eligibility import Demand, demands, pool_infos
+from hybridctl.core.placement.eligibility import (
+    Demand,
+    EligibilityIndex,
+    PriceCap,
+    demands,
+    pool_infos,
+    price_text,
+)
 from hybridctl.core.placement.planner import DEFAULT_GAP, DEFAULT_TIME_LIMIT_S, PlanOptions
 from hybridctl.core.placement.tiers import TIER_ORDER, Tier
 from hybridctl.core.placement.units import TIER_WEIGHT
@@ -92,8 +99,10 @@ def _placed(result: Plan) -> dict[str, int]:
 
 
 def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], before: Plan,
-            run_memo: RunMemo) -> Plan:
-    """Mark fallback placements, explain what was left unplaced, and show pools by their real GPU."""
+            run_memo: RunMemo, deferred: Mapping[str, str]) -> Plan:
+    """Mark fallback placements, explain what was left unplaced, and show pools by their real GPU. `deferred`: for
+    burst and opportunistic work held to its price ceiling, the dearer pool it did not rent (_deferred_by_price),
+    said where the cheaper pools are full."""
     placements = tuple(dataclasses.replace(p, degraded=True) if (p.demand or p.workload) in degraded else p
                        for p in result.placements) if degraded else result.placements
     shrunk = {c.pool: c for c in disruption.pool_changes if c.capacity_after < c.capacity_before}
@@ -118,6 +127,9 @@ def _finish(result: Plan, disruption: Disruption, degraded: Mapping[str, str], b
                 reason = f"{reason}; it ran in {ran}"
         if key in degraded and key not in disruption.down:
             reason = f"even in its fallback shape ({degraded[key]}): {reason}"
+        if key in deferred and "failover_max_price_ratio" not in reason:
+            # its cheaper pools are full: the dearer one it could rent is what the ratio keeps it from
+            reason = f"{reason}; {deferred[key]}"
         unplaced.append(dataclasses.replace(u, reason=reason))
     # federated trainers whose data site is lost have no demand left to be unplaced: list them here
     listed = {u.demand or u.workload for u in unplaced}
@@ -223,7 +235,33 @@ def replan(inventory: Inventory, applied: Plan, events: Sequence[Event],
                 candidates = {k: d for k, d in candidates.items() if k not in useless}
     result, chosen = best
     degraded = {k: describe_fallback(d.workload) for k, d in chosen.items()}
-    return Replan(disruption, applied, _finish(result, disruption, degraded, applied, run_memo), degraded, passes)
+    waiting = {u.workload for u in result.unplaced if u.tier != Tier.FIXED.value}
+    caps = scope.price_caps(compress(applied.placements, map(waiting.__contains__,
+                                                             map(attrgetter("workload"), applied.placements))))
+    # only work this replan placed was held to the ceiling: work it left pinned keeps its applied plan's reason
+    deferred = _deferred_by_price(scope, {k: c for k, c in caps.items()
+                                          if k in scope.free and k not in disruption.down}, chosen)
+    return Replan(disruption, applied, _finish(result, disruption, degraded, applied, run_memo, deferred),
+                  degraded, passes)
+
+
+def _deferred_by_price(scope: Scope, caps: Mapping[str, PriceCap], shaped: Mapping[str, Demand]) -> dict[str, str]:
+    """For each capped demand (in the shape placed) that some pool with capacity left after the events would take
+    but for its price ceiling: "deferred rather than rent POOL at $X/GPU-hour: <the ceiling>", of the cheapest."""
+    if not caps:
+        return {}
+    index = EligibilityIndex(scope.inventory, list(scope.pools))
+    found: dict[str, str] = {}
+    for demand in demands_of(scope.demands, caps):
+        demand = shaped.get(demand.key, demand)
+        cap = caps[demand.key]
+        above = [scope.pools[i] for i in index.eligible(demand)
+                 if scope.pools[i].capacity_gpus > 0 and not cap.allows(scope.pools[i].usd_per_gpu_hour)]
+        if above:
+            cheapest = min(above, key=attrgetter("usd_per_gpu_hour"))
+            found[demand.key] = (f"deferred rather than rent {cheapest.name} at "
+                                 f"{price_text(cheapest.usd_per_gpu_hour)}/GPU-hour: {cap}")
+    return found
 
 
 def replanned_inventory(result: Replan, run_memo: RunMemo | None = None) -> Inventory:

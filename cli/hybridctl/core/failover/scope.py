@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from hybridctl.core.failover.demand_cache import MovementMemo, UsageMemo, workload_tiers
 from hybridctl.core.failover.disrupt import Disruption, PoolChange
 from hybridctl.core.inventory.models import Inventory
-from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo
+from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo, PriceCap
 from hybridctl.core.placement.movements import data_movements
 from hybridctl.core.placement.planner import PlanOptions, WorkloadFacts, plan
 from hybridctl.core.placement.tiers import Tier
@@ -160,12 +160,13 @@ class Scope:
         shaped = shaped or {}
         # by workload: a federated trainer that lost its data site has no demand any more, and must not stay pinned
         free_workloads = self.free_workloads
-        free = [self._barred(shaped.get(d.key, d)) for d in demands_of(self.demands, self.free)]
         # which applied placements are free work's, told apart without a Python step per placement of a fleet
         applied = self.applied.placements
         of_free = list(map(free_workloads.__contains__, map(_WORKLOAD, applied)))
         pinned = list(compress(applied, map(operator.not_, of_free)))
         unpinned = tuple(compress(applied, of_free))
+        caps = self.price_caps(unpinned)
+        free = [self._capped(self._barred(shaped.get(d.key, d)), caps) for d in demands_of(self.demands, self.free)]
         # a committed pool counts GPUs; a pay-per-use pool's quota counts the whole machines the pinned
         # replicas run (free always-on work is rounded up on machines of its own: never over quota)
         segments = self.segment_hours
@@ -219,9 +220,32 @@ class Scope:
             pools=pools, compute_usd_per_month=compute_usd_per_month(placements),
             data_usd_per_month=data_usd_per_month(movements))
 
+    def price_caps(self, unpinned: Iterable[Placement]) -> dict[str, PriceCap]:
+        """The spec's policies.failover_max_price_ratio: each free burst or opportunistic demand that ran in the
+        applied plan (`unpinned`: its placements) may use only pools at most the ratio times the rate it paid
+        there (its dearest pool's, at the applied plan's prices); dearer pools are not eligible to it, so the
+        planner leaves it waiting and says why. Fixed work is never held back by it."""
+        ratio = self.inventory.policies.failover_max_price_ratio
+        price = {u.pool: u.usd_per_gpu_hour for u in self.applied.pools}
+        paid: dict[str, float] = {}
+        for p in unpinned:
+            if p.tier in _HELD_BACK_BY_PRICE and p.pool in price:
+                key = key_of(p.demand, p.workload)
+                paid[key] = max(paid.get(key, 0.0), price[p.pool])
+        return {key: PriceCap(ratio, rate) for key, rate in paid.items()}
+
+    @staticmethod
+    def _capped(demand: Demand, caps: Mapping[str, PriceCap]) -> Demand:
+        cap = caps.get(demand.key)
+        return demand if cap is None or demand.tier is Tier.FIXED else dataclasses.replace(demand, price_cap=cap)
+
     def _barred(self, demand: Demand) -> Demand:
         workload = self.disruption.barred(demand.workload)
         return demand if workload is demand.workload else dataclasses.replace(demand, workload=workload)
+
+
+# the tiers a failover keeps from renting at a spiked price (policies.failover_max_price_ratio)
+_HELD_BACK_BY_PRICE = frozenset({Tier.BURST.value, Tier.OPPORTUNISTIC.value})
 
 
 def applied_week(applied: Plan) -> IsoWeek | None:

@@ -44,6 +44,9 @@ MAX_UPLINK_MBPS = 1e7
 MAX_MODEL_GB = 1e6
 MAX_INTERRUPTIONS_PER_DAY = 1_000.0
 MAX_SPREAD = 1_000
+# policies.failover_max_price_ratio: at least 1 (a moved replica may always pay what it paid), at most this (a
+# bound on what is read: a thousand times the price is no limit in practice)
+MAX_FAILOVER_PRICE_RATIO = 1_000.0
 
 # Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
 Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
@@ -138,6 +141,11 @@ class Policies(_Model):
     cost_model: CostModel = Field(
         CostModel.CASH, description="cash (default): minimize the month's cash, committed pools included; "
                                     "amortized: every replica costs gpu.count x hours x usd_per_gpu_hour in any pool.")
+    failover_max_price_ratio: Annotated[float, Field(strict=True, ge=1, le=MAX_FAILOVER_PRICE_RATIO,
+                                                     allow_inf_nan=False)] = Field(
+        2.0, description="In a failover, a burst or opportunistic replica moves only to a pool whose price per "
+                         "GPU-hour is at most this times its rate in the applied plan; otherwise it waits "
+                         "(unplaced, deferred). Fixed work is never held back by it. 1 to 1000.")
 
 
 def _host_name(value: str) -> str:

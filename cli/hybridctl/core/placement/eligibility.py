@@ -83,6 +83,37 @@ class PoolInfo:
 
 
 @dataclass(frozen=True)
+class PriceCap:
+    """A failover's ceiling on the pools a burst or opportunistic demand may use: `ratio` times the rate it paid
+    in the applied plan (policies.failover_max_price_ratio); a dearer pool is not eligible, so it waits."""
+
+    ratio: float
+    paid_usd_per_gpu_hour: float
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        return self.ratio * self.paid_usd_per_gpu_hour
+
+    def allows(self, usd_per_gpu_hour: float) -> bool:
+        return usd_per_gpu_hour <= self.usd_per_gpu_hour + PRICE_CAP_SLACK
+
+    def __str__(self) -> str:
+        return (f"in a failover it moves only to a pool of at most {price_text(self.usd_per_gpu_hour)}/GPU-hour "
+                f"(policies.failover_max_price_ratio {self.ratio:g} × the {price_text(self.paid_usd_per_gpu_hour)} "
+                "it paid in the applied plan)")
+
+
+def price_text(usd_per_gpu_hour: float) -> str:
+    """A price per GPU-hour in cents, or to the hundredth of a cent when it has more (catalog prices do)."""
+    cents = usd_per_gpu_hour * 100
+    return f"${usd_per_gpu_hour:,.2f}" if abs(cents - round(cents)) < 1e-6 else f"${usd_per_gpu_hour:,.4f}"
+
+
+# a price equal to the cap, up to float noise in ratio × rate, is allowed
+PRICE_CAP_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
 class Demand:
     """One unit the planner places: replicas × GPUs of one workload, maybe pinned to one site."""
 
@@ -96,6 +127,8 @@ class Demand:
     checked_datasets: tuple[Dataset, ...]  # whose sensitivity and residency the pool's site must honour
     pinned_site: str | None = None
     spread: int = 1  # failure domains its replicas must span (spread_wanted), before capping by replicas
+    # a failover's: the dearest price per GPU-hour it may move to (policies.failover_max_price_ratio; scope.py)
+    price_cap: PriceCap | None = None
     # the workload's name, read once: a replan picks a fleet's demands by it in C loops, where
     # `workload.name` through the pydantic model costs several times a plain attribute
     workload_name: str = field(init=False, repr=False, compare=False)
@@ -191,7 +224,8 @@ class EligibilityIndex:
         latency = (w.latency.region, w.latency.p95_ms) if w.latency else None
         return (demand.gpu_types, demand.decision.capacity_types, demand.pinned_site,
                 tuple(w.sites) if w.sites is not None else None,
-                tuple(d.name for d in demand.checked_datasets), latency, demand.gpu_count, demand.multi_node, w.team)
+                tuple(d.name for d in demand.checked_datasets), latency, demand.gpu_count, demand.multi_node, w.team,
+                demand.price_cap)
 
     def eligible(self, demand: Demand) -> tuple[int, ...]:
         return self.explain(demand)[0]
@@ -288,6 +322,13 @@ class EligibilityIndex:
                          + (f"{nearest:g} ms away" if nearest != float("inf") else "unmeasured for that region"))
             if found:
                 return (), found
+        cap = demand.price_cap
+        if cap is not None:
+            cheapest = min(p.usd_per_gpu_hour for p in candidates)
+            found = step("failover-price", (p for p in candidates if cap.allows(p.usd_per_gpu_hour)),
+                         f"deferred: the cheapest pool left costs {price_text(cheapest)}/GPU-hour, and {cap}")
+            if found:
+                return (), found
         return tuple(p.index for p in candidates), None
 
 
@@ -310,6 +351,7 @@ class _PoolFacts:
         self.site_teams = [frozenset(p.site.teams or ()) for p in pools]
         self._team_allowed: dict[str | None, npt.NDArray[np.bool_]] = {}
         self.per_node = np.array([p.gpus_per_node for p in pools], dtype=np.int64)
+        self.price = np.array([p.usd_per_gpu_hour for p in pools], dtype=np.float64)
         self.premises = np.array([p.site.kind in _PREMISES for p in pools], dtype=np.bool_)
         self.rank = np.array([SENSITIVITY_RANK[p.site.max_sensitivity_effective] for p in pools], dtype=np.int64)
         regions = sorted({r for p in pools for r in p.site.latency_ms})
@@ -350,4 +392,6 @@ class _PoolFacts:
         if w.latency is not None:
             latency = self.latency.get(w.latency.region)
             keep &= latency <= w.latency.p95_ms if latency is not None else False
+        if demand.price_cap is not None:
+            keep &= self.price <= demand.price_cap.usd_per_gpu_hour + PRICE_CAP_SLACK
         return tuple(self.index[keep].tolist())

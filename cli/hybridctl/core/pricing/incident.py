@@ -8,13 +8,21 @@ committed capacity lost is shown beside it (GPUs and what they still cost). Each
 share of the pay-per-use machines it runs on (shares.py: its compute there and the rounding it carries)
 plus its data movement; the parts of a plan are rounded together to its pay-per-use + data (cents.py),
 so the workloads' changes, and the teams', add up to the plan's change to the cent.
+
+Revision 4 splits the change in two (every view reads the split here): the **work stopped**, the cash the
+replicas that no longer run paid before (each workload named: all of it for a workload down, the fall of
+its cash for one that runs fewer replicas), and the **extra spend**, the rest of the change: what the fleet
+pays more (or less) to keep the rest running. A fall in cash that is only work stopped is no saving, and no
+view may show it as one.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.pricing.cents import allocate_cents, to_cents
@@ -55,10 +63,24 @@ class CashChange:
     after_usd_per_month: float  # the incident plan's cash: the committed cost as before, lost capacity included
     by_workload: Mapping[str, float]  # the workloads whose cash changes (non-zero), adding up to usd_per_month
     lost: tuple[LostCommitted, ...]
+    # the work stopped: each workload down (with all the cash it paid before; 0 on committed capacity alone) or
+    # running fewer replicas (with the fall of its cash), a fall of cash that is no saving
+    stopped: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def usd_per_month(self) -> float:
         return round(self.after_usd_per_month - self.before_usd_per_month, 2)
+
+    @property
+    def stopped_usd_per_month(self) -> float:
+        """The cash of the work stopped (≥ 0): the change falls by this much because work no longer runs."""
+        return sum(to_cents(usd) for usd in self.stopped.values()) / 100
+
+    @property
+    def extra_usd_per_month(self) -> float:
+        """The extra spend: the change of the work that keeps running (moved, added, or sharing machines with
+        it); with the work stopped, usd_per_month = extra_usd_per_month − stopped_usd_per_month, to the cent."""
+        return (to_cents(self.usd_per_month) + to_cents(self.stopped_usd_per_month)) / 100
 
     @property
     def lost_gpus(self) -> int:
@@ -87,6 +109,35 @@ def lost_committed(before: Plan, after: Plan) -> tuple[LostCommitted, ...]:
     return tuple(lost)
 
 
+def _replicas(plan: Plan, only: Collection[str]) -> dict[str, int]:
+    """Replicas running per workload of `only`, picked out of a fleet's placements without a Python step each."""
+    counts: dict[str, int] = defaultdict(int)
+    for p in compress(plan.placements, map(only.__contains__, map(_WORKLOAD, plan.placements))):
+        counts[p.workload] += p.replicas
+    return counts
+
+
+def _stopped_cents(before: Plan, after: Plan, was: Mapping[str, int], now: Mapping[str, int],
+                   changed: Collection[str]) -> dict[str, int]:
+    """The work stopped, per workload, in cents: the cash the replicas that no longer run paid before. A workload
+    down (a line in cash_by_workload before and none now: it runs nowhere) stops all it paid; one that runs fewer
+    replicas, the fall of its cash (its replicas need not have paid alike: the lost ones are often the rented
+    ones), and a rise of it is extra spend. Only workloads whose cash changed, or that are down, are looked at:
+    fewer replicas on committed capacity alone stop no cash."""
+    down = set(was) - set(now)
+    fewer = set(changed) - down
+    replicas_before, replicas_after = _replicas(before, fewer), _replicas(after, fewer)
+    stopped = {w: was[w] for w in down}
+    for w in fewer:
+        ran, runs = replicas_before.get(w, 0), replicas_after.get(w, 0)
+        if runs < ran and now.get(w, 0) < was.get(w, 0):
+            stopped[w] = was.get(w, 0) - now.get(w, 0)
+    return dict(sorted(stopped.items()))
+
+
+_WORKLOAD = attrgetter("workload")
+
+
 def cash_change(before: Plan, after: Plan, before_cents: Mapping[str, int] | None = None,
                 after_cents: Mapping[str, int] | None = None) -> CashChange:
     """The change in cash from `before` (the applied plan) to `after` (a failover or drill plan): committed
@@ -95,6 +146,7 @@ def cash_change(before: Plan, after: Plan, before_cents: Mapping[str, int] | Non
     now = cash_by_workload(after) if after_cents is None else after_cents
     by_workload = {w: (now.get(w, 0) - was.get(w, 0)) / 100 for w in sorted(set(was) | set(now))
                    if now.get(w, 0) != was.get(w, 0)}
+    stopped = {w: c / 100 for w, c in _stopped_cents(before, after, was, now, by_workload).items()}
     start = to_cents(before.cash_usd_per_month)
     end = start + bought_by_use_cents(after) - bought_by_use_cents(before)
-    return CashChange(start / 100, end / 100, by_workload, lost_committed(before, after))
+    return CashChange(start / 100, end / 100, by_workload, lost_committed(before, after), stopped)
