@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad arguments, unreadable file, missing prerequisite
     LOCKED = 3  # the state is locked by another run
     REFUSED = 4  # stale plan, no approval, not applied yet
+    CUT_SHORT = 5  # the solver's safety net (--time-limit) struck: a valid plan, but one that may differ run to run
 
 
 # With --detailed-exitcode, as Terraform: 0 nothing changed, CHANGES something did, and ExitCode.FAILED

@@ -18,7 +18,7 @@ import typer
 
 from hybridctl.commands.app import app
 from hybridctl.commands.moments import WEEK_HELP
-from hybridctl.operations.common import ReportFormat
+from hybridctl.operations.common import SAFETY_SECONDS, ReportFormat
 
 runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
 app.add_typer(runbook_app)
@@ -46,7 +46,7 @@ def failover(
     move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
                                              help="A replica that still has capacity moves only if that saves this "
                                                   "much per month."),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit in seconds."),
+    time_limit: float = typer.Option(SAFETY_SECONDS, "--time-limit", min=0.1, help="A safety net only: stop the solver after this many seconds of wall time (its work is otherwise counted, so a failover never depends on the machine's load); a replan it cuts short says so."),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="With --execute: skip the Pulumi steps."),
     bundles: Path | None = typer.Option(None, "--bundles", help="Signed model bundles, DIR/<workload>/: synced to "
                                         "the hosts that receive moved workloads."),
@@ -95,7 +95,7 @@ def drill(
     json_out: Path | None = typer.Option(None, "--json-out", help="Also write the JSON report to this file."),
     move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
                                              help="As for failover."),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit per replan, seconds."),
+    time_limit: float = typer.Option(SAFETY_SECONDS, "--time-limit", min=0.1, help="A safety net only, per replan: stop the solver after this many seconds of wall time (its work is otherwise counted); a replan it cuts short says so in its row."),
     plan_file: Path | None = typer.Option(None, "--plan", help="Drill from this plan file (made from INVENTORY) "
                                           "instead of a fresh plan: e.g. the plan that is about to be applied."),
     week: str | None = typer.Option(None, "--week", metavar="YYYY-Www", help=WEEK_HELP + " Not with --plan: "

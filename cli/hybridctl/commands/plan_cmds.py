@@ -10,7 +10,7 @@ import typer
 from hybridctl.commands.app import app
 from hybridctl.commands.moments import WEEK_HELP
 from hybridctl.errors import UsageError
-from hybridctl.operations.common import ReportFormat, read_plan
+from hybridctl.operations.common import SAFETY_SECONDS, ReportFormat, read_plan
 from hybridctl.operations.cost import CostDimension
 
 
@@ -55,7 +55,7 @@ def plan(
     output_format: ReportFormat = typer.Option(ReportFormat.table, "--format", "-f", help="Output format."),
     detailed_exitcode: bool = typer.Option(False, "--detailed-exitcode",
                                            help="Exit 0 if nothing changed against --previous, 2 if something did, 1 on error."),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="Solver time limit in seconds."),
+    time_limit: float = typer.Option(SAFETY_SECONDS, "--time-limit", min=0.1, help="A safety net only: stop the solver after this many seconds of wall time (its work is otherwise counted, so a plan never depends on the machine's speed or load); a plan it cuts short says so and exits 5."),
     gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="Relative optimality gap at which to stop."),
     move_threshold_usd: float = typer.Option(100.0, "--move-threshold-usd", min=0.0,
                                              help="With --previous: the saving per month that justifies moving a replica."),

@@ -8,6 +8,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# the --time-limit default of plan, failover and drill: commands read it here, since they import no core
+from hybridctl.core.solver.effort import SAFETY_SECONDS as SAFETY_SECONDS
 from hybridctl.errors import HybridctlError, RefusedError, UsageError
 
 if TYPE_CHECKING:

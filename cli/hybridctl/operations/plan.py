@@ -212,6 +212,12 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
         return ExitCode.FAILED
     if out is not None:
         view.note(f"plan written to {out}; apply it with: hybridctl apply {out} --inventory {inventory}")
+    if result.solver.status == "time_limit":  # valid, but not the plan these inputs give when the solver ends
+        view.note(f"[yellow]warning:[/] the solver's safety net (--time-limit {time_limit:g} s) cut this plan short: "
+                  "it is valid, but another run may plan otherwise")
+        view.note("[cyan]hint:[/] raise --time-limit: the solver's work is bounded by count, so a plan it finishes "
+                  "is the same on any machine")
+        return ExitCode.CUT_SHORT
     # a change is placements, pools, cost (to the cent) or the stack configuration
     if detailed_exitcode and (diff is None or diff.has_changes or any(r.action != "same" for r in cloud.rows)):
         raise ChangesFound

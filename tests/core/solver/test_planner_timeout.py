@@ -1,9 +1,9 @@
-"""When the solver runs out of time the plan is still feasible, and says it is not proven.
+"""When the solver's safety net strikes the plan is still feasible, and says it is not proven.
 
 The greedy start (start.py) is built from the model's own rows: checked here row by row on
 generated revision-2 inventories (whole machines, data movement, spreads, cost ceilings), and
-through the planner with the solver made to run out of time at once (a timeout cannot be
-forced on a small model any other way), against the independent checker.
+through the planner with the solver made to keep nothing at once (the safety net cannot be
+made to strike on a small model any other way), against the independent checker.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from hybridctl.core.placement.planner import plan
 from hybridctl.core.placement.units import PoolTable, build_units, components
 from hybridctl.core.solver import highs_run
 from hybridctl.core.solver import solve as solve_module
+from hybridctl.core.solver.effort import Effort
 from hybridctl.core.solver.milp import Col
 from hybridctl.core.solver.solve import _nothing_placed
 from hybridctl.core.solver.start import greedy_start
@@ -72,13 +73,13 @@ def test_a_solver_that_keeps_nothing_still_gives_a_valid_plan_marked_time_limit(
 
 def test_a_solver_stopped_before_its_first_bound_claims_no_proven_gap(
         inventory: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # HiGHS stopped before its root LP (by a time limit on a big model; here, deterministically, by a node
+    # HiGHS stopped before its root LP (by the safety net on a big model; here, deterministically, by a node
     # limit of 0) keeps the start and has no dual bound: the plan's bound must not become its own objective
     # (a time-limited plan read "gap 0.0000%" on the 10,000-workload bench fleet)
     highs = highs_run._highs
 
-    def before_the_root(time_limit_s: float, gap: float) -> Any:
-        solver = highs(time_limit_s, gap)
+    def before_the_root(effort: Effort, gap: float, integer: bool) -> Any:
+        solver = highs(effort, gap, integer)
         solver.setOptionValue("mip_max_nodes", 0)  # type: ignore[attr-defined]
         return solver
 

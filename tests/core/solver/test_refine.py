@@ -16,6 +16,7 @@ from hybridctl.core.placement.planner import plan
 from hybridctl.core.placement.units import PoolTable, build_units
 from hybridctl.core.solver import highs_run
 from hybridctl.core.solver import solve as solve_module
+from hybridctl.core.solver.effort import Effort
 from hybridctl.core.solver.milp import Col, Model, with_row
 from support.generated import generated
 
@@ -35,7 +36,7 @@ def _model(inv: Inventory) -> Model:
 
 def _lp(model: Model, basis: highs_run.LpBasis | None = None) -> highs_run.Run:
     return highs_run.run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
-                         time_limit_s=30.0, gap=0.0, basis=basis)
+                         effort=Effort(), gap=0.0, basis=basis)
 
 
 def test_the_last_stages_lp_from_the_routes_basis_takes_fewer_iterations_to_the_same_optimum(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from hybridctl.core.failover.replan import replan
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.placement.planner import plan
 from hybridctl.core.solver import highs_run
+from hybridctl.core.solver.effort import Effort
 from inventory_gen import generate
 
 
@@ -44,6 +45,6 @@ def test_the_lp_leaves_out_the_columns_its_bounds_fix(monkeypatch: pytest.Monkey
         assert not np.isin(np.flatnonzero(fixed), columns).any()
         assert np.isin(np.flatnonzero(~fixed), columns).all()
         # with every column in, the LP's optimum is the same
-        whole = run(model, np.arange(model.columns), model.lower, integer=False, time_limit_s=60.0, gap=0.0)
+        whole = run(model, np.arange(model.columns), model.lower, integer=False, effort=Effort(), gap=0.0)
         assert relaxed.objective == pytest.approx(whole.objective, rel=1e-9, abs=1e-6)
         assert (relaxed.values[fixed] == model.lower[fixed]).all()

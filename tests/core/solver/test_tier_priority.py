@@ -23,6 +23,7 @@ from hybridctl.core.solver import highs_run
 from hybridctl.core.solver import priority as priority_module
 from hybridctl.core.solver import refine as refine_module
 from hybridctl.core.solver import solve as solve_module
+from hybridctl.core.solver.effort import MIP_CHECKS, MIP_NODES, Effort
 from hybridctl.core.solver.milp import Model
 from hybridctl.core.solver.priority import by_priority
 from hybridctl.core.solver.solve import Solution, _nothing_placed
@@ -85,23 +86,26 @@ def test_the_checker_refuses_a_lower_tier_holding_what_a_higher_tier_needed() ->
     assert not any(p.startswith("tier priority") for p in check_plan(inv, good))
 
 
-def test_the_priority_stages_get_what_the_first_solve_left_of_the_time_limit(monkeypatch: MonkeyPatch) -> None:
-    # a 41 s plan at a 30 s limit on the 10,000-workload bench fleet: the stages had the whole budget again
-    given: list[float] = []
+def test_the_first_solve_and_the_priority_stages_share_the_plans_one_effort(monkeypatch: MonkeyPatch) -> None:
+    # each run's work is its own and the safety net's deadline the plan's: no stage gets "what the first solve
+    # left", which made a plan depend on how long the first solve took on the machine of the day
+    efforts: list[Effort] = []
     first_solve = planner_module.solve
 
-    def slow_solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
-        return replace(first_solve(model, time_limit_s=time_limit_s, gap=gap), seconds=20.0)
+    def solve(model: Model, *, effort: Effort, gap: float) -> Solution:
+        efforts.append(effort)
+        return first_solve(model, effort=effort, gap=gap)
 
-    def stages(units: list[Unit], model: Model, first: Solution, *, time_limit_s: float, gap: float) -> Solution:
-        given.append(time_limit_s)
-        return by_priority(units, model, first, time_limit_s=time_limit_s, gap=gap)
+    def stages(units: list[Unit], model: Model, first: Solution, *, effort: Effort, gap: float) -> Solution:
+        efforts.append(effort)
+        return by_priority(units, model, first, effort=effort, gap=gap)
 
-    monkeypatch.setattr(planner_module, "solve", slow_solve)
+    monkeypatch.setattr(planner_module, "solve", solve)
     monkeypatch.setattr(planner_module, "by_priority", stages)
     inv = _clinic()
     result = plan(inv, options=PlanOptions(time_limit_s=30.0))
-    assert len(given) == 1 and given[0] <= 10.0 + 1e-6  # 30 s less the first solve's 20 s
+    assert len(efforts) == 2 and efforts[0] is efforts[1]
+    assert (efforts[0].mip_nodes, efforts[0].mip_checks) == (MIP_NODES, MIP_CHECKS)
     assert check_plan(inv, result) == []
 
 
@@ -118,28 +122,28 @@ def test_a_start_within_the_gap_of_the_lp_bound_is_kept_without_the_mip(monkeypa
     pools = pool_infos(inv)
     table = PoolTable.of(pools)
     model = formulate(build_units(demands(inv), EligibilityIndex(inv, pools), None, table), table, {}, 100.0, cash=True)
-    best = solve_module.solve(model, time_limit_s=30.0, gap=0.0)
+    best = solve_module.solve(model, effort=Effort(), gap=0.0)
     nothing = _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_))
     monkeypatch.setattr(highs_run, "run", counted)
 
-    kept = refine_module.improve(model, best.values, time_limit_s=30.0, gap=0.5, bound_first=True)
+    kept = refine_module.improve(model, best.values, effort=Effort(), gap=0.5, bound_first=True)
     assert (kept.method, kept.status, integer_runs) == ("lp-bound", "optimal", [False])
     assert np.array_equal(kept.values, best.values) and kept.bound <= kept.objective
 
     integer_runs.clear()  # a start far from the bound: the LP proves nothing, and the MIP improves it
-    improved = refine_module.improve(model, nothing, time_limit_s=30.0, gap=1e-4, bound_first=True)
+    improved = refine_module.improve(model, nothing, effort=Effort(), gap=1e-4, bound_first=True)
     assert integer_runs == [False, True] and improved.method == "mip"
     assert improved.objective == pytest.approx(best.objective)
 
 
 def test_a_tier_stage_cut_short_still_leaves_no_lower_tier_holding_what_a_higher_one_fits_in(
         monkeypatch: MonkeyPatch) -> None:
-    # the time limit strikes in the whole MIP of each tier stage (a large fleet, a loaded machine): the penalised
+    # the safety net strikes in the whole MIP of each tier stage (a pathological fleet): the penalised
     # first answer keeps the burst run on the quota triage's second replica needs, which the checker refuses
-    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, **options: Any) -> Solution:
+    def cut_short(model: Model, start: Any, *, effort: Effort, gap: float, **options: Any) -> Solution:
         if gap == 0.0:  # a tier stage; the last stage (the cost alone) runs as ever
-            return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start", time_limit_s)
-        return stage(model, start, time_limit_s=time_limit_s, gap=gap, **options)
+            return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start")
+        return stage(model, start, effort=effort, gap=gap, **options)
 
     stage = priority_module._stage
     monkeypatch.setattr(priority_module, "_stage", cut_short)
@@ -153,10 +157,10 @@ def test_a_tier_stage_cut_short_still_leaves_no_lower_tier_holding_what_a_higher
 def test_a_generated_fleets_tier_stages_cut_short_keep_the_spec_order(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
     # seed 1 of the generator: with its tier stages cut short and no local stage, the first answer leaves
     # 20 burst replicas unplaced while opportunistic work holds GPUs where they fit
-    def cut_short(model: Model, start: Any, *, time_limit_s: float, gap: float, **options: Any) -> Solution:
+    def cut_short(model: Model, start: Any, *, effort: Effort, gap: float, **options: Any) -> Solution:
         if gap == 0.0:
-            return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start", time_limit_s)
-        return stage(model, start, time_limit_s=time_limit_s, gap=gap, **options)
+            return Solution(start, float(model.cost @ start), -np.inf, "time_limit", "mip-start")
+        return stage(model, start, effort=effort, gap=gap, **options)
 
     stage = priority_module._stage
     monkeypatch.setattr(priority_module, "_stage", cut_short)

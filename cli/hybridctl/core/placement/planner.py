@@ -42,12 +42,13 @@ from hybridctl.core.pricing.rates import (
     whole_machines,
 )
 from hybridctl.core.pricing.totals import compute_usd_per_month, data_usd_per_month
+from hybridctl.core.solver.effort import SAFETY_SECONDS, Effort
 from hybridctl.core.solver.milp import Col
 from hybridctl.core.solver.priority import by_priority, needs_stages
 from hybridctl.core.solver.solve import solve
 from hybridctl.core.week.segments import IsoWeek, Week
 
-DEFAULT_TIME_LIMIT_S = 30.0
+DEFAULT_TIME_LIMIT_S = SAFETY_SECONDS  # the safety net only: the solver's work is bounded (effort.py)
 DEFAULT_GAP = 1e-4
 DEFAULT_MOVE_THRESHOLD_USD = 100.0
 EXACT_RESOLVE_MAX_COLUMNS = 2_000  # an unmerged model this small is solved again when merging lost money
@@ -109,22 +110,17 @@ class _Assignment:
 
 
 def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, float], options: PlanOptions,
-                      started: float, cash: bool, week: Week | None = None) -> _Solved:
+                      effort: Effort, cash: bool, week: Week | None = None) -> _Solved:
     groups = components(units)
-    total_columns = sum(len(units[i].eligible) + 1 for g in groups for i in g)
     solved = _Solved(defaultdict(dict), {}, 0.0, 0.0, [], set(), 0, len(groups))
     for group in groups:
         comp_units = [units[i] for i in group]
         model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash, week=week)
         solved.variables += model.columns
-        elapsed = time.perf_counter() - started
-        share = (sum(len(u.eligible) + 1 for u in comp_units) / max(total_columns, 1))
-        budget = max((options.time_limit_s - elapsed) * max(share, 0.05), 0.5)
-        solution = solve(model, time_limit_s=budget, gap=options.gap)
+        # each run's work is its own (effort.py): a component's plan never depends on how long another took
+        solution = solve(model, effort=effort, gap=options.gap)
         if needs_stages(model, solution.values):  # spec: highest tier first, then cost
-            # the stages share the component's budget with the first solve: the plan's time limit holds
-            solution = by_priority(comp_units, model, solution, time_limit_s=max(budget - solution.seconds, 0.5),
-                                   gap=options.gap)
+            solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
         solved.objective += solution.objective
         solved.bound += solution.bound
         solved.statuses.append(solution.status)
@@ -217,14 +213,15 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     cash = inventory.policies.cost_model is CostModel.CASH
     week = plan_week(inventory, options.week)
     units = build_units(all_demands, index, before, table, week=week)
-    solved = _solve_components(units, table, ceilings, options, started, cash, week)
+    effort = Effort.within(options.time_limit_s)  # the safety net's deadline: one for the whole plan
+    solved = _solve_components(units, table, ceilings, options, effort, cash, week)
     result = _assign(units, solved, pools, table, options, cash, week)
     # Twins that pay data movement are merged by a relaxation; in the rare case handing them back
     # pays more than it counted, a small model is solved again unmerged, which is exact.
     if result.objective > solved.objective * (1 + 1e-9) + 0.01 \
             and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
         exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week)
-        exact = _solve_components(exact_units, table, ceilings, options, started, cash, week)
+        exact = _solve_components(exact_units, table, ceilings, options, effort, cash, week)
         exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
         exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
         if exact_result.objective < result.objective:

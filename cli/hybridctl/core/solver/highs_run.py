@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from hybridctl.core.solver.effort import AFTER_DEADLINE_SECONDS, Effort
 from hybridctl.core.solver.milp import Col, FloatArray, Model
 
 
@@ -78,24 +79,46 @@ def _warm(highs: object, basis: LpBasis, columns: npt.NDArray[np.int64], rows: n
     highs.setBasis(warm)  # type: ignore[attr-defined]
 
 
-def relaxed(model: Model, *, time_limit_s: float, basis: LpBasis | None = None) -> Run:
+def relaxed(model: Model, *, effort: Effort, basis: LpBasis | None = None) -> Run:
     """The model's LP relaxation (from `basis`, where given). A column its bounds fix (a placement on a pool
     the events emptied or pinned work fills: a fifth of a failover's) is held at its bound like any fixed
     column: HiGHS's presolve would drop it too, but the LP takes a fifth longer over it. With no reduced
     cost, it is no MIP candidate, where it could hold nothing."""
     return run(model, np.flatnonzero(model.upper > model.lower), model.lower, integer=False,
-               time_limit_s=time_limit_s, gap=0.0, basis=basis)
+               effort=effort, gap=0.0, basis=basis)
 
 
-def _highs(time_limit_s: float, gap: float) -> object:
+class _CountedChecks:
+    """Interrupts a MIP run at its `limit`-th check of its limits. HiGHS checks them at points its algorithm
+    reaches in the same order on every run (one thread, a fixed seed), in the root's cut rounds and
+    heuristics as in the tree, so the count is work, not time: what bounds the root, where mip_max_nodes
+    does not reach (effort.py)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.checks = limit, 0
+
+    def __call__(self, kind: object, message: object, out: object, into: object, data: object) -> None:
+        self.checks += 1
+        if self.checks >= self.limit:
+            into.user_interrupt = True  # type: ignore[attr-defined]
+
+
+def _highs(effort: Effort, gap: float, integer: bool) -> object:
     import highspy
 
     highs = highspy.Highs()  # type: ignore[no-untyped-call]
-    # highspy hands HiGHS a Python callback, which takes the GIL again and again during a run even with no
-    # handler subscribed; hybridctl subscribes none
+    # highspy's wrapper hands HiGHS a Python callback that takes the GIL again and again during a run even
+    # with no handler subscribed: it is disabled, and a MIP gets only the one check counter, set directly
     highs.disableCallbacks()  # type: ignore[no-untyped-call]
     highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("time_limit", max(time_limit_s, 0.01))
+    # work decides where a run stops (effort.py); the time limit is only the safety net
+    if integer:
+        highs.setOptionValue("mip_max_nodes", effort.mip_nodes)
+        highs.setCallback(_CountedChecks(effort.mip_checks), None)
+        highs.startCallback(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
+    left = effort.seconds_left()
+    if math.isfinite(left):
+        highs.setOptionValue("time_limit", max(left, AFTER_DEADLINE_SECONDS))
     highs.setOptionValue("mip_rel_gap", gap)
     highs.setOptionValue("threads", 1)  # deterministic: the same inventory gives the same plan
     highs.setOptionValue("random_seed", 0)
@@ -110,15 +133,16 @@ def _status(highs: object) -> str:
         highspy.HighsModelStatus.kOptimal: "optimal",
         highspy.HighsModelStatus.kTimeLimit: "time_limit",
         highspy.HighsModelStatus.kInfeasible: "infeasible",
-        highspy.HighsModelStatus.kSolutionLimit: "solution_limit",
-        highspy.HighsModelStatus.kInterrupt: "interrupted",
+        # stopped on its work (mip_max_nodes, the counted checks: effort.py) before it proved its gap
+        highspy.HighsModelStatus.kSolutionLimit: "gap_limit",
+        highspy.HighsModelStatus.kInterrupt: "gap_limit",
     }
     name = known.get(status)
     return name if name is not None else str(highs.modelStatusToString(status)).lower().replace(" ", "_")  # type: ignore[attr-defined]
 
 
 def run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray, *, integer: bool,
-         time_limit_s: float, gap: float, start: FloatArray | None = None, basis: LpBasis | None = None) -> Run:
+         effort: Effort, gap: float, start: FloatArray | None = None, basis: LpBasis | None = None) -> Run:
     """Solve over `columns` only, every other column held at `fixed_values` (folded into the rows). An LP
     starts from `basis` where it fits, and hands back its own."""
     import highspy
@@ -158,7 +182,7 @@ def run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray, 
     if integer:
         kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
         lp.integrality_ = [kinds[i] for i in model.integer[columns].tolist()]
-    highs = _highs(time_limit_s, gap)
+    highs = _highs(effort, gap, integer)
     highs.passModel(lp)  # type: ignore[attr-defined]
     if start is not None:
         solution = highspy.HighsSolution()
@@ -185,7 +209,7 @@ def run(model: Model, columns: npt.NDArray[np.int64], fixed_values: FloatArray, 
     # whole numbers, but a deferrable replica's hours in a segment (timed_rows.py), which are continuous
     full[columns] = np.where(model.kind[columns] == Col.HOURS, values, np.round(values))
     objective = float(model.cost @ full)
-    # stopped before its first bound (a time limit before the root LP), HiGHS proves nothing: the bound is
+    # stopped before its first bound (the safety net before the root LP), HiGHS proves nothing: the bound is
     # unknown, never the answer's own objective (that would read as proven optimal)
     bound = float(info.mip_dual_bound) - model.offset if math.isfinite(info.mip_dual_bound) else -math.inf
     return Run(full, objective, bound, status)

@@ -9,7 +9,7 @@ GPU-hours. So the first solve keeps the penalties (a good start), and only when 
 unplaced beyond what a cost ceiling forces does this module solve in stages: for each tier, highest
 first, the least unplaced GPU-hours given the tiers above (a row `sum(gpu-hours × unplaced) <= best`
 then holds it; a tier already at its floor needs no solve, only the row), and last the cost under those rows. Every stage starts from the previous stage's answer, which is
-feasible for every row so far, so a stage that runs out of time still hands back a valid plan. Plans
+feasible for every row so far, so a stage cut short by its work still hands back a valid plan. Plans
 where everything is placed pay no extra solve.
 
 Each stage is solved as the first answer was (solve.solved_whole, refine.py). A model solve() takes whole
@@ -23,13 +23,13 @@ basis and never proven by a whole MIP the first answer did not need either.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 
 import numpy as np
 
 from hybridctl.core.placement.tiers import TIER_ORDER
 from hybridctl.core.placement.units import Unit
+from hybridctl.core.solver.effort import Effort
 from hybridctl.core.solver.highs_run import LpBasis
 from hybridctl.core.solver.milp import Col, FloatArray, Model, with_row
 from hybridctl.core.solver.refine import improve, improve_over, lp_bound, refine
@@ -58,9 +58,8 @@ def needs_stages(model: Model, values: FloatArray) -> bool:
     return bool(short.any())
 
 
-def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_s: float, gap: float) -> Solution:
+def by_priority(units: list[Unit], model: Model, first: Solution, *, effort: Effort, gap: float) -> Solution:
     """The lexicographic stages from `first`, a feasible answer of `model` (see the module's note)."""
-    started = time.perf_counter()
     gpu_hours, rank, unplaced = _rank(units, model)
     values = first.values
     staged = model
@@ -76,73 +75,68 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, time_limit_
             tier_cost = np.zeros(staged.columns)
             tier_cost[cols] = gpu_hours[cols]
             values, status = _tier_stage(_costed(staged, tier_cost, 0.0), values, cols, rank, r, whole, first,
-                                         until=started + time_limit_s)
+                                         effort=effort)
             short = float(gpu_hours[cols] @ values[cols])
             statuses.append(status)
         staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
     # last, the cost alone: every tier's GPU-hours are held by the rows, and the penalties, which
     # price a replica by the machines it could hold, must not choose among equal GPU-hours
-    left = time_limit_s - (time.perf_counter() - started)
     cost = staged.cost.copy()
     cost[unplaced] = 0.0
     last = _costed(staged, cost, model.offset)
     if whole:
         # A first answer within the gap of the penalised model's bound makes it likely that the start is
         # within the gap of the last stage's LP bound too: then that LP proves it, and the MIP is not run
-        final = _stage(last, values, time_limit_s=max(left, 0.5), gap=gap, bound_first=first.status == "optimal",
+        final = _stage(last, values, effort=effort, gap=gap, bound_first=first.status == "optimal",
                        basis=first.basis)
     else:  # the route gave the first answer: the last stage is refined as the route would (refine.py)
-        final = refine(last, values, time_limit_s=max(left, 0.5), gap=gap, basis=first.basis)
+        final = refine(last, values, effort=effort, gap=gap, basis=first.basis)
     penalties = float(model.cost[unplaced] @ final.values[unplaced])
     worst = next((s for s in [*statuses, final.status] if s != "optimal"), "optimal")
     # the first answer's bound holds for every plan of the model, these stages' too: it stands where a
     # stage was cut short before it proved anything
     bound = max(first.bound, final.bound + penalties)
-    return Solution(final.values, float(model.cost @ final.values), bound, worst,
-                    "priority-stages", time.perf_counter() - started + first.seconds)
+    return Solution(final.values, float(model.cost @ final.values), bound, worst, "priority-stages")
 
 
 def _tier_stage(tier_model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, whole: bool,
-                first: Solution, *, until: float) -> tuple[FloatArray, str]:
+                first: Solution, *, effort: Effort) -> tuple[FloatArray, str]:
     """Tier `r`'s stage (its short GPU-hours the cost), from `values`, by the first answer's means."""
-    def left() -> float:
-        return until - time.perf_counter()
-
     def whole_mip(start: FloatArray) -> tuple[FloatArray, str]:
-        stage = _stage(tier_model, start, time_limit_s=max(left() / 3, 0.5), gap=0.0)
+        stage = _stage(tier_model, start, effort=effort, gap=0.0)
         return stage.values, stage.status
 
     if whole:
         values, status = whole_mip(values)
         if status != "optimal":  # cut short: at least no lower tier may keep what this one fits in
-            values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left() / 3, 0.5))
+            values = _local_stage(tier_model, values, cols, rank, r, effort=effort)
         return values, status
     # the neighbourhood of the short replicas first, which the LP often proves (refine.py)
-    values = _local_stage(tier_model, values, cols, rank, r, time_limit_s=max(left() / 3, 0.5))
-    status = _proven(tier_model, values, left(), first)
+    values = _local_stage(tier_model, values, cols, rank, r, effort=effort)
+    status = _proven(tier_model, values, effort, first)
     # the spec's order made exact by the whole MIP from the local answer, where it can end: on the 10,000-workload
-    # fleets (52,000 columns and more) it never proved a tier stage in the time
+    # fleets (52,000 columns and more) it never proved a tier stage in its time or work
     if status == "gap_limit" and tier_model.columns <= NEIGHBOURHOOD_MAX_COLUMNS:
         return whole_mip(values)
     return values, status
 
 
-def _stage(model: Model, start: FloatArray, *, time_limit_s: float, gap: float, bound_first: bool = False,
+def _stage(model: Model, start: FloatArray, *, effort: Effort, gap: float, bound_first: bool = False,
            basis: LpBasis | None = None) -> Solution:
     """One stage: the whole MIP from a feasible start, which stays the answer when nothing better is
-    found in time. solve()'s LP-guided route is no help here: it rounds the LP, fixes most units and
+    found within its work. solve()'s LP-guided route is no help here: it rounds the LP, fixes most units and
     lets the rest leave replicas unplaced, which the tier rows forbid (its restricted MIPs come out
     infeasible on the 10,000-workload bench fleet)."""
-    return improve(model, start, time_limit_s=time_limit_s, gap=gap, bound_first=bound_first, basis=basis)
+    return improve(model, start, effort=effort, gap=gap, bound_first=bound_first, basis=basis)
 
 
 def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.ndarray, r: int, *,
-                 time_limit_s: float) -> FloatArray:
+                 effort: Effort) -> FloatArray:
     """A tier stage the whole MIP could not finish, over a neighbourhood small enough to end: the units of
     tier `r` left short, every lower-tier unit with replicas in a pool they may use, and every machine and
     gang column (which follow the units); the rest is held where it is. Exact within it, so no lower-tier
     replica keeps capacity a short replica of this tier fits in (what checker/priority.py refuses), even
-    when the plan's time limit cut the whole stage short."""
+    when its work cut the whole stage short."""
     place = model.kind == Col.PLACE
     short = cols[values[cols] > model.lower[cols] + 0.5]
     if not short.size:
@@ -150,14 +144,14 @@ def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.nd
     theirs = place & np.isin(model.unit, model.unit[short])
     holding = place & (values > 0.5) & (rank > r) & np.isin(model.ref, model.ref[theirs])
     free = units_of(model, theirs | holding) | np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG)))
-    return improve_over(model, values, free, time_limit_s=time_limit_s, gap=0.0).values
+    return improve_over(model, values, free, effort=effort, gap=0.0).values
 
 
-def _proven(model: Model, values: FloatArray, time_limit_s: float, first: Solution) -> str:
+def _proven(model: Model, values: FloatArray, effort: Effort, first: Solution) -> str:
     """"optimal" where the stage's LP bound (its GPU-hours short) proves `values`, else "gap_limit" ("time_limit"
-    where the LP outran the time left). Not rounded up: a replica's GPU-hours need not be whole."""
-    bound = lp_bound(model, time_limit_s=max(time_limit_s, 0.5), basis=first.basis)
-    if not math.isfinite(bound):  # the LP outran the time left
+    where the safety net struck in the LP). Not rounded up: a replica's GPU-hours need not be whole."""
+    bound = lp_bound(model, effort=effort, basis=first.basis)
+    if not math.isfinite(bound):  # the safety net struck in the LP
         return "time_limit"
     return "optimal" if float(model.cost @ values) <= bound + _TOL * max(1.0, abs(bound)) else "gap_limit"
 

@@ -13,23 +13,22 @@ own bound. Large ones are solved by LP-guided fixing:
    the units that can make room where rounding lost it.
 The gap reported is against the LP bound, so it is honest.
 
-Every stage stops on a gap, not a clock, so the same model gives the same plan; the time
-limit only guards against a pathological model (and its status says when it struck). When it
-strikes before the solver has a solution (the LP of a huge model on a loaded machine), the
-plan is the greedy start (start.py), feasible by construction, improved by the MIP if time is
-left, with status time_limit: never an empty plan.
+Every stage stops on its gap or its work (effort.py), never on a clock, and which stages run
+depends only on what the earlier ones found, so the same model gives the same plan on any machine.
+The safety net's time limit only guards against a pathological model (its status says when it
+struck). When it strikes before the solver has a solution, the plan is the greedy start
+(start.py), feasible by construction, with status time_limit: never an empty plan.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from hybridctl.core.solver import highs_run
+from hybridctl.core.solver.effort import Effort
 from hybridctl.core.solver.highs_run import LpBasis
 from hybridctl.core.solver.milp import Col, Model
 from hybridctl.core.solver.start import greedy_start
@@ -55,7 +54,6 @@ TIMED_CANDIDATES_PER_UNIT = 8
 # model's, so closing the last hundredths of a percent there buys little and costs seconds.
 STAGE_GAP = 2e-4
 _INTEGRAL_TOL = 1e-6
-MIN_MIP_SECONDS = 1.0  # after an LP timeout, less than this left: the greedy start is the plan
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -68,7 +66,6 @@ class Solution:
     bound: float
     status: str
     method: str
-    seconds: float
     basis: LpBasis | None = None  # the model's LP basis, where the route solved its LP (a later stage starts from it)
 
 
@@ -132,29 +129,24 @@ def neighbourhood_of(model: Model, free: BoolArray, lp_values: FloatArray, value
     return units_of(model, sharing | free)
 
 
-def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
-    started = time.perf_counter()
-
-    def left() -> float:
-        return time_limit_s - (time.perf_counter() - started)
-
+def solve(model: Model, *, effort: Effort, gap: float) -> Solution:
     def direct(method: str, status: str | None = None, start: FloatArray | None = None,
-               basis: LpBasis | None = None) -> Solution:
-        # the greedy start is feasible by construction: the MIP improves it, and it is the plan
-        # when the solver keeps nothing in the time it has (the status then says time_limit)
+               basis: LpBasis | None = None, proven: float = 0.0) -> Solution:
+        # the greedy start is feasible by construction: the MIP improves it, and it is the plan when the
+        # safety net strikes before the solver keeps anything (the status then says time_limit)
         if start is None:
             start = greedy_start(model, _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_)))
-        if left() <= MIN_MIP_SECONDS and status is not None:
-            return Solution(start, float(model.cost @ start), 0.0, status, method + "-greedy",
-                            time.perf_counter() - started, basis)
-        run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True, time_limit_s=left(),
+        if status is not None and effort.expired():
+            return Solution(start, float(model.cost @ start), 0.0, status, method + "-greedy", basis)
+        run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=True, effort=effort,
                             gap=gap, start=start)
-        if run.values is None:  # out of time before the solver kept even the start
+        if run.values is None:  # the safety net struck before the solver kept even the start
             return Solution(start, float(model.cost @ start), 0.0, status or run.status, method + "-greedy",
-                            time.perf_counter() - started, basis)  # costs are never negative: 0 bounds them
-        # costs are never negative: 0 bounds them where the solver proved nothing
-        return Solution(run.values, run.objective, max(min(run.bound, run.objective), 0.0), status or run.status,
-                        method, time.perf_counter() - started, basis)
+                            basis)  # costs are never negative: 0 bounds them
+        # costs are never negative: 0 bounds them where the solver proved nothing; a bound the route proved
+        # (`proven`, its LP's) stands where this run stopped on its work before proving as much
+        return Solution(run.values, run.objective, max(min(run.bound, run.objective), proven, 0.0),
+                        status or run.status, method, basis)
 
     # A timed model's hours (continuous, tied to their placement) and gang switches (tied to several units'
     # placements) break the fixing's premise that leaving the free units unplaced keeps every row: its start
@@ -164,16 +156,16 @@ def solve(model: Model, *, time_limit_s: float, gap: float) -> Solution:
         return direct("mip")
     if timed and solved_whole(model):
         # The whole MIP proves the optimum, but from the greedy start its heuristics spend most of
-        # their time finding a good plan: the route's answer, within hundredths of a percent of it,
+        # their work finding a good plan: the route's answer, within hundredths of a percent of it,
         # leaves HiGHS mostly the bound to prove (bench/plan_bench.py --scheduled 0.3, docs/performance.md).
-        routed = _lp_guided(model, timed, left, gap, TIMED_CANDIDATES_PER_UNIT)
+        routed = _lp_guided(model, timed, effort, gap, TIMED_CANDIDATES_PER_UNIT)
         if isinstance(routed, Solution) and routed.status == "optimal":
             return routed
         if isinstance(routed, Solution):
-            return direct("mip-timed", start=routed.values, basis=routed.basis)
+            return direct("mip-timed", start=routed.values, basis=routed.basis, proven=routed.bound)
         return direct("mip-timed")
-    routed = _lp_guided(model, timed, left, gap, CANDIDATES_PER_UNIT)
-    if routed == _LP_TIMEOUT:  # the LP alone outran the time limit: the greedy start, improved if time is left
+    routed = _lp_guided(model, timed, effort, gap, CANDIDATES_PER_UNIT)
+    if routed == _LP_TIMEOUT:  # the safety net struck in the LP: the greedy start, improved while it allows
         return direct("mip-after-lp-timeout", "time_limit")
     return routed if isinstance(routed, Solution) else direct("mip-timed")
 
@@ -192,12 +184,11 @@ _LP_TIMEOUT = "lp-timeout"
 _UNREPAIRED = "unrepaired"
 
 
-def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
+def _lp_guided(model: Model, timed: bool, effort: Effort, gap: float,
                candidates_per_unit: int) -> Solution | str:
-    """The LP-guided route (the module's note), or why it gave no plan: the LP outran the time limit
+    """The LP-guided route (the module's note), or why it gave no plan: the safety net struck in the LP
     (_LP_TIMEOUT), or a timed start could not be repaired (_UNREPAIRED: the MIP is solved whole)."""
-    started = time.perf_counter()
-    relaxed = highs_run.relaxed(model, time_limit_s=left())
+    relaxed = highs_run.relaxed(model, effort=effort)
     if relaxed.values is None:
         return _LP_TIMEOUT
     lp_bound, lp_values = relaxed.bound, relaxed.values
@@ -209,7 +200,7 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
         rounded[~model.integer] = lp_values[~model.integer]
         proven = relaxed.objective - lp_bound <= gap * abs(relaxed.objective + model.offset)
         return Solution(rounded, relaxed.objective, lp_bound, "optimal" if proven else "gap_limit", "lp",
-                        time.perf_counter() - started, relaxed.basis)
+                        relaxed.basis)
     # a unit with any fractional column stays wholly free (its unplaced column too), which keeps
     # the restricted MIP feasible: leaving its replicas unplaced always fits. Continuous columns
     # (moves) and the few machine columns always follow the units.
@@ -234,9 +225,9 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
         free = units_free | machines
     else:
         start = _nothing_placed(model, base, free)
-    best = highs_run.run(model, np.flatnonzero(free & candidates), base, integer=True, time_limit_s=left(), gap=stage_gap,
+    best = highs_run.run(model, np.flatnonzero(free & candidates), base, integer=True, effort=effort, gap=stage_gap,
                          start=start)
-    if best.values is None:  # out of time: the fractional units stay unplaced
+    if best.values is None:  # the safety net struck: the fractional units stay unplaced
         best = highs_run.Run(start, float(model.cost @ start), lp_bound, best.status)
     values = best.values if best.values is not None else start
     status, stages = best.status, 1
@@ -245,8 +236,10 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
     # continuous columns (moves) are cheap to free: only integer ones count against the cap
     if ((best.objective - lp_bound) > gap * abs(best.objective + model.offset)
             and int((wider & model.integer).sum()) <= NEIGHBOURHOOD_MAX_COLUMNS
-            and left() > 0 and wider.sum() > (free & candidates).sum()):
-        again = highs_run.run(model, np.flatnonzero(wider), values, integer=True, time_limit_s=left(), gap=stage_gap,
+            and wider.sum() > (free & candidates).sum()):
+        # run whatever the clock says: past the safety net's deadline it has its last half second, and its
+        # status (time_limit) says so, where skipping it would change the plan without a word
+        again = highs_run.run(model, np.flatnonzero(wider), values, integer=True, effort=effort, gap=stage_gap,
                               start=values)
         stages = 2
         if again.values is not None and again.objective < best.objective - 1e-9:
@@ -257,6 +250,6 @@ def _lp_guided(model: Model, timed: bool, left: Callable[[], float], gap: float,
         "gap_limit" if status == "optimal" else status)
     return Solution(values, best.objective, min(lp_bound, best.objective), final_status,
                     f"lp-fix-mip ({stages} stage{'s' * (stages > 1)}, {int((free & candidates).sum())} free columns)",
-                    time.perf_counter() - started, relaxed.basis)
+                    relaxed.basis)
 
 
