@@ -7,9 +7,7 @@ os.walk or another os or os.path function that reads or changes the file system 
 method that a Path uses to read, list, test or change the file system (read_text, iterdir, exists, mkdir, ...),
 whatever it is called on, since ast cannot tell a Path from another object (no core method may take those names);
 an import of shutil, tempfile, subprocess, socket, glob or fileinput, or of one of those os functions by name,
-fails. The one read allowed is the shipped catalog (core/inventory/catalog.py reads data/catalog.json from the
-package): every part of the core asks for it where it prices or checks a pool, and passing it down instead would
-change most of the core's signatures.
+fails. No read is allowed: the shipped catalog is Python data (core/inventory/catalog.py).
 """
 
 from __future__ import annotations
@@ -31,8 +29,6 @@ _OS_CALLS = frozenset({"open", "fstat", "stat", "lstat", "listdir", "scandir", "
 _OS_PATH_CALLS = frozenset({"exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime", "getatime",
                             "getctime", "samefile", "realpath"})
 _IO_MODULES = frozenset({"shutil", "tempfile", "subprocess", "socket", "glob", "fileinput"})
-# (module under core/, what): the shipped catalog's one read, of the package's own data file
-_SHIPPED_DATA = frozenset({("inventory/catalog.py", "read_text()")})
 
 
 def _os_names(tree: ast.Module) -> tuple[set[str], set[str]]:
@@ -118,8 +114,6 @@ def test_no_core_module_does_io() -> None:
     assert len(modules) > 50  # the scan reads the core, not an empty directory
     found = {(m.relative_to(CORE).as_posix(), line, what) for m in modules
              for line, what in file_io(m.read_text(encoding="utf-8"))}
-    allowed = {(module, what) for module, _, what in found} & _SHIPPED_DATA
-    assert allowed == _SHIPPED_DATA  # the catalog's read is still there: the allowance names a real read
-    done = sorted(f"core/{module}:{line}: {what}" for module, line, what in found if (module, what) not in allowed)
+    done = sorted(f"core/{module}:{line}: {what}" for module, line, what in found)
     assert done == [], ("the core does I/O: take the text or the bytes as an argument, read or written by a driver "
                         "(drivers/filereader.py read_bounded, read_utf8):\n" + "\n".join(done))
