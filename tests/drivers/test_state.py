@@ -267,6 +267,11 @@ class TestLock:
         token = uuid.uuid4().hex
         child = subprocess.Popen(["env", "-i", "/bin/sh", "-c", f"sleep 0.3; exec env {HOLDER_ENV}={token} sleep 600"])
         try:
+            # Popen returns once `env` runs, with this test's environment: the moment under test begins when
+            # it has become the shell with none (read before that, it is a process of no holder's, rightly left)
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{child.pid}/environ").read_bytes() and time.monotonic() < deadline:
+                time.sleep(0.001)
             assert stop_leftover_processes(token) == 1
             assert child.wait(timeout=10) == -signal.SIGKILL
         finally:

@@ -18,13 +18,15 @@ import pytest
 import yaml
 from inventory_gen import generate
 
-BUSY = "while True: pass"
+# spins for at most a minute of its own clock, should the test die before it is killed
+BUSY = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
 
 
 @contextmanager
 def _busy(processes: int) -> Iterator[None]:
-    """`processes` spinning interpreters, each bounded to a minute should the test die first."""
-    spinning = [subprocess.Popen(["timeout", "60", sys.executable, "-c", BUSY]) for _ in range(processes)]
+    """`processes` spinning interpreters, killed when the block ends (each the spinning process itself: a
+    `timeout` wrapper, killed, would leave its child spinning)."""
+    spinning = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(processes)]
     try:
         yield
     finally:
