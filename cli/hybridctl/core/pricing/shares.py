@@ -3,11 +3,13 @@ pool under the cash cost model, the rounding of the machines it runs on (the spe
 
 A pay-per-use pool's rounding is its machines' cost (PoolUsage.usd_per_month, as pools.py priced it) less
 the compute placed in it (amortized_usd_per_month). It is the GPU-hours on its machines that no replica
-uses, so it is shared by where those idle GPU-hours are: the always-on replicas share the pool's
-always-on machines and their idle GPUs, in proportion to their GPUs (a 2-GPU replica alone on an 8-GPU
-machine carries the 6 idle GPUs); any other replica runs machines of its own and carries their idle
-GPUs alone (a 20-hour job that fills its machine carries none). The pool's figures are split, never
-priced again, so the shares add up to the pool's cash whatever priced it.
+uses, so it is shared by where those idle GPU-hours are: the always-on replicas (in a timed plan, those
+that run a segment whole) share the pool's shared machines and their idle GPUs, in proportion to the GPUs
+each holds beyond whole machines (revision 4: gpu.count mod GPUs per node; a 2-GPU replica alone on an 8-GPU
+machine carries the 6 idle GPUs, a 64-GPU gang that fills eight machines beside it carries none); any other
+replica runs machines of its own and carries their idle GPUs alone (a 20-hour job that fills its machine
+carries none). The pool's figures are split, never priced again, so the shares add up to the pool's cash
+whatever priced it.
 
 No numpy and no inventory models here: a plan file is priced without them.
 """
@@ -33,7 +35,7 @@ class IdleMachines:
     machines: int
     gpus_used: int  # on those machines
     gpus_per_node: int
-    workloads: tuple[str, ...]  # who runs on them (and carries their idle GPUs)
+    workloads: tuple[str, ...]  # who carries their idle GPUs (the replicas that leave them part-empty)
     idle_usd_per_month: float
 
 
@@ -52,10 +54,23 @@ def _always_on(pl: Placement) -> bool:
     return pl.hours_per_month == ALWAYS_ON_HOURS
 
 
+def _shared_idle_split(sharing: Sequence[Placement], gpus_per_node: int) -> list[float]:
+    """How the idle GPUs of shared machines split among the placements on them: by the GPUs each holds beyond
+    whole machines (its replicas' gpu.count mod GPUs per node), the GPUs that leave a machine part-empty. Whole
+    machines' replicas leave none, so where all of them fill whole machines no shared GPU is idle by the rule;
+    should a plan still have some (a plan file's machines beyond the rule), they split by GPUs, revision 3's
+    rule, and stay on those machines. Fractions of one, in the order given."""
+    node = max(gpus_per_node, 1)
+    beyond = [float(pl.replicas * (gpus_per_replica(pl) % node)) for pl in sharing]
+    weights = beyond if sum(beyond) > 0 else [float(pl.gpus) for pl in sharing]
+    total = sum(weights)
+    return [w / total if total > 0 else 1.0 / len(sharing) for w in weights]
+
+
 def _week_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: Sequence[float]) -> list[float]:
     """A timed plan's rounding_weights, segment by segment (week/machines.py counts the same machines):
-    the replicas that run a segment whole share the idle GPUs of its shared machines, in proportion to their
-    GPUs, for its hours; any other replica carries its own machines' idle GPUs for its hours there."""
+    the replicas that run a segment whole share the idle GPUs of its shared machines for its hours
+    (_shared_idle_split); any other replica carries its own machines' idle GPUs for its hours there."""
     node = max(pool.gpus_per_node, 1)
     weights = [0.0] * len(placements)
     for s, length in enumerate(lengths):
@@ -63,8 +78,10 @@ def _week_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: Seq
                  if s < len(pl.segment_hours) and runs_whole_segment(pl.segment_hours[s], length)]
         gpus = sum(placements[i].gpus for i in whole)
         idle = (shared_machines(gpus, node) * node - gpus) * length
-        for i in whole:
-            weights[i] += idle * placements[i].gpus / gpus
+        if idle <= 0:
+            continue
+        for i, part in zip(whole, _shared_idle_split([placements[i] for i in whole], node), strict=True):
+            weights[i] += idle * part
     for i, pl in enumerate(placements):
         weights[i] += _spare_gpus(pl, node) * sum(h for h, length in zip(pl.segment_hours, lengths, strict=False)
                                   if h > 0 and not runs_whole_segment(h, length))
@@ -76,9 +93,10 @@ def rounding_weights(pool: PoolUsage, placements: Sequence[Placement], lengths: 
     `lengths`, a timed plan's segments)."""
     if lengths:
         return _week_weights(pool, placements, lengths)
-    shared_gpus = sum(pl.gpus for pl in placements if _always_on(pl))
-    shared_idle = max(0, pool.always_on_machines * pool.gpus_per_node - shared_gpus) * ALWAYS_ON_HOURS
-    return [shared_idle * pl.gpus / shared_gpus if _always_on(pl) else _own_idle_gpu_hours(pl, pool.gpus_per_node)
+    shared = [pl for pl in placements if _always_on(pl)]
+    shared_idle = max(0, pool.always_on_machines * pool.gpus_per_node - sum(pl.gpus for pl in shared)) * ALWAYS_ON_HOURS
+    parts = iter(_shared_idle_split(shared, pool.gpus_per_node) if shared else [])
+    return [shared_idle * next(parts) if _always_on(pl) else _own_idle_gpu_hours(pl, pool.gpus_per_node)
             for pl in placements]
 
 
@@ -123,9 +141,11 @@ def idle_machines(plan: Plan) -> list[IdleMachines]:
             continue
         if plan.segments:  # a timed pool's machines are the week's: one figure, the most a segment runs
             idle_usd = round(pool.usd_per_month - pool.amortized_usd_per_month, 2)
+            weights = rounding_weights(pool, placements, [s.hours for s in plan.segments])
+            carriers = {pl.workload for pl, w in zip(placements, weights, strict=True) if w > 0}
             if idle_usd > 0:
                 found.append(IdleMachines(pool.pool, pool.gpu, pool.machines, pool.used_gpus, pool.gpus_per_node,
-                                          tuple(sorted({pl.workload for pl in placements})), idle_usd))
+                                          tuple(sorted(carriers or {pl.workload for pl in placements})), idle_usd))
             continue
         rate = (pool.usd_per_month - pool.amortized_usd_per_month) / total if (
             total := sum(rounding_weights(pool, placements))) > 0 else 0.0  # $ per idle GPU-hour in this pool
@@ -133,8 +153,10 @@ def idle_machines(plan: Plan) -> list[IdleMachines]:
         used = sum(pl.gpus for pl in shared)
         if shared and pool.always_on_machines * pool.gpus_per_node > used:
             idle_hours = (pool.always_on_machines * pool.gpus_per_node - used) * ALWAYS_ON_HOURS
+            carriers = {pl.workload for pl, part in zip(shared, _shared_idle_split(shared, pool.gpus_per_node),
+                                                         strict=True) if part > 0}
             found.append(IdleMachines(pool.pool, pool.gpu, pool.always_on_machines, used, pool.gpus_per_node,
-                                      tuple(sorted({pl.workload for pl in shared})), round(idle_hours * rate, 2)))
+                                      tuple(sorted(carriers)), round(idle_hours * rate, 2)))
         for pl in placements:
             if not _always_on(pl) and (idle := _own_idle_gpu_hours(pl, pool.gpus_per_node)) > 0:
                 machines = own_machines(pl.replicas, gpus_per_replica(pl), pool.gpus_per_node)

@@ -3,7 +3,7 @@ capacity type or team, allocating every dollar of the plan's total (the spec's S
 
 Each workload is charged its compute at its pools' rates (gpu.count × hours × usd_per_gpu_hour), the
 data movement it causes (charged to the receiving site) and, under the cash cost model, the rounding of
-the pay-per-use machines it runs on, in proportion to its GPUs there (shares.py). The idle committed
+the pay-per-use machines it runs on, carried by the replicas that leave them part-empty (shares.py). The idle committed
 cost (what committed pools cost beyond the compute placed in them) is a line of its own,
 IDLE_COMMITTED, owned by no workload. The lines are rounded together (cents.py), so every view adds
 up to the plan's total to the cent.
