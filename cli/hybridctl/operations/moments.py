@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,9 +28,18 @@ def parse_moment(text: str) -> datetime | None:
         raise UsageError(f"--at: '{text}' has no offset: the moment would depend on this machine's zone", hint=_HINT)
     from hybridctl.core.week.segments import FIRST_YEAR, LAST_YEAR
 
-    if not FIRST_YEAR <= moment.year <= LAST_YEAR:  # 9999-12-31T23:59-14:00 overflowed in UTC
-        raise UsageError(f"--at: '{text}' is outside the years {FIRST_YEAR} to {LAST_YEAR} plans are for", hint=_HINT)
-    return moment.astimezone(UTC)
+    # A moment is read in its week (from Monday 00:00 UTC), so it is in range where its week is one `--week` takes:
+    # 1969-12-29T00:00Z is in 1970-W01, 9999-01-03T23:59Z in 9998-W53 (the written year refused both and took
+    # 1970-01-01T00:00+14:00). 9999-12-31T23:59-14:00 overflows in UTC: out of range too.
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not FIRST_YEAR <= utc.isocalendar().year <= LAST_YEAR:
+        last_week = date(LAST_YEAR, 12, 28).isocalendar().week  # the 28th of December is in a year's last week
+        raise UsageError(f"--at: '{text}' is outside the years {FIRST_YEAR} to {LAST_YEAR} plans are for "
+                         f"(their weeks {FIRST_YEAR}-W01 to {LAST_YEAR}-W{last_week}, read in UTC)", hint=_HINT)
+    return utc
 
 
 def parse_moment_within(text: str, days: int, *, why: str, now: datetime | None = None) -> datetime:
