@@ -105,25 +105,39 @@ def placement_shares(plan: Plan, rounding: bool | None = None) -> list[float]:
     `rounding` (default: under the cash cost model; under `amortized` a placement's showback is its
     compute) says whether the rounding is shared; cash is cash under either model (incident.py).
     Unrounded: views round them together (cents.py)."""
-    shares = [pl.usd_per_month for pl in plan.placements]
+    return [share for share, _ in placement_splits(plan, rounding)]
+
+
+def placement_splits(plan: Plan, rounding: bool | None = None) -> list[tuple[float, float]]:
+    """Per placement, in the plan's order: (its share, as placement_shares, and the part of it that pays for idle
+    GPUs).
+
+    A pay-per-use pool's cash is split by each placement's GPU-hours on its machines, those it uses and the idle
+    ones it carries: the same split as its compute plus its rounding, but from the pool's one price of a GPU-hour
+    instead of each placement's compute rounded to the cent (2 GPUs for an hour a week on a machine of 8 is
+    8 x 730 / 168 x $4 = $139.05 a month; its compute rounded, $34.76, plus its idle GPUs made it $139.04)."""
+    splits = [(pl.usd_per_month, 0.0) for pl in plan.placements]
     if not (plan.cost_model == "cash" if rounding is None else rounding):
-        return shares
+        return splits
     on_pool: dict[str, list[int]] = defaultdict(list)
     for i, pl in enumerate(plan.placements):
         on_pool[pl.pool].append(i)
+    lengths = [s.hours for s in plan.segments]
     for pool in plan.pools:
         at = on_pool.get(pool.pool)
         if pool.committed or not at:
             continue
-        idle_usd = pool.usd_per_month - pool.amortized_usd_per_month
-        weights = rounding_weights(pool, [plan.placements[i] for i in at], [s.hours for s in plan.segments])
-        total = sum(weights)
-        if total <= 0:  # no idle GPU-hours: what is left is float noise, shared by compute
-            compute = sum(shares[i] for i in at)
-            weights, total = ([shares[i] for i in at], compute) if compute > 0 else ([1.0] * len(at), len(at))
-        for i, w in zip(at, weights, strict=True):
-            shares[i] += idle_usd * w / total
-    return shares
+        placed = [plan.placements[i] for i in at]
+        idle = rounding_weights(pool, placed, lengths)
+        # in a timed plan, GPU-hours a week (the segments' hours, rework included, as the idle ones are counted)
+        used = [pl.gpus * (sum(pl.segment_hours) if lengths else pl.hours_per_month) for pl in placed]
+        total = sum(used) + sum(idle)
+        for i, u, w in zip(at, used, idle, strict=True):
+            if total > 0:
+                splits[i] = (pool.usd_per_month * (u + w) / total, pool.usd_per_month * w / total)
+            else:  # nothing runs there: what the pool still costs is all idle
+                splits[i] = (pool.usd_per_month / len(at), pool.usd_per_month / len(at))
+    return splits
 
 
 def idle_machines(plan: Plan) -> list[IdleMachines]:

@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.pricing.cents import allocate_cents, to_cents
-from hybridctl.core.pricing.shares import placement_shares
+from hybridctl.core.pricing.shares import placement_shares, placement_splits
 from hybridctl.core.week.usage import peak_gpus
 
 IDLE_COMMITTED = "(idle committed)"
@@ -88,10 +88,10 @@ def showback(plan: Plan, by: CostDimension) -> list[CostLine]:
     gpu_hours: dict[str, float] = defaultdict(float)
     placed_gpu_hours = 0.0  # summed in the plan's order, the same in every view
     first_pool_at: dict[tuple[str, str], str] = {}
-    for p, share in zip(plan.placements, placement_shares(plan), strict=True):
+    for p, (share, idle_part) in zip(plan.placements, placement_splits(plan), strict=True):
         key = key_of(p.workload, p.site, p.pool, p.tier)
         total[key] += share
-        idle[key] += share - p.usd_per_month
+        idle[key] += idle_part
         gpus[key] += p.gpus
         gpu_hours[key] += p.gpus * p.hours_per_month
         placed_gpu_hours += p.gpus * p.hours_per_month
