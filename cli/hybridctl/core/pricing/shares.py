@@ -128,16 +128,28 @@ def placement_splits(plan: Plan, rounding: bool | None = None) -> list[tuple[flo
         if pool.committed or not at:
             continue
         placed = [plan.placements[i] for i in at]
-        idle = rounding_weights(pool, placed, lengths)
-        # in a timed plan, GPU-hours a week (the segments' hours, rework included, as the idle ones are counted)
-        used = [pl.gpus * (sum(pl.segment_hours) if lengths else pl.hours_per_month) for pl in placed]
-        total = sum(used) + sum(idle)
+        used, idle = _machine_gpu_hours(pool, placed, lengths)
+        rate = _usd_per_machine_gpu_hour(pool, used, idle)
         for i, u, w in zip(at, used, idle, strict=True):
-            if total > 0:
-                splits[i] = (pool.usd_per_month * (u + w) / total, pool.usd_per_month * w / total)
+            if rate is not None:
+                splits[i] = (rate * (u + w), rate * w)
             else:  # nothing runs there: what the pool still costs is all idle
                 splits[i] = (pool.usd_per_month / len(at), pool.usd_per_month / len(at))
     return splits
+
+
+def _machine_gpu_hours(pool: PoolUsage, placements: Sequence[Placement],
+                       lengths: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Per placement: the GPU-hours it uses on the pool's machines and the idle ones it carries (in a timed plan
+    GPU-hours a week: the segments' hours, rework included, as the idle ones are counted)."""
+    used = [pl.gpus * (sum(pl.segment_hours) if lengths else pl.hours_per_month) for pl in placements]
+    return used, rounding_weights(pool, placements, lengths)
+
+
+def _usd_per_machine_gpu_hour(pool: PoolUsage, used: Sequence[float], idle: Sequence[float]) -> float | None:
+    """What a GPU-hour of the pool's machines costs in its cash, used or idle (None when the pool ran none)."""
+    total = sum(used) + sum(idle)
+    return pool.usd_per_month / total if total > 0 else None
 
 
 def idle_machines(plan: Plan) -> list[IdleMachines]:
@@ -149,20 +161,20 @@ def idle_machines(plan: Plan) -> list[IdleMachines]:
     for pl in plan.placements:
         on_pool[pl.pool].append(pl)
     found: list[IdleMachines] = []
+    lengths = [s.hours for s in plan.segments]
     for pool in plan.pools:
         placements = on_pool.get(pool.pool, [])
         if pool.committed or not placements:
             continue
+        used_hours, weights = _machine_gpu_hours(pool, placements, lengths)
+        rate = _usd_per_machine_gpu_hour(pool, used_hours, weights) or 0.0  # as the showback's idle parts
         if plan.segments:  # a timed pool's machines are the week's: one figure, the most a segment runs
-            idle_usd = round(pool.usd_per_month - pool.amortized_usd_per_month, 2)
-            weights = rounding_weights(pool, placements, [s.hours for s in plan.segments])
+            idle_usd = round(rate * sum(weights), 2)
             carriers = {pl.workload for pl, w in zip(placements, weights, strict=True) if w > 0}
             if idle_usd > 0:
                 found.append(IdleMachines(pool.pool, pool.gpu, pool.machines, pool.used_gpus, pool.gpus_per_node,
-                                          tuple(sorted(carriers or {pl.workload for pl in placements})), idle_usd))
+                                          tuple(sorted(carriers)), idle_usd))
             continue
-        rate = (pool.usd_per_month - pool.amortized_usd_per_month) / total if (
-            total := sum(rounding_weights(pool, placements))) > 0 else 0.0  # $ per idle GPU-hour in this pool
         shared = [pl for pl in placements if _always_on(pl)]
         used = sum(pl.gpus for pl in shared)
         if shared and pool.always_on_machines * pool.gpus_per_node > used:
