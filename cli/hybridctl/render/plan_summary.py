@@ -77,11 +77,16 @@ def change_line(summary: PlanSummary) -> str:
         return f"none against {against} ({signed_usd(summary.change_usd_per_month)}/month)"
     counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized")
                        if diff.count(kind))
-    pools = f"; {len(diff.pools)} pool(s) resized" if diff.pools else ""
     if not (diff.workloads or diff.pools):  # a cost-only change: say what moved it
         causes = "; ".join(c.describe() for c in diff.causes)
         return f"{signed_usd(summary.change_usd_per_month)}/month against {against}, no replica moved: {causes}"
-    return f"{signed_usd(summary.change_usd_per_month)}/month against {against}: {counts or 'no workload'}{pools}"
+    # a price that changed is named beside the moves it caused: the counts alone do not say why
+    prices = "; ".join(c.describe() for c in diff.causes if any(r.startswith("price ") for r in c.reasons))
+    resized = sum(p.resized for p in diff.pools)
+    pools = "".join(f"; {n} pool(s) {what}" for n, what in ((resized, "resized"),
+                                                           (len(diff.pools) - resized, "with another peak use")) if n)
+    return (f"{signed_usd(summary.change_usd_per_month)}/month against {against}: {counts or 'no workload moved'}{pools}"
+            + (f" ({prices})" if prices else ""))
 
 
 def price_lines(plan: Plan) -> list[str]:
