@@ -47,3 +47,19 @@ def test_the_scenarios_cash_and_the_plan_date_are_on_the_page(hospital) -> None:
     assert "main-dc-lost: +$5,840.00/month (+$5,840.00 extra spend) (2 committed GPU(s) lost, $1,460.00/month still paid)" in html
     assert "annex-halved: ±$0.00/month (±$0.00 extra spend) (1 committed GPU(s) lost, $1,095.00/month still paid)" in html
     assert 'data-figure="planned-on">2026-11-26<' in html
+
+
+def test_the_summary_hints_what_would_avoid_the_idle_machine(hospital) -> None:
+    from hybridctl.core.pricing.shares import IdleMachines
+    from hybridctl.render.plan_summary import machine_shape_hint, shape_hint_lines
+
+    _, result = hospital
+    # a 2-GPU replica on a p5: the catalog has no smaller H100 machine, so the way out is another type or site
+    assert shape_hint_lines(result) == [
+        "$17,520.00/month of idle GPUs on aws-p5's 8-GPU machines: the catalog has no smaller H100 shape; "
+        "another GPU type in gpu.types, or a pool at another site, would avoid them"]
+    # 1-GPU replicas on 4-GPU L40S machines: the catalog's 1-GPU L40S machine, cheapest first
+    l40s = IdleMachines("aws-g6e", "L40S", 1, 1, 4, ("embed",), 5_000.0)
+    assert machine_shape_hint(l40s) == (
+        "$5,000.00/month of idle GPUs on aws-g6e's 4-GPU machines: a pool of a smaller L40S shape would fit them "
+        "(g6e.xlarge (1 GPU, $1.861/h), g6e.2xlarge (1 GPU, $2.242/h); set instance_type)")

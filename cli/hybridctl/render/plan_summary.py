@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.summary import CostParts, PlanSummary, objective_note
 from hybridctl.core.pricing.shares import IdleMachines, idle_machines
@@ -68,6 +69,26 @@ def idle_machine_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def machine_shape_hint(m: IdleMachines) -> str:
+    """What to change for machines paid for GPUs no replica uses: a smaller shape of the same GPU where the
+    catalog has one (a pool of it fits the replicas without the idle GPUs), else another GPU type or site."""
+    smaller = sorted((i for i in catalog().instances.values() if i.gpu == m.gpu and i.gpus_per_node < m.gpus_per_node),
+                     key=lambda i: (i.gpus_per_node, i.usd_per_hour, i.name))
+    idle = f"{usd(m.idle_usd_per_month)}/month of idle GPUs on {m.pool}'s {m.gpus_per_node}-GPU machines"
+    if smaller:
+        shapes = ", ".join(f"{i.name} ({i.gpus_per_node} GPU{'s' * (i.gpus_per_node != 1)}, "
+                           f"${i.usd_per_hour:,.3f}/h)" for i in smaller[:3])
+        return f"{idle}: a pool of a smaller {m.gpu} shape would fit them ({shapes}; set instance_type)"
+    return (f"{idle}: the catalog has no smaller {m.gpu} shape; another GPU type in gpu.types, or a pool at "
+            "another site, would avoid them")
+
+
+def shape_hint_lines(plan: Plan) -> list[str]:
+    """One hint, for the dearest idle machines: the summary stays a screenful."""
+    found = [m for m in idle_machines(plan) if m.idle_usd_per_month >= 0.005]
+    return [machine_shape_hint(found[0])] if found else []
+
+
 def change_line(summary: PlanSummary) -> str:
     diff = summary.diff
     if diff is None or summary.change_usd_per_month is None:
@@ -121,6 +142,7 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     if idle:
         rows.append(("", idle))
     rows += [("idle:" if i == 0 else "", text) for i, text in enumerate(idle_machine_lines(plan))]
+    rows += [("hint:", text) for text in shape_hint_lines(plan)]
     if summary.budget_usd_per_month is not None:
         budget = summary.budget_usd_per_month
         share = summary.costs.total_usd_per_month / budget if budget else float("inf")
