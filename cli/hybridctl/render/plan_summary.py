@@ -74,19 +74,39 @@ def machine_shape_hint(m: IdleMachines) -> str:
     catalog has one (a pool of it fits the replicas without the idle GPUs), else another GPU type or site."""
     smaller = sorted((i for i in catalog().instances.values() if i.gpu == m.gpu and i.gpus_per_node < m.gpus_per_node),
                      key=lambda i: (i.gpus_per_node, i.usd_per_hour, i.name))
-    idle = f"{usd(m.idle_usd_per_month)}/month of idle GPUs on {m.pool}'s {m.gpus_per_node}-GPU machines"
+    idle = f"{m.pool}: {usd(m.idle_usd_per_month)}/month idle on {m.gpus_per_node}-GPU machines"
     if smaller:
         shapes = ", ".join(f"{i.name} ({i.gpus_per_node} GPU{'s' * (i.gpus_per_node != 1)}, "
                            f"${i.usd_per_hour:,.3f}/h)" for i in smaller[:3])
-        return f"{idle}: a pool of a smaller {m.gpu} shape would fit them ({shapes}; set instance_type)"
-    return (f"{idle}: the catalog has no smaller {m.gpu} shape; another GPU type in gpu.types, or a pool at "
-            "another site, would avoid them")
+        return f"{idle}; a pool of a smaller {m.gpu} shape fits them: {shapes}"
+    return (f"{idle}; no smaller {m.gpu} shape in the catalog: add a GPU type to gpu.types, or a pool at "
+            "another site")
 
 
 def shape_hint_lines(plan: Plan) -> list[str]:
     """One hint, for the dearest idle machines: the summary stays a screenful."""
     found = [m for m in idle_machines(plan) if m.idle_usd_per_month >= 0.005]
     return [machine_shape_hint(found[0])] if found else []
+
+
+HOURS_PER_MONTH = 730
+
+
+def part_time_hint(plan: Plan) -> str:
+    """An untimed plan's part-time replicas in committed pools hold their GPUs all month (revision 2's model):
+    the GPU-hours they hold and do not use, and the `schedule` that would let others have them. "" where none."""
+    if plan.segments:
+        return ""
+    committed = {p.pool for p in plan.pools if p.committed}
+    held = [pl for pl in plan.placements
+            if pl.pool in committed and 0 < pl.hours_per_month < HOURS_PER_MONTH and pl.replicas > 0]
+    if not held:
+        return ""
+    idle_hours = sum(pl.gpus * (HOURS_PER_MONTH - pl.hours_per_month) for pl in held)
+    names = sorted({pl.workload for pl in held})
+    listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"{listed} hold{'s' * (len(names) == 1)} owned GPUs all month ({idle_hours:,.0f} GPU-h unused): "
+            "a `schedule` would time-share them")
 
 
 def change_line(summary: PlanSummary) -> str:
@@ -142,7 +162,7 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     if idle:
         rows.append(("", idle))
     rows += [("idle:" if i == 0 else "", text) for i, text in enumerate(idle_machine_lines(plan))]
-    rows += [("hint:", text) for text in shape_hint_lines(plan)]
+    rows += [("hint:", text) for text in [*shape_hint_lines(plan), part_time_hint(plan)] if text]
     if summary.budget_usd_per_month is not None:
         budget = summary.budget_usd_per_month
         share = summary.costs.total_usd_per_month / budget if budget else float("inf")
@@ -173,5 +193,8 @@ def render_summary(console: Console, plan: Plan, summary: PlanSummary, cloud: Cl
                   f"site(s), {summary.unplaced_workloads} unplaced")
     for label, value in summary_rows(plan, summary, cloud):
         style = "red" if label == "unplaced:" or value.endswith("OVER BUDGET") else "bold"
-        # one line each, cut rather than folded: the summary must stay a screenful
-        console.print(f"[{style}]{label:<{LABEL_WIDTH}}[/]{escape(value)}", no_wrap=True, overflow="ellipsis")
+        # one line each, cut rather than folded: the summary must stay a screenful; a hint is folded, since a
+        # hint cut short names no way out
+        hint = label == "hint:"
+        console.print(f"[{style}]{label:<{LABEL_WIDTH}}[/]{escape(value)}", no_wrap=not hint,
+                      overflow="fold" if hint else "ellipsis")
