@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +13,11 @@ from typing import Any
 
 import pytest
 import yaml
+from support.action import ACTION, run_action
 from support.examples import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
-ACTION = ROOT / ".github" / "actions" / "hybridctl" / "action.yml"
 HYBRIDCTL = [sys.executable, "-m", "hybridctl"]
-EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 
 
 def ci_doc_yaml_blocks() -> list[Any]:
@@ -67,64 +65,24 @@ class TestPreCommit:
                     assert all(h.get("args") for h in repo["hooks"]), "name the inventories in args"
 
 
-def _substitute(value: str, context: dict[str, str]) -> str:
-    return EXPRESSION.sub(lambda m: context[m.group(1)], value)
-
-
-def run_action(tmp_path: Path, inputs: dict[str, str], *, pr: str = "17") -> dict[str, Any]:
-    """Every `run` step of the action but the install, with GitHub's shell, context and files; `gh` is a
-    stand-in that records its calls (the GitHub API cannot be reached here)."""
-    action = yaml.safe_load(ACTION.read_text())
-    values = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
-    values.update(inputs)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    gh = bin_dir / "gh"
-    gh.write_text('#!/bin/sh\necho "$@" >> "$GH_LOG"\nfor a; do case "$a" in body=@*) cat "${a#body=@}" '
-                  '> "$GH_BODY";; esac; done\n')
-    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
-    (bin_dir / "hybridctl").write_text(f"#!/bin/sh\nexec {sys.executable} -m hybridctl \"$@\"\n")
-    (bin_dir / "hybridctl").chmod(0o755)
-    (bin_dir / "python").symlink_to(sys.executable)
-    context = {f"inputs.{k}": str(v) for k, v in values.items()}
-    context |= {"github.action_path": str(ACTION.parent), "github.token": "t0ken", "github.repository": "acme/infra",
-                "github.event.pull_request.number": pr}
-    files = {name: tmp_path / name for name in ("summary.md", "output.txt", "gh.log", "gh-body.md")}
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir()
-    results = {}
-    for step in action["runs"]["steps"]:
-        if "run" not in step or step["id"] == "install":
-            continue
-        env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path), "NO_COLOR": "1",
-               "RUNNER_TEMP": str(runner_temp), "GITHUB_STEP_SUMMARY": str(files["summary.md"]),
-               "GITHUB_OUTPUT": str(files["output.txt"]), "GH_LOG": str(files["gh.log"]),
-               "GH_BODY": str(files["gh-body.md"])}
-        env |= {k: _substitute(str(v), context) for k, v in step.get("env", {}).items()}
-        results[step["id"]] = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                                             check=False)
-    return {"steps": results, **{k: p.read_text() if p.exists() else "" for k, p in files.items()}}
-
-
 class TestAction:
     def test_a_good_inventory_validates_comments_its_plan_and_passes_the_drill(self, tmp_path: Path) -> None:
         done = run_action(tmp_path, {"inventory": "inventories/cloud-burst.yaml"})
-        for name, step in done["steps"].items():
+        for name, step in done.steps.items():
             assert step.returncode == 0, (name, step.stdout, step.stderr)
-        assert done["steps"]["validate"].stdout == ""  # no annotations
-        assert "repos/acme/infra/issues/17/comments" in done["gh.log"] and "-X POST" in done["gh.log"]
-        assert done["gh-body.md"].startswith("<!-- hybridctl-plan -->\n### hybridctl plan: `cloud-burst`")
-        assert done["gh-body.md"] in done["summary.md"]
-        assert "### hybridctl drill — `cloud-burst`: ✅ passed" in done["summary.md"]
-        assert re.fullmatch(r"total=\d+(\.\d+)?\n", done["output.txt"])
+        assert done.steps["validate"].stdout == ""  # no annotations
+        assert "repos/acme/infra/issues/17/comments" in done.gh_log and "-X POST" in done.gh_log
+        assert done.comment.startswith("<!-- hybridctl-plan -->\n### hybridctl plan: `cloud-burst`")
+        assert done.comment in done.summary
+        assert "### hybridctl drill — `cloud-burst`: ✅ passed" in done.summary
+        assert re.fullmatch(r"\d+\.\d\d", done.output("total-usd-per-month"))
 
     def test_a_broken_inventory_is_annotated_and_fails(self, tmp_path: Path) -> None:
         bad = tmp_path / "bad.yaml"
         bad.write_text((EXAMPLES / "cloud-burst.yaml").read_text().replace("gpu: H100", "gpu: H1OO", 1))
         done = run_action(tmp_path, {"inventory": str(bad), "plan-comment": "false", "drill": "false"})
-        assert done["steps"]["validate"].returncode == 1
-        assert done["steps"]["validate"].stdout.startswith(f"::error file={bad},line=")
+        assert done.steps["validate"].returncode == 1
+        assert done.steps["validate"].stdout.startswith(f"::error file={bad},line=")
 
     def test_the_drill_takes_a_scenario_file(self, tmp_path: Path) -> None:
         # a hospital-style fleet: --standard loses a clinic's 1-GPU box and a subsidiary, which its file expects
@@ -132,19 +90,19 @@ class TestAction:
         (tmp_path / "standard").mkdir()
         (tmp_path / "chosen").mkdir()
         standard = run_action(tmp_path / "standard", fleet)
-        assert standard["steps"]["drill"].returncode == 1
-        assert "❌ failed (2 of 6 scenarios)" in standard["summary.md"]
+        assert standard.steps["drill"].returncode == 1
+        assert "❌ failed (2 of 6 scenarios)" in standard.summary
         chosen = run_action(tmp_path / "chosen", {**fleet, "scenarios": "tests/data/drill/clinics-drills.yaml"})
-        assert chosen["steps"]["drill"].returncode == 0, chosen["steps"]["drill"].stderr
-        assert "### hybridctl drill — `clinics`: ✅ passed" in chosen["summary.md"]
-        assert "| `main-dc-and-triage` |" in chosen["summary.md"]
+        assert chosen.steps["drill"].returncode == 0, chosen.steps["drill"].stderr
+        assert "### hybridctl drill — `clinics`: ✅ passed" in chosen.summary
+        assert "| `main-dc-and-triage` |" in chosen.summary
 
     @pytest.mark.parametrize("step", ["plan", "drill"])
     def test_steps_can_be_turned_off(self, tmp_path: Path, step: str) -> None:
         done = run_action(tmp_path, {"inventory": "inventories/cloud-burst.yaml", "plan-comment": "false",
                                      "drill": "false"})
-        assert done["steps"][step].returncode == 0 and done["steps"][step].stdout == ""
-        assert done["gh.log"] == ""
+        assert done.steps[step].returncode == 0 and done.steps[step].stdout == ""
+        assert done.gh_log == ""
 
     def test_the_ci_doc_workflow_uses_the_action_with_its_inputs(self) -> None:
         inputs = yaml.safe_load(ACTION.read_text())["inputs"]

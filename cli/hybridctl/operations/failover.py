@@ -65,11 +65,25 @@ def _load_inventory(option: Path | None, state: State) -> Inventory:
     return load_inventory(path).inventory
 
 
-def _require_applied(state: State, store: StateStore) -> Mapping[str, Any]:
+def _require_applied(state: State, store: StateStore, rehearsal: str = "") -> Mapping[str, Any]:
     if not state.applied_plan:
         raise RefusedError(f"nothing is applied in {store.location}: failover replans from the applied plan",
-                           hint="apply a plan first (`hybridctl apply`), or rehearse with `hybridctl drill INVENTORY`")
+                           hint=rehearsal or "apply a plan first (`hybridctl apply`), or rehearse with "
+                           "`hybridctl drill INVENTORY`")
     return state.applied_plan
+
+
+def _rehearsal_hint(words: Sequence[str], inventory: Path | None, state: State) -> str:
+    """The single-event rehearsal of these very events, which reads no state: what an operator without an
+    apply was looking for (a drill replays a whole scenario set)."""
+    import shlex
+
+    path = inventory or (Path(state.inventory_path) if state.inventory_path else None)
+    where = shlex.quote(str(path)) if path else "INVENTORY"
+    return (f"rehearse it from a plan file: `hybridctl plan {where} --out plan.json`, then "
+            f"`hybridctl failover {shlex.join(words)} --plan plan.json -i {where}`; apply a plan first "
+            f"(`hybridctl apply plan.json`) to fail over for real, or run every standard scenario with "
+            f"`hybridctl drill {where} --standard`")
 
 
 def _applied(state: State, store: StateStore) -> Plan:
@@ -289,7 +303,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
     run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
     with _maybe_locked(store, "failover " + " ".join(words), options.lock_timeout_s, execute, view):
         current = store.read()
-        _require_applied(current, store)
+        _require_applied(current, store, _rehearsal_hint(words, inventory, current))
         the_inventory = _load_inventory(inventory, current)
         check_events(events, the_inventory)
         refs = _refs(options, {w.name for w in the_inventory.workloads}, view)

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from hybridctl import __version__
 from hybridctl.core.inventory.diagnostics import Diagnostic, Severity
+from hybridctl.errors import Location
 
 FORMAT_VERSION = 1
 
@@ -92,21 +93,45 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+# GitHub shows a step's first ten annotations of a kind: the lines a finding names beside its own are capped
+RELATED_ANNOTATIONS = 3
+
+
+def _annotation(command: str, file: str, location: Location | None, title: str, body: str) -> str:
+    props = [f"file={_escape_property(location.file if location else file)}"]
+    if location and location.line:
+        props.append(f"line={location.line}")
+        if location.column:
+            props.append(f"col={location.column}")
+    props.append(f"title={_escape_property(title)}")
+    return f"::{command} {','.join(props)}::{_escape_data(body)}"
+
+
 def render_github(reports: list[InventoryReport]) -> str:
-    """GitHub Actions workflow commands: one annotation per finding, on the file and line."""
+    """GitHub Actions workflow commands: one annotation per finding, on the file and line, and one on each
+    line it names beside (a pool's capacity, for a workload that no longer fits), where an author's change is."""
     lines: list[str] = []
     for report in reports:
         for d in report.diagnostics:
             command = "error" if d.severity is Severity.ERROR else "warning"
-            props = [f"file={_escape_property(d.location.file if d.location else report.path)}"]
-            if d.location and d.location.line:
-                props.append(f"line={d.location.line}")
-                if d.location.column:
-                    props.append(f"col={d.location.column}")
-            props.append(f"title={_escape_property('hybridctl ' + d.code)}")
             body = d.message + (f"\nhint: {d.hint}" if d.hint else "")
-            lines.append(f"::{command} {','.join(props)}::{_escape_data(body)}")
+            lines.append(_annotation(command, report.path, d.location, f"hybridctl {d.code}", body))
+            elsewhere = [r for r in d.related if r != d.location][:RELATED_ANNOTATIONS]
+            lines.extend(_annotation(command, report.path, r, f"hybridctl {d.code} (related)",
+                                     f"{d.message}\n(reported at {d.location or report.path})") for r in elsewhere)
     return "\n".join(lines)
+
+
+def _physical(location: Location | None, path: str) -> dict[str, object]:
+    region: dict[str, int] = {}
+    if location and location.line:
+        region["startLine"] = location.line
+        if location.column:
+            region["startColumn"] = location.column
+    physical: dict[str, object] = {"artifactLocation": {"uri": location.file if location else path}}
+    if region:
+        physical["region"] = region
+    return physical
 
 
 def render_sarif(reports: list[InventoryReport]) -> str:
@@ -119,17 +144,16 @@ def render_sarif(reports: list[InventoryReport]) -> str:
             rules.setdefault(rule_id, {"id": rule_id, "name": rule_id,
                                        "shortDescription": {"text": rule_id.replace("-", " ")},
                                        "helpUri": "https://github.com/hybridctl/hybridctl/blob/main/README.md"})
-            region: dict[str, int] = {}
-            if d.location and d.location.line:
-                region["startLine"] = d.location.line
-                if d.location.column:
-                    region["startColumn"] = d.location.column
-            physical: dict[str, object] = {"artifactLocation": {"uri": d.location.file if d.location else report.path}}
-            if region:
-                physical["region"] = region
             text = d.message + (f" (hint: {d.hint})" if d.hint else "")
-            results.append({"ruleId": rule_id, "level": "error" if d.severity is Severity.ERROR else "warning",
-                            "message": {"text": text}, "locations": [{"physicalLocation": physical}]})
+            result: dict[str, object] = {"ruleId": rule_id,
+                                         "level": "error" if d.severity is Severity.ERROR else "warning",
+                                         "message": {"text": text},
+                                         "locations": [{"physicalLocation": _physical(d.location, report.path)}]}
+            if d.related:
+                result["relatedLocations"] = [{"id": i, "physicalLocation": _physical(r, report.path),
+                                               "message": {"text": "involved here"}}
+                                              for i, r in enumerate(d.related)]
+            results.append(result)
     return json.dumps({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

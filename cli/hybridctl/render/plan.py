@@ -107,9 +107,10 @@ def render_diff(console: Console, diff: PlanDiff, stack_changes: int = 0) -> Non
     if diff.workloads or diff.pools:
         print_table(console, "Changes against the previous plan", ("workload", "change", "before → after"),
                     [*((c.workload, c.change, c.describe()) for c in diff.workloads),
-                     *((f"pool {p.pool}", "resized", p.describe()) for p in diff.pools)])
+                     *((f"pool {p.pool}", "resized" if p.resized else "peak use", p.describe()) for p in diff.pools)])
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
-                  f"{diff.count('resized')} resized, {len(diff.pools)} pools resized; cost {diff.cost_line()}",
+                  f"{diff.count('resized')} resized, {sum(p.resized for p in diff.pools)} pools resized; cost "
+                  f"{diff.cost_line()}",
                   markup=False)
 
 

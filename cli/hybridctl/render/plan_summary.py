@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.plan.summary import CostParts, PlanSummary, objective_note
 from hybridctl.core.pricing.shares import IdleMachines, idle_machines
@@ -68,6 +69,46 @@ def idle_machine_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def machine_shape_hint(m: IdleMachines) -> str:
+    """What to change for machines paid for GPUs no replica uses: a smaller shape of the same GPU where the
+    catalog has one (a pool of it fits the replicas without the idle GPUs), else another GPU type or site."""
+    smaller = sorted((i for i in catalog().instances.values() if i.gpu == m.gpu and i.gpus_per_node < m.gpus_per_node),
+                     key=lambda i: (i.gpus_per_node, i.usd_per_hour, i.name))
+    idle = f"{m.pool}: {usd(m.idle_usd_per_month)}/month idle on {m.gpus_per_node}-GPU machines"
+    if smaller:
+        shapes = ", ".join(f"{i.name} ({i.gpus_per_node} GPU{'s' * (i.gpus_per_node != 1)}, "
+                           f"${i.usd_per_hour:,.3f}/h)" for i in smaller[:3])
+        return f"{idle}; a pool of a smaller {m.gpu} shape fits them: {shapes}"
+    return (f"{idle}; no smaller {m.gpu} shape in the catalog: add a GPU type to gpu.types, or a pool at "
+            "another site")
+
+
+def shape_hint_lines(plan: Plan) -> list[str]:
+    """One hint, for the dearest idle machines: the summary stays a screenful."""
+    found = [m for m in idle_machines(plan) if m.idle_usd_per_month >= 0.005]
+    return [machine_shape_hint(found[0])] if found else []
+
+
+HOURS_PER_MONTH = 730
+
+
+def part_time_hint(plan: Plan) -> str:
+    """An untimed plan's part-time replicas in committed pools hold their GPUs all month (revision 2's model):
+    the GPU-hours they hold and do not use, and the `schedule` that would let others have them. "" where none."""
+    if plan.segments:
+        return ""
+    committed = {p.pool for p in plan.pools if p.committed}
+    held = [pl for pl in plan.placements
+            if pl.pool in committed and 0 < pl.hours_per_month < HOURS_PER_MONTH and pl.replicas > 0]
+    if not held:
+        return ""
+    idle_hours = sum(pl.gpus * (HOURS_PER_MONTH - pl.hours_per_month) for pl in held)
+    names = sorted({pl.workload for pl in held})
+    listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"{listed} hold{'s' * (len(names) == 1)} owned GPUs all month ({idle_hours:,.0f} GPU-h unused): "
+            "a `schedule` would time-share them")
+
+
 def change_line(summary: PlanSummary) -> str:
     diff = summary.diff
     if diff is None or summary.change_usd_per_month is None:
@@ -77,11 +118,16 @@ def change_line(summary: PlanSummary) -> str:
         return f"none against {against} ({signed_usd(summary.change_usd_per_month)}/month)"
     counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized")
                        if diff.count(kind))
-    pools = f"; {len(diff.pools)} pool(s) resized" if diff.pools else ""
     if not (diff.workloads or diff.pools):  # a cost-only change: say what moved it
         causes = "; ".join(c.describe() for c in diff.causes)
         return f"{signed_usd(summary.change_usd_per_month)}/month against {against}, no replica moved: {causes}"
-    return f"{signed_usd(summary.change_usd_per_month)}/month against {against}: {counts or 'no workload'}{pools}"
+    # a price that changed is named beside the moves it caused: the counts alone do not say why
+    prices = "; ".join(c.describe() for c in diff.causes if any(r.startswith("price ") for r in c.reasons))
+    resized = sum(p.resized for p in diff.pools)
+    pools = "".join(f"; {n} pool(s) {what}" for n, what in ((resized, "resized"),
+                                                           (len(diff.pools) - resized, "with another peak use")) if n)
+    return (f"{signed_usd(summary.change_usd_per_month)}/month against {against}: {counts or 'no workload moved'}{pools}"
+            + (f" ({prices})" if prices else ""))
 
 
 def price_lines(plan: Plan) -> list[str]:
@@ -116,6 +162,7 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     if idle:
         rows.append(("", idle))
     rows += [("idle:" if i == 0 else "", text) for i, text in enumerate(idle_machine_lines(plan))]
+    rows += [("hint:", text) for text in [*shape_hint_lines(plan), part_time_hint(plan)] if text]
     if summary.budget_usd_per_month is not None:
         budget = summary.budget_usd_per_month
         share = summary.costs.total_usd_per_month / budget if budget else float("inf")
@@ -146,5 +193,8 @@ def render_summary(console: Console, plan: Plan, summary: PlanSummary, cloud: Cl
                   f"site(s), {summary.unplaced_workloads} unplaced")
     for label, value in summary_rows(plan, summary, cloud):
         style = "red" if label == "unplaced:" or value.endswith("OVER BUDGET") else "bold"
-        # one line each, cut rather than folded: the summary must stay a screenful
-        console.print(f"[{style}]{label:<{LABEL_WIDTH}}[/]{escape(value)}", no_wrap=True, overflow="ellipsis")
+        # one line each, cut rather than folded: the summary must stay a screenful; a hint is folded, since a
+        # hint cut short names no way out
+        hint = label == "hint:"
+        console.print(f"[{style}]{label:<{LABEL_WIDTH}}[/]{escape(value)}", no_wrap=not hint,
+                      overflow="fold" if hint else "ellipsis")

@@ -22,14 +22,17 @@ def test_a_pay_per_use_pool_whose_machines_change_at_equal_gpus_is_resized() -> 
     after = _plan((_pool("p5", 8, 2, False),))
     (change,) = diff_plans(before, after).pools
     assert (change.before_machines, change.after_machines) == (1, 2)
-    assert change.describe() == "8 → 8 GPUs, 1 → 2 machines"
+    assert change.describe() == "1 → 2 machines (8 → 8 GPUs in use)"
+    assert change.resized
 
 
 def test_a_committed_pool_is_compared_by_gpus_only() -> None:
     same_gpus = diff_plans(_plan((_pool("dc", 8, 4, True),)), _plan((_pool("dc", 8, 5, True),)))
     assert same_gpus.pools == ()
     (change,) = diff_plans(_plan((_pool("dc", 8, 4, True),)), _plan((_pool("dc", 16, 4, True),))).pools
-    assert change.describe() == "8 → 16 GPUs"
+    # its capacity did not change: "resized 8 → 16" read as if the site had grown
+    assert change.describe() == "peak use 8 → 16 GPUs"
+    assert not change.resized
 
 
 def test_a_pool_new_in_the_after_plan_counts_its_machines_from_zero() -> None:
@@ -86,3 +89,11 @@ def test_a_stack_configuration_change_alone_is_listed_in_the_pr_comment() -> Non
     assert "Stack configuration: 1 change(s), listed under Cloud changes." in changes
     assert "No changes against the previous plan." in render_markdown(
         _priced(1.85), same, CloudChanges("config-diff", ()))
+
+
+def test_a_workload_that_lost_its_place_reads_unplaced_and_a_new_one_new() -> None:
+    from hybridctl.core.plan.diff import WorkloadChange
+
+    assert WorkloadChange("triage", "removed", {"ams-h100": 1}, {}).describe() == "unplaced (was ams-h100×1)"
+    assert WorkloadChange("triage", "added", {}, {"ams-h100": 2}).describe() == "new: ams-h100×2"
+    assert WorkloadChange("triage", "moved", {"a": 1}, {"b": 1}).describe() == "a×1 → b×1"

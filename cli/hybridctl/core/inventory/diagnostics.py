@@ -36,8 +36,9 @@ class Diagnostics:
               related: tuple[Location, ...] = ()) -> None:
         self.items.append(Diagnostic(code, message, location, hint, Severity.ERROR, related))
 
-    def warning(self, code: str, message: str, location: Location | None, hint: str | None = None) -> None:
-        self.items.append(Diagnostic(code, message, location, hint, Severity.WARNING))
+    def warning(self, code: str, message: str, location: Location | None, hint: str | None = None,
+                related: tuple[Location, ...] = ()) -> None:
+        self.items.append(Diagnostic(code, message, location, hint, Severity.WARNING, related))
 
     @property
     def errors(self) -> list[Diagnostic]:

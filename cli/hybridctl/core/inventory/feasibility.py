@@ -11,6 +11,7 @@ Demand beyond the capacity of a set of GPU types is a warning: the plan lists wh
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
@@ -33,8 +34,17 @@ def replica_fits(demand: Demand, pool: PoolInfo) -> bool:
     return pool.capacity_gpus // pool.gpus_per_node >= whole_machines(demand.gpu_count, pool.gpus_per_node)
 
 
+def _capacity_lines(inventory: Inventory, locator: Locator) -> Callable[[PoolInfo], Location]:
+    """Where a pool's capacity is written (its `gpus`, or a cloud pool's `max_gpus`): the line a diagnostic
+    about room names too, since that is the line a change to the pool edits (the workload's may be far away)."""
+    paths = {(site.name, pool.name): ("sites", s, "pools", p, "gpus" if pool.gpus is not None else "max_gpus")
+             for s, site in enumerate(inventory.sites) for p, pool in enumerate(site.pools)}
+    return lambda info: locator.location(paths[info.site.name, info.pool.name])
+
+
 def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagnostics) -> None:
     index = EligibilityIndex(inventory)
+    capacity_line = _capacity_lines(inventory, locator)
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
     egress_rate = egress_rates(inventory.sites)
@@ -63,7 +73,8 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                               f"{largest.name}, holds {largest.capacity_gpus} GPUs"
                               + ("" if largest.committed else f" in machines of {largest.gpus_per_node}") + ")",
                               locator.location((*path, "gpu", "count")),
-                              "lower gpu.count, or raise the capacity (gpus / max_gpus) of an eligible pool")
+                              "lower gpu.count, or raise the capacity (gpus / max_gpus) of an eligible pool",
+                              related=tuple(capacity_line(index.pools[p]) for p in eligible))
             continue
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
         required = min(demand.spread, demand.replicas)
@@ -93,7 +104,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   locator.location((*path, "max_usd_per_month")),
                                   "raise max_usd_per_month, or lower replicas, gpu.count or hours_per_month")
     _check_budget(inventory, locator, diagnostics, index.pools)
-    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
+    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types, capacity_line)
 
 
 def cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
@@ -136,7 +147,8 @@ def _feasibility_hint(constraint: str) -> str:
 
 
 def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, index: EligibilityIndex,
-                   demand_by_types: dict[tuple[str, ...], int]) -> None:
+                   demand_by_types: dict[tuple[str, ...], int], capacity_line: Callable[[PoolInfo], Location]
+                   ) -> None:
     capacity_by_gpu: dict[str, int] = defaultdict(int)
     for pool in index.pools:
         capacity_by_gpu[pool.pool.gpu] += pool.capacity_gpus
@@ -149,4 +161,5 @@ def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnost
             diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
                                 f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
                                 locator.location(("workloads",)) if inventory.workloads else Location("<inventory>"),
-                                "add capacity, or accept that the plan lists them as unplaced")
+                                "add capacity, or accept that the plan lists them as unplaced",
+                                related=tuple(capacity_line(p) for p in index.pools if p.pool.gpu in types))

@@ -28,7 +28,11 @@ class WorkloadChange:
 
     def describe(self) -> str:
         def show(placed: dict[str, int]) -> str:
-            return ", ".join(f"{pool}×{n}" for pool, n in sorted(placed.items())) or "nothing"
+            return ", ".join(f"{pool}×{n}" for pool, n in sorted(placed.items()))
+        if not self.after:  # it lost its place: "→ nothing" read as if it were moved somewhere
+            return f"unplaced (was {show(self.before)})" if self.before else "unplaced"
+        if not self.before:
+            return f"new: {show(self.after)}"
         return f"{show(self.before)} → {show(self.after)}"
 
 
@@ -45,11 +49,17 @@ class PoolChange:
     def machines_changed(self) -> bool:
         return self.pay_per_use and self.before_machines != self.after_machines
 
+    @property
+    def resized(self) -> bool:
+        """A pay-per-use pool whose machines change is resized; a committed pool keeps its capacity, and what
+        changes is the GPUs its replicas hold at the peak."""
+        return self.machines_changed
+
     def describe(self) -> str:
-        gpus = f"{self.before_gpus} → {self.after_gpus} GPUs"
-        if not self.pay_per_use:
-            return gpus
-        return f"{gpus}, {self.before_machines} → {self.after_machines} machines"
+        if not self.pay_per_use:  # its capacity is what the inventory says; the plan changes what it uses
+            return f"peak use {self.before_gpus} → {self.after_gpus} GPUs"
+        return (f"{self.before_machines} → {self.after_machines} machines "
+                f"({self.before_gpus} → {self.after_gpus} GPUs in use)")
 
 
 def _cents(value: float) -> int:
