@@ -33,7 +33,7 @@ class Flavor:
     node_labels: tuple[tuple[str, str], ...]
     cpu_per_gpu: int | None = None  # cores; with memory, makes the queues cover cpu and memory too
     memory_gib_per_gpu: int | None = None
-    idle_gpus: int = 0  # paid whatever runs, no queue's quota: lent to the cohort's shared pool
+    cohort_gpus: int = 0  # the cohort's own quota on the flavor: lent to every queue of the cohort that borrows
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _unique(names: list[str], where: str) -> None:
 
 
 def parse_flavor(raw: object, where: str) -> Flavor:
-    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu", "idleGpus"}))
+    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu", "cohortGpus"}))
     labels = obj["nodeLabels"]
     if not isinstance(labels, Mapping) or not labels or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
@@ -140,7 +140,7 @@ def parse_flavor(raw: object, where: str) -> Flavor:
         node_labels=tuple(sorted(labels.items())),
         cpu_per_gpu=_int(obj, "cpuPerGpu", where, 1) if "cpuPerGpu" in obj else None,
         memory_gib_per_gpu=_int(obj, "memoryGiBPerGpu", where, 1) if "memoryGiBPerGpu" in obj else None,
-        idle_gpus=_int(obj, "idleGpus", where, 0) if "idleGpus" in obj else 0,
+        cohort_gpus=_int(obj, "cohortGpus", where, 0) if "cohortGpus" in obj else 0,
     )
 
 

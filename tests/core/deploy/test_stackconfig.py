@@ -169,7 +169,7 @@ class TestQueues:
         as_pairs = {q.name: [(f.flavor, f.gpus) for f in q.flavors] for q in queues.cluster_queues}
         assert as_pairs == {
             "acme-fixed-h100": [("use1-p5-od", 12)],  # never spot, never L4
-            "acme-fixed-l4": [("use1-g6-res", 4)],
+            "acme-fixed-l4": [("use1-g6-res", 16)],  # 4 planned, and the reserved pool's 12 no other queue reaches
             "acme-burst-h100": [("use1-p5-od", 20)],
             "acme-opportunistic-h100-spot": [("use1-p5-spot", 24)],  # on-demand not allowed by default
         }
@@ -354,4 +354,5 @@ class TestReach:
         queues = queues_of(stack_configs(inv, plan, "d"), "ml-use1")
         (chat,) = [w for w in queues.workloads if w.name == "chat"]
         assert (chat.cluster_queue, chat.team) == ("acme-fixed-a10g-l4", "support")
-        assert [(f.flavor, f.gpus) for f in queues.quotas(chat.cluster_queue)] == [("use1-g6-res", 4), ("use1-g5-od", 0)]
+        # the reserved pool's GPUs that no queue borrows are the fixed queue's headroom
+        assert [(f.flavor, f.gpus) for f in queues.quotas(chat.cluster_queue)] == [("use1-g6-res", 16), ("use1-g5-od", 0)]

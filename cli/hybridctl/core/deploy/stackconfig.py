@@ -52,8 +52,8 @@ from hybridctl.core.deploy.stackqueues import (
     LABEL_DISPATCHED,
     dispatch_flavor,
     dispatching,
-    idle_gpus,
     uses_efa,
+    within_capacity,
 )
 from hybridctl.core.deploy.stackvalues import (
     DISK_FLOOR_GIB,
@@ -341,12 +341,14 @@ def queues_of_tally(inventory: Inventory, digest: str, cluster: str, pools: list
                     known: Mapping[str, Workload], groups: MultiKueue, tally: QueueTally,
                     kept: Mapping[str, WorkloadQueue], fresh: Collection[str] = ()) -> QueuesStackConfig:
     cluster_queues, assigned = assemble_queues(inventory, pools, tally, known, kept, fresh)
-    flavors = [FlavorConfig(p.pool.name, p.pool.gpu,
-                            ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
-                            spot=p.pool.capacity_type is CapacityType.SPOT, idle_gpus=idle_gpus(p))
-               for p in pools]
     if cluster in groups[0]:
         cluster_queues, assigned = dispatching(inventory.name, cluster_queues, assigned, groups[2])
+    cluster_queues, cohort = within_capacity(cluster_queues, pools)
+    flavors = [FlavorConfig(p.pool.name, p.pool.gpu,
+                            ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
+                            spot=p.pool.capacity_type is CapacityType.SPOT, cohort_gpus=cohort[p.pool.name])
+               for p in pools]
+    if cluster in groups[0]:
         flavors.append(FlavorConfig(dispatch_flavor(inventory.name), DISPATCHED, ((LABEL_DISPATCHED, DISPATCHED),)))
     onprem = pools[0].site.kind is SiteKind.ONPREM
     return QueuesStackConfig(

@@ -114,9 +114,9 @@ class FlavorConfig:
     gpu_type: str
     node_labels: tuple[tuple[str, str], ...]
     spot: bool = False
-    # GPUs paid whatever runs (always-on machines, reserved and owned capacity) that no queue holds as
-    # quota: lent to the cohort, so some queue can use them (stackconfig.idle_gpus)
-    idle_gpus: int = 0
+    # GPUs the cohort holds itself, lent to the burst and opportunistic queues that borrow: the opportunistic
+    # tier's and those paid whatever runs that no queue holds (stackqueues.within_capacity)
+    cohort_gpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class QueuesStackConfig:
             "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
             PLAN_DIGEST_KEY: self.plan_digest, "cohort": self.cohort,
             "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels),
-                         **({"idleGpus": f.idle_gpus} if f.idle_gpus else {})} for f in self.flavors],
+                         **({"cohortGpus": f.cohort_gpus} if f.cohort_gpus else {})} for f in self.flavors],
             "clusterQueues": [
                 {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],
                  **({"dispatched": True} if q.dispatched else {})}
