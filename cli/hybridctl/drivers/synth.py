@@ -29,6 +29,7 @@ GET_CLUSTER = "aws:eks/getCluster:getCluster"
 GET_SUBNETS = "aws:ec2/getSubnets:getSubnets"
 GET_NODE_GROUPS = "aws:eks/getNodeGroups:getNodeGroups"
 GET_NODE_GROUP = "aws:eks/getNodeGroup:getNodeGroup"
+GET_AUTOSCALING_GROUP = "aws:autoscaling/getGroup:getGroup"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
@@ -157,8 +158,13 @@ def _mock_classes() -> tuple[type, type]:
                 return {"clusterName": call_args["clusterName"], "id": call_args["clusterName"],
                         "names": sorted(self._node_groups)}, []
             if args.token == GET_NODE_GROUP:
-                return {"clusterName": call_args["clusterName"], "nodeGroupName": call_args["nodeGroupName"],
-                        **self._node_groups[call_args["nodeGroupName"]]}, []
+                live = {k: v for k, v in self._node_groups[call_args["nodeGroupName"]].items() if k != "asg"}
+                return {"clusterName": call_args["clusterName"], "nodeGroupName": call_args["nodeGroupName"], **live}, []
+            if args.token == GET_AUTOSCALING_GROUP:
+                # a live node group's Auto Scaling group, as a test models it (its "asg" beside EKS's answer)
+                (asg,) = [g["asg"] for g in self._node_groups.values()
+                          if g.get("asg") and g["resources"][0]["autoscalingGroups"][0]["name"] == call_args["name"]]
+                return {"name": call_args["name"], "id": call_args["name"], **asg}, []
             raise HybridctlError(f"the stack program made a lookup synth cannot answer offline: {args.token}")
 
     class OptionsMonitor(MockMonitor):
