@@ -48,6 +48,7 @@ LABEL_GPU = "hybridctl.io/gpu"
 LABEL_ACCELERATOR = "k8s.amazonaws.com/accelerator"
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"  # AWS's EFA device plugin: one per EFA interface
 # EKS-optimized Amazon Linux 2023 with the NVIDIA driver and container toolkit preinstalled.
 NVIDIA_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
@@ -141,7 +142,20 @@ def autoscaler_node_template_tags(cfg: GpuPoolsConfig, pool: NodePool) -> dict[s
     tags = {f"{CA_PREFIX}/node-template/label/{k}": v for k, v in node_labels(cfg, pool).items()}
     tags[f"{CA_PREFIX}/node-template/taint/{GPU_TAINT_KEY}"] = "true:NoSchedule"
     tags[f"{CA_PREFIX}/node-template/resources/{GPU_TAINT_KEY}"] = str(pool.gpus_per_node)
+    if pool.efa_interfaces:
+        # a group at zero is scaled up for pods asking EFA interfaces only if its template offers them
+        tags[f"{CA_PREFIX}/node-template/resources/{EFA_RESOURCE}"] = str(pool.efa_interfaces)
     return tags
+
+
+def update_config(pool: NodePool) -> aws.eks.NodeGroupUpdateConfigArgs:
+    """How EKS rolls the group to a new launch template version: one node at a time, drained first. A
+    reserved group (a capacity reservation or a Capacity Block) has every machine of its reservation in
+    use, so EKS's default (launch the new nodes, then remove the old) would find no capacity for them:
+    MINIMAL removes a node before it launches its replacement."""
+    if pool.capacity_type == "reserved":
+        return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1, update_strategy="MINIMAL")
+    return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
 
 
 def _cluster(cfg: GpuPoolsConfig) -> Any:
@@ -314,7 +328,7 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
             ),
             labels=node_labels(cfg, pool),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=update_config(pool),
             tags={**cost_tags(cfg, pool), **autoscaler_discovery_tags(cfg)},
             # Nodes cannot join, nor drain on delete, without the role's policies in place.
             opts=pulumi.ResourceOptions(depends_on=attachments),

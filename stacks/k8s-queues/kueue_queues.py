@@ -257,7 +257,7 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
     if cfg.install_device_plugin:
         device_plugin(provider)
     if cfg.install_efa_device_plugin:
-        efa_device_plugin(provider)
+        efa_device_plugin(provider, cfg.region)
     flavors = [
         _kueue(
             f"rf-{flavor.name}", "ResourceFlavor", _metadata(cfg, flavor.name, **{"hybridctl.io/gpu": flavor.gpu_type}),

@@ -14,7 +14,7 @@ from hybridctl.core.deploy.stackvalues import (
     QueuesStackConfig,
     StackConfigs,
 )
-from hybridctl.core.inventory.models import Dataset, Inventory, Workload
+from hybridctl.core.inventory.models import Dataset, Inventory, ReservationType, Workload
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport
 
 
@@ -327,6 +327,17 @@ class TestLaunchTemplateInputs:
         assert (g6.reservation_id, g6.availability_zone) == ("cr-0123456789abcdef0", "us-east-1b")
         other_domain = self.with_work(failure_domain="rack-7")
         assert pools_of(stack_configs(other_domain, PLAN, "d"), "aws-use1")["use1-g6-res"].availability_zone is None
+
+    def test_a_capacity_block_group_is_created_at_zero(self) -> None:
+        """Its machines launch only inside the block's dates. Before: created at the whole reservation (the
+        reserved rule), launching before the block starts."""
+        inv = self.with_work(reservation_id="cr-0123456789abcdef0", failure_domain="us-east-1b",
+                             reservation_type=ReservationType.CAPACITY_BLOCK)
+        g6 = pools_of(stack_configs(inv, PLAN, "d"), "aws-use1")["use1-g6-res"]
+        assert g6.capacity_block and (g6.min_size, g6.desired_size, g6.max_size) == (0, 0, 4)
+        ordinary = pools_of(stack_configs(self.with_work(reservation_id="cr-0123456789abcdef0",
+                                                         failure_domain="us-east-1b"), PLAN, "d"), "aws-use1")["use1-g6-res"]
+        assert (ordinary.min_size, ordinary.desired_size, ordinary.max_size) == (4, 4, 4)
 
 
 class TestReach:

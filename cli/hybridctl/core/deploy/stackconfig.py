@@ -159,7 +159,14 @@ def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: M
     gpn = instance.gpus_per_node
     minimum, desired, maximum = node_group_sizes(planned.gpus_by_tier.get(Tier.FIXED, 0),
                                                  sum(planned.gpus_by_tier.values()), gpn, pool.max_gpus or 0, machines)
-    if pool.capacity_type is CapacityType.RESERVED:
+    capacity_block = (pool.capacity_type is CapacityType.RESERVED and pool.reservation_id is not None
+                      and pool.reservation_type_effective is ReservationType.CAPACITY_BLOCK)
+    if capacity_block:
+        # A Capacity Block's machines launch only between its start and end, which the inventory does not
+        # hold: the group is created at zero and Cluster Autoscaler scales it into the block for the pods
+        # waiting (its launches fail, and it backs off, until the block starts).
+        minimum, desired, maximum = 0, 0, max((pool.max_gpus or 0) // gpn, 1)
+    elif pool.capacity_type is CapacityType.RESERVED:
         # Reserved machines are paid whether they run or not: keep every one of them up.
         minimum = max(minimum, (pool.max_gpus or 0) // gpn)
         desired, maximum = max(desired, minimum), max(maximum, minimum)
@@ -172,8 +179,7 @@ def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: M
         disk_gib=disk_gib(workloads, instance.local_nvme_gb), local_nvme=instance.local_nvme_gb > 0,
         efa_interfaces=EFA_NETWORK_CARDS.get(pool.instance_type or "", 0) if multi_node else 0,
         reservation_id=pool.reservation_id if pool.capacity_type is CapacityType.RESERVED else None,
-        capacity_block=(pool.capacity_type is CapacityType.RESERVED and pool.reservation_id is not None
-                        and pool.reservation_type_effective is ReservationType.CAPACITY_BLOCK),
+        capacity_block=capacity_block,
         availability_zone=_zone(planned.site, pool),
     )
 
