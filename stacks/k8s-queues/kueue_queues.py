@@ -34,6 +34,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from cluster_checks import prerequisites
 from cluster_target import cluster_provider
 from device_plugin import device_plugin, efa_device_plugin
 from pulumi_kubernetes.apiextensions import CustomResource
@@ -131,7 +132,8 @@ def _metadata(cfg: QueuesConfig, name: str, namespace: pulumi.Input[str] | None 
     return meta
 
 
-def _kueue(name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], opts: pulumi.ResourceOptions) -> CustomResource:
+def _kueue(name: str, kind: str, metadata: dict[str, Any], spec: pulumi.Input[dict[str, Any]],
+           opts: pulumi.ResourceOptions) -> CustomResource:
     return CustomResource(name, api_version=KUEUE_API_VERSION, kind=kind, metadata=metadata, spec=spec, opts=opts)
 
 
@@ -231,7 +233,8 @@ def _provisioning(cfg: QueuesConfig, opts: pulumi.ResourceOptions) -> tuple[str,
 
 def kueue_configuration(cfg: QueuesConfig) -> dict[str, Any]:
     """What Kueue's own Configuration (its manager ConfigMap, which the Kueue install owns) must hold for
-    these queues to behave as planned; exported, and documented in stacks/README.md."""
+    these queues to behave as planned: read and checked on each deployment (cluster_checks.py), exported,
+    and documented in stacks/README.md."""
     conf: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
         "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
@@ -254,6 +257,8 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
     def after(*deps: pulumi.Resource, **more: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(deps), **more))
 
+    # the ClusterQueues wait for what the cluster must hold: none is created or changed where it differs
+    checked = prerequisites(cfg, provider, kueue_configuration(cfg))
     if cfg.install_device_plugin:
         device_plugin(provider)
     if cfg.install_efa_device_plugin:
@@ -292,10 +297,10 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
         dispatched = queue.dispatched and check_name is not None
         # capacity is checked where the work runs: the workers', not the manager's dispatching queue
         provisioned = provisioning_name is not None and queue.tier != "fixed" and not queue.dispatched
+        spec = cluster_queue_spec(cfg, queue, check_name if dispatched else None, provisioning_name if provisioned else None)
         queues[queue.name] = _kueue(
             f"cq-{queue.name}", "ClusterQueue", _metadata(cfg, queue.name, **{TIER_LABEL: queue.tier}),
-            cluster_queue_spec(cfg, queue, check_name if dispatched else None,
-                               provisioning_name if provisioned else None),
+            checked.apply(lambda _, spec=spec: spec),
             after(*flavors, cohort, *(multikueue if dispatched else []), *(provisioning if provisioned else [])),
         )
 

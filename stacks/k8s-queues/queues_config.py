@@ -81,6 +81,9 @@ class QueuesConfig:
     on_premises: bool = False  # not EKS: reached through `kube_context` alone
     provisioning_request: bool = False  # burst and opportunistic queues wait for capacity (cloud)
     install_efa_device_plugin: bool = False
+    # what the queues rely on in the cluster, read and checked on each deployment (cluster_checks.py)
+    kueue_config_map: str = "kueue-system/kueue-manager-config"
+    cluster_autoscaler: str = "kube-system/cluster-autoscaler"  # or "attested"
 
     def flavor(self, name: str) -> Flavor:
         return next(f for f in self.flavors if f.name == name)
@@ -170,6 +173,18 @@ def parse_cluster_queues(raw: object, flavors: tuple[Flavor, ...]) -> tuple[Clus
     return tuple(queues)
 
 
+def _object_ref(value: object, where: str, default: str) -> str:
+    """`namespace/name` of an object the stack reads (or `attested`, for the autoscaler)."""
+    if value is None or value == "":
+        return default
+    if value == "attested" and where == "hybridctl:clusterAutoscaler":
+        return "attested"
+    namespace, _, name = str(value).partition("/")
+    if not _DNS_LABEL.match(namespace) or not _DNS_SUBDOMAIN.match(name):
+        raise ConfigError(f"{where}: expected namespace/name, got {value!r}")
+    return f"{namespace}/{name}"
+
+
 def parse(values: Mapping[str, Any]) -> QueuesConfig:
     """Build the configuration from already-decoded values (keys without the namespace)."""
     flavors = tuple(parse_flavor(f, f"hybridctl:flavors[{i}]") for i, f in enumerate(_list(values["flavors"], "hybridctl:flavors")))
@@ -210,7 +225,11 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     if values.get("onPremises") is True and not values.get("kubeContext"):
         raise ConfigError("hybridctl:kubeContext: an on-prem cluster (hybridctl:onPremises) is reached through a "
                           "kubeconfig context: set it")
+    refs = {key: _object_ref(values.get(key), f"hybridctl:{key}", default)
+            for key, default in (("kueueConfigMap", QueuesConfig.kueue_config_map),
+                                 ("clusterAutoscaler", QueuesConfig.cluster_autoscaler))}
     return QueuesConfig(
+        kueue_config_map=refs["kueueConfigMap"], cluster_autoscaler=refs["clusterAutoscaler"],
         cluster_name=str(values["clusterName"]),
         inventory_name=str(values["inventoryName"]),
         plan_digest=str(values["planDigest"]),
@@ -246,5 +265,7 @@ def load_config() -> QueuesConfig:
         "onPremises": cfg.get_bool("onPremises"),
         "provisioningRequest": cfg.get_bool("provisioningRequest"),
         "installEfaDevicePlugin": cfg.get_bool("installEfaDevicePlugin"),
+        "kueueConfigMap": cfg.get("kueueConfigMap"),
+        "clusterAutoscaler": cfg.get("clusterAutoscaler"),
     }
     return parse(values)
