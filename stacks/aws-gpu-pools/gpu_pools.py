@@ -10,7 +10,9 @@ digest): a node group follows its template's latest version, and a new version r
 node of the group.
 
 Scheduled scaling (a timed plan's pay-per-use pools): one `aws.autoscaling.Schedule` per weekly resize on
-the node group's Auto Scaling group, in UTC; the node group's min is the week's floor.
+the node group's Auto Scaling group, in the IANA zone of the pool's windows, setting min and max only;
+the node group's min is the week's floor, and a deployment keeps the live group's min (the schedule's)
+inside [floor, max].
 
 Desired size: the plan's at creation; after that the live one (Cluster Autoscaler's), read from
 EKS at each deployment and only moved into the new [min, max], so a deployment never scales
@@ -46,12 +48,14 @@ LABEL_GPU = "hybridctl.io/gpu"
 LABEL_ACCELERATOR = "k8s.amazonaws.com/accelerator"
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"  # AWS's EFA device plugin: one per EFA interface
 # EKS-optimized Amazon Linux 2023 with the NVIDIA driver and container toolkit preinstalled.
 NVIDIA_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 # Reserved capacity (savings plans, reserved instances) is billed differently but launched as
 # ON_DEMAND; only spot pools run on interruptible capacity.
 EKS_CAPACITY_TYPE = {"on_demand": "ON_DEMAND", "reserved": "ON_DEMAND", "spot": "SPOT"}
+KEEP_DESIRED = -1  # a scheduled action that leaves the group's desired capacity as it is
 CAPACITY_BLOCK = "CAPACITY_BLOCK"  # a Capacity Block for ML: its own EKS capacity type and EC2 market type
 
 # nodeadm (AL2023): the instance-store NVMe drives as one RAID0 array, mounted under /mnt/k8s-disks,
@@ -138,7 +142,20 @@ def autoscaler_node_template_tags(cfg: GpuPoolsConfig, pool: NodePool) -> dict[s
     tags = {f"{CA_PREFIX}/node-template/label/{k}": v for k, v in node_labels(cfg, pool).items()}
     tags[f"{CA_PREFIX}/node-template/taint/{GPU_TAINT_KEY}"] = "true:NoSchedule"
     tags[f"{CA_PREFIX}/node-template/resources/{GPU_TAINT_KEY}"] = str(pool.gpus_per_node)
+    if pool.efa_interfaces:
+        # a group at zero is scaled up for pods asking EFA interfaces only if its template offers them
+        tags[f"{CA_PREFIX}/node-template/resources/{EFA_RESOURCE}"] = str(pool.efa_interfaces)
     return tags
+
+
+def update_config(pool: NodePool) -> aws.eks.NodeGroupUpdateConfigArgs:
+    """How EKS rolls the group to a new launch template version: one node at a time, drained first. A
+    reserved group (a capacity reservation or a Capacity Block) has every machine of its reservation in
+    use, so EKS's default (launch the new nodes, then remove the old) would find no capacity for them:
+    MINIMAL removes a node before it launches its replacement."""
+    if pool.capacity_type == "reserved":
+        return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1, update_strategy="MINIMAL")
+    return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
 
 
 def _cluster(cfg: GpuPoolsConfig) -> Any:
@@ -220,27 +237,61 @@ def _launch_template(cfg: GpuPoolsConfig, pool: NodePool, cluster: Any) -> aws.e
     )
 
 
-def live_desired_sizes(cfg: GpuPoolsConfig) -> pulumi.Output[dict[str, int]]:
-    """Pool -> its node group's live desired size (the autoscaler's), read from EKS; empty before the first
-    deployment. A node group is found by its site and pool labels: its name is Pulumi's, with a suffix."""
+LiveSizes = Mapping[str, tuple[int, int]]  # pool -> (min, desired) of its live Auto Scaling group
+
+
+def live_sizes(cfg: GpuPoolsConfig) -> pulumi.Output[dict[str, tuple[int, int]]]:
+    """Pool -> its node group's live (min, desired): its Auto Scaling group's, which the scheduled actions
+    (min) and the autoscaler (desired) set, read from EC2 Auto Scaling (EKS's record of the node group,
+    where it names no group); empty before the first deployment. A node group is found by its site and
+    pool labels: its name is Pulumi's, with a suffix."""
+    def ours(found: Sequence[Any]) -> list[Any]:
+        return [g for g in found if (g.labels or {}).get(LABEL_SITE) == cfg.site and LABEL_POOL in g.labels
+                and g.scaling_configs]
+
+    def asg_name(group: Any) -> str | None:
+        groups = group.resources[0].autoscaling_groups if group.resources else []
+        return str(groups[0].name) if groups else None
+
+    def sizes(found: Sequence[Any]) -> Any:
+        mine = ours(found)
+        asgs = [aws.autoscaling.get_group_output(name=name) if (name := asg_name(g)) else None for g in mine]
+        return pulumi.Output.all(*[a for a in asgs if a is not None]).apply(lambda read: {
+            g.labels[LABEL_POOL]: (int(a.min_size), int(a.desired_capacity)) if a is not None else
+            (int(g.scaling_configs[0].min_size), int(g.scaling_configs[0].desired_size))
+            for g, a in zip(mine, _aligned(asgs, read), strict=True)})
+
     def read(names: Sequence[str]) -> Any:
         groups = [aws.eks.get_node_group_output(cluster_name=cfg.cluster_name, node_group_name=n) for n in sorted(names)]
-        return pulumi.Output.all(*groups).apply(lambda found: {
-            g.labels[LABEL_POOL]: int(g.scaling_configs[0].desired_size) for g in found
-            if (g.labels or {}).get(LABEL_SITE) == cfg.site and LABEL_POOL in g.labels and g.scaling_configs})
+        return pulumi.Output.all(*groups).apply(sizes)
     listed = aws.eks.get_node_groups_output(cluster_name=cfg.cluster_name)
-    result: pulumi.Output[dict[str, int]] = listed.apply(lambda r: read(r.names or []))
+    result: pulumi.Output[dict[str, tuple[int, int]]] = listed.apply(lambda r: read(r.names or []))
     return result
 
 
-def desired_size(pool: NodePool, live: Mapping[str, int]) -> int:
+def _aligned(wanted: Sequence[Any | None], read: Sequence[Any]) -> list[Any | None]:
+    """`read` (the answers to the non-None of `wanted`, in order) back in `wanted`'s places."""
+    answers = iter(read)
+    return [next(answers) if w is not None else None for w in wanted]
+
+
+def min_size(pool: NodePool, live: LiveSizes) -> int:
+    """A scheduled group's min is its schedule's (the live group's), kept inside the new [floor, max]: a
+    deployment at noon never lowers the minimum the morning's action raised. Otherwise the plan's."""
+    current = live.get(pool.name)
+    if not pool.schedule or current is None:
+        return pool.min_size
+    return min(max(current[0], pool.min_size), pool.max_size)
+
+
+def desired_size(pool: NodePool, live: LiveSizes) -> int:
     """EKS accepts only min <= desired <= max. A new group: the plan's desired. A live one: its own desired
     moved into the new [min, max] (a failover raising min above it raises it; nothing else moves it), never
     the plan's number, which is stale once the autoscaler has scaled."""
     current = live.get(pool.name)
     if current is None:
         return pool.desired_size
-    return min(max(current, pool.min_size), pool.max_size)
+    return min(max(current[1], min_size(pool, live)), pool.max_size)
 
 
 def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
@@ -257,7 +308,7 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
     ]
     cluster = _cluster(cfg) if not cfg.subnet_ids or any(p.efa_interfaces for p in cfg.node_pools) else None
 
-    live = live_desired_sizes(cfg)
+    live = live_sizes(cfg)
     node_groups: dict[str, Any] = {}
     for pool in cfg.node_pools:
         template = _launch_template(cfg, pool, cluster)
@@ -272,12 +323,12 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=pool.min_size, desired_size=live.apply(functools.partial(desired_size, pool)),
-                max_size=pool.max_size,
+                min_size=live.apply(functools.partial(min_size, pool)),
+                desired_size=live.apply(functools.partial(desired_size, pool)), max_size=pool.max_size,
             ),
             labels=node_labels(cfg, pool),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=update_config(pool),
             tags={**cost_tags(cfg, pool), **autoscaler_discovery_tags(cfg)},
             # Nodes cannot join, nor drain on delete, without the role's policies in place.
             opts=pulumi.ResourceOptions(depends_on=attachments),
@@ -291,20 +342,21 @@ def program(cfg: GpuPoolsConfig) -> dict[str, pulumi.Output[Any]]:
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
             )
         # A timed plan's pay-per-use pool follows the week: each resize a scheduled action on the group's ASG,
-        # weekly in UTC (the plan's segments are UTC, cut at the plan's week). Between resizes Cluster
-        # Autoscaler moves desired inside the action's [min, max].
+        # weekly in the zone of the pool's windows, so it keeps to their wall-clock edges across daylight
+        # saving. It sets min and max only (desired -1: unchanged): raising min raises desired with it, and
+        # Cluster Autoscaler removes nodes below a lowered min as they go idle, draining them.
         for action in pool.schedule:
             name = f"{pool.name}-{action.action_name}"
             aws.autoscaling.Schedule(
                 name, scheduled_action_name=name, autoscaling_group_name=asg_name, recurrence=action.recurrence,
-                time_zone="Etc/UTC", min_size=action.min_size, desired_capacity=action.desired_size,
+                time_zone=action.time_zone, min_size=action.min_size, desired_capacity=KEEP_DESIRED,
                 max_size=action.max_size,
             )
         node_groups[pool.name] = {
             "name": group.node_group_name,
             "instanceTypes": list(pool.instance_types),
             "capacityType": CAPACITY_BLOCK if pool.capacity_block else EKS_CAPACITY_TYPE[pool.capacity_type],
-            "minSize": pool.min_size,
+            "minSize": group.scaling_config.min_size,
             "desiredSize": group.scaling_config.desired_size,
             "maxSize": pool.max_size,
             "launchTemplate": template.id,

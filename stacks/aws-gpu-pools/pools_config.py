@@ -25,7 +25,8 @@ DISK_MIN_GIB, DISK_MAX_GIB = 20, 16_384
 # Scheduled actions of one Auto Scaling group: AWS allows 125 (Service Quotas, "Scheduled actions per Auto
 # Scaling group"); a longer list is refused here rather than half-applied.
 MAX_SCHEDULE_ACTIONS = 125
-_RECURRENCE = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* (\d)\Z")  # "M H * * D", weekly, UTC
+_RECURRENCE = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* (\d)\Z")  # "M H * * D", weekly, in its time zone
+_TIME_ZONE = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}\Z")  # an IANA name: Europe/Dublin
 
 
 class ConfigError(ValueError):
@@ -34,11 +35,13 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ScheduledSize:
-    """A weekly resize of a node group's Auto Scaling group: from `recurrence` (cron, UTC) on, these sizes."""
+    """A weekly resize of a node group's Auto Scaling group: from `recurrence` (cron, on `time_zone`'s clock) on,
+    these bounds. Desired is never set: raising min raises it, and below a lowered min Cluster Autoscaler
+    removes nodes as they go idle (drained), never busy ones."""
 
     recurrence: str
+    time_zone: str
     min_size: int
-    desired_size: int
     max_size: int
 
     @property
@@ -97,12 +100,13 @@ def _field(obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
 
 _REQUIRED = {"name", "instanceTypes", "capacityType", "gpuType", "gpusPerNode", "minSize", "desiredSize", "maxSize"}
 _OPTIONAL = {"diskGiB", "efaInterfaces", "reservationId", "availabilityZone", "capacityBlock", "localNvme", "schedule"}
-_ACTION_FIELDS = {"recurrence", "minSize", "desiredSize", "maxSize"}
+_ACTION_FIELDS = {"recurrence", "timeZone", "minSize", "maxSize"}
 
 
 def parse_schedule(raw: object, pool: NodePool, where: str) -> tuple[ScheduledSize, ...]:
-    """A pool's weekly resizes: each a weekly cron in range, sizes with min <= desired <= max inside the node
-    group's [minSize, maxSize], each time once; only pay-per-use pools (reserved machines are always paid)."""
+    """A pool's weekly resizes: each a weekly cron in range in an IANA time zone (one for the whole pool),
+    sizes with min <= max inside the node group's [minSize, maxSize], each time once; only pay-per-use
+    pools (reserved machines are always paid)."""
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"{where}: expected a non-empty list of scheduled sizes")
     if len(raw) > MAX_SCHEDULE_ACTIONS:
@@ -119,13 +123,17 @@ def parse_schedule(raw: object, pool: NodePool, where: str) -> tuple[ScheduledSi
         if match is None or int(match.group(1)) > 59 or int(match.group(2)) > 23 or int(match.group(3)) > 6:
             raise ConfigError(f"{at}.recurrence: expected a weekly cron 'M H * * D' (minute 0-59, hour 0-23, "
                               f"day 0-6 with 0 Sunday), got {recurrence!r}")
-        action = ScheduledSize(recurrence, _field(item, "minSize", int, at), _field(item, "desiredSize", int, at),
-                               _field(item, "maxSize", int, at))
-        if not pool.min_size <= action.min_size <= action.desired_size <= action.max_size <= pool.max_size:
+        zone = _field(item, "timeZone", str, at)
+        if not _TIME_ZONE.match(zone):
+            raise ConfigError(f"{at}.timeZone: expected an IANA time zone such as Europe/Dublin, got {zone!r}")
+        action = ScheduledSize(recurrence, zone, _field(item, "minSize", int, at), _field(item, "maxSize", int, at))
+        if not pool.min_size <= action.min_size <= action.max_size <= pool.max_size:
             raise ConfigError(
-                f"{at}: sizes must satisfy minSize {pool.min_size} <= min <= desired <= max <= maxSize {pool.max_size} "
-                f"of the pool, got min={action.min_size} desired={action.desired_size} max={action.max_size}")
+                f"{at}: sizes must satisfy minSize {pool.min_size} <= min <= max <= maxSize {pool.max_size} "
+                f"of the pool, got min={action.min_size} max={action.max_size}")
         actions.append(action)
+    if len({a.time_zone for a in actions}) > 1:
+        raise ConfigError(f"{where}: every scheduled size of a pool recurs in one time zone")
     names = [a.action_name for a in actions]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

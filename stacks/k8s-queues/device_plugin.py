@@ -16,6 +16,7 @@ reads them there).
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,36 @@ def manifest() -> dict[str, Any]:
     return _harden(yaml.safe_load(MANIFEST.read_text()), SKIPS_COMMON, privileged=False)
 
 
-def efa_manifest() -> dict[str, Any]:
+# AWS's EKS images are in each region's own ECR registry, of account 602401143452 but in the regions
+# AWS lists apart (EKS User Guide, "View Amazon container image registries for Amazon EKS add-ons").
+EKS_IMAGE_ACCOUNT = "602401143452"
+EKS_IMAGE_ACCOUNTS = {
+    "af-south-1": "877085696533", "ap-east-1": "800184023465", "ap-south-2": "900889452093",
+    "ap-southeast-3": "296578399912", "ap-southeast-4": "491585149902", "ca-west-1": "761377655185",
+    "cn-north-1": "918309763551", "cn-northwest-1": "961992271922", "eu-central-2": "900612956339",
+    "eu-south-1": "590381155156", "eu-south-2": "455263428931", "il-central-1": "066635153087",
+    "me-central-1": "759879836304", "me-south-1": "558608220178", "us-gov-east-1": "151742754352",
+    "us-gov-west-1": "013241004608",
+}
+_ECR = re.compile(r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/")
+
+
+def regional_image(image: str, region: str) -> str:
+    """An EKS image from the cluster's own region's registry: no cross-region pull (its latency, its
+    charges, and a node that cannot pull when another region's ECR is unreachable)."""
+    if not region or not _ECR.match(image):
+        return image
+    suffix = ".amazonaws.com.cn" if region.startswith("cn-") else ".amazonaws.com"
+    registry = f"{EKS_IMAGE_ACCOUNTS.get(region, EKS_IMAGE_ACCOUNT)}.dkr.ecr.{region}{suffix}/"
+    return _ECR.sub(registry, image)
+
+
+def efa_manifest(region: str = "") -> dict[str, Any]:
     """AWS's EFA DaemonSet as applied: the vendored manifest (EFA instance types only), hardened as far
-    as a privileged plugin can be, on hybridctl's GPU nodes."""
+    as a privileged plugin can be, on hybridctl's GPU nodes, its image from `region`'s registry."""
     ds = _harden(yaml.safe_load(EFA_MANIFEST.read_text()), SKIPS_EFA, privileged=True)
+    for container in ds["spec"]["template"]["spec"]["containers"]:
+        container["image"] = regional_image(container["image"], region)
     # upstream's own affinity (EFA instance types, not EKS Auto Mode) AND hybridctl's GPU nodes
     upstream = yaml.safe_load(EFA_MANIFEST.read_text())["spec"]["template"]["spec"]["affinity"]
     terms = upstream["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -122,5 +149,5 @@ def device_plugin(provider: pulumi.ProviderResource) -> k8s.apps.v1.DaemonSet:
     return _daemonset("nvidia-device-plugin", manifest(), provider)
 
 
-def efa_device_plugin(provider: pulumi.ProviderResource) -> k8s.apps.v1.DaemonSet:
-    return _daemonset("aws-efa-k8s-device-plugin", efa_manifest(), provider)
+def efa_device_plugin(provider: pulumi.ProviderResource, region: str) -> k8s.apps.v1.DaemonSet:
+    return _daemonset("aws-efa-k8s-device-plugin", efa_manifest(region), provider)

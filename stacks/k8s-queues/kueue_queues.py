@@ -4,12 +4,18 @@
   stack puts on them, and tolerating their `nvidia.com/gpu` taint;
 - ClusterQueues, all in one cohort named after the inventory, one per tier and reach (the GPU
   types a workload accepts, and spot only for preemptible work), so a workload's LocalQueue
-  reaches only flavors it may run on:
-  fixed holds its planned GPUs as nominal quota and neither lends nor borrows (a realtime
-  service never waits for, nor is preempted by, anyone else); burst holds its planned GPUs,
-  lends what it does not use and reclaims it by preemption; opportunistic has no quota of its
-  own and only borrows: idle burst quota and the cohort's shared pool (its planned GPUs, held
-  by the Cohort object), and is preempted when the lenders reclaim;
+  reaches only flavors it may run on. On each flavor the cohort's nominal quotas add up to at most
+  the pool's GPUs (hybridctl caps them: stackqueues.within_capacity), so what Kueue admits fits on
+  the machines, and the plan's time-sharing between tiers is Kueue's priorities and preemption:
+  fixed holds its planned GPUs as nominal quota and neither lends nor borrows, so it never waits
+  for, nor is preempted by, anyone else; burst holds its share, lends what it does not use,
+  reclaims it by preempting lower-priority borrowers, and borrows idle quota, preempting
+  opportunistic work for it (borrowWithinCohort, up to the opportunistic priority), when its window
+  opens; opportunistic has no quota of its own and only borrows: idle quota and the cohort's own
+  (cohortGpus), and is preempted when a higher tier needs it;
+- Kueue counts GPUs only: cpu, memory, ephemeral storage, hugepages and EFA interfaces are left out
+  of its quota (Configuration `resources.excludeResourcePrefixes`, kueue_configuration): the plan
+  allocates GPUs, and a machine's CPUs, memory and EFA interfaces come with its GPUs;
 - a WorkloadPriorityClass per tier (fixed highest);
 - a Namespace (retained on delete) and LocalQueue per workload, pointing at its ClusterQueue;
   each ClusterQueue admits only its own workloads' namespaces;
@@ -28,6 +34,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from cluster_checks import prerequisites
 from cluster_target import cluster_provider
 from device_plugin import device_plugin, efa_device_plugin
 from pulumi_kubernetes.apiextensions import CustomResource
@@ -51,6 +58,10 @@ TIER_LABEL = "hybridctl.io/tier"
 WORKLOAD_LABEL = "hybridctl.io/workload"
 TEAM_LABEL = "hybridctl.io/team"
 
+# Resources Kueue leaves out of quota and admission (Configuration resources.excludeResourcePrefixes): a
+# queue covers GPUs only, so a pod asking cpu, memory, ephemeral storage, hugepages or EFA interfaces
+# besides them is admitted on its GPUs, and a CPU-only sidecar without using any GPU flavor.
+EXCLUDED_RESOURCE_PREFIXES = ("cpu", "memory", "ephemeral-storage", "hugepages-", "vpc.amazonaws.com/efa")
 # Spaced so a user can slot their own classes between the tiers.
 TIER_PRIORITY = {"fixed": 100_000, "burst": 10_000, "opportunistic": 1_000}
 TIER_DESCRIPTION = {
@@ -93,6 +104,18 @@ class CustomResourceWithFields(CustomResource):
         pulumi.CustomResource.__init__(self, f"kubernetes:{api_version}:{kind}", resource_name, props, opts)
 
 
+# Kueue preempts only in queues that use more than their nominal quota (reclaim and borrow alike), and a
+# fixed queue never does (lendingLimit and borrowingLimit 0): fixed is never preempted, and needs to
+# preempt no one. Burst reclaims its lent quota from lower priorities and, borrowing, preempts
+# opportunistic work only: never another burst run. Opportunistic never preempts.
+PREEMPTION: dict[str, dict[str, Any]] = {
+    "fixed": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}},
+    "burst": {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "Never",
+              "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": TIER_PRIORITY["opportunistic"]}},
+    "opportunistic": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}},
+}
+
+
 def priority_class_name(cfg: QueuesConfig, tier: str) -> str:
     return f"{cfg.cohort}-{tier}"
 
@@ -109,7 +132,8 @@ def _metadata(cfg: QueuesConfig, name: str, namespace: pulumi.Input[str] | None 
     return meta
 
 
-def _kueue(name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], opts: pulumi.ResourceOptions) -> CustomResource:
+def _kueue(name: str, kind: str, metadata: dict[str, Any], spec: pulumi.Input[dict[str, Any]],
+           opts: pulumi.ResourceOptions) -> CustomResource:
     return CustomResource(name, api_version=KUEUE_API_VERSION, kind=kind, metadata=metadata, spec=spec, opts=opts)
 
 
@@ -136,10 +160,7 @@ def cluster_queue_spec(cfg: QueuesConfig, queue: ClusterQueue, admission_check: 
     tier = queue.tier
     # Opportunistic owns nothing: its planned GPUs sit in the cohort's shared pool.
     flavors = [_flavor_resources(cfg, q, 0 if tier == "opportunistic" else q.gpus, tier) for q in queue.flavors]
-    if tier == "opportunistic":
-        preemption = {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}}
-    else:
-        preemption = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    preemption = PREEMPTION[tier]
     members = sorted(w.name for w in cfg.workloads if queue.name in (w.cluster_queue, w.local_cluster_queue))
     spec: dict[str, Any] = {
         # Only its own workloads' namespaces: a LocalQueue elsewhere cannot reach other GPU types.
@@ -158,15 +179,12 @@ def cluster_queue_spec(cfg: QueuesConfig, queue: ClusterQueue, admission_check: 
 
 
 def cohort_spec(cfg: QueuesConfig) -> dict[str, Any]:
-    """The cohort's shared pool, per flavor: the opportunistic tier's planned GPUs, and the GPUs paid
-    whatever runs that no queue holds (idleGpus: e.g. the 6 GPUs of a p5 kept on for 2 GPUs of fixed
-    work), which burst and opportunistic queues reaching the flavor may borrow."""
-    planned: dict[str, int] = {f.name: f.idle_gpus for f in cfg.flavors if f.idle_gpus}
-    for queue in cfg.cluster_queues:
-        if queue.tier == "opportunistic" and not queue.dispatched:
-            for q in queue.flavors:
-                planned[q.flavor] = planned.get(q.flavor, 0) + q.gpus
-    pool = [_flavor_resources(cfg, FlavorQuota(f, g), g, "opportunistic") for f, g in planned.items() if g > 0]
+    """The cohort's own quota, per flavor (cohortGpus): the opportunistic tier's planned GPUs and those
+    paid whatever runs that no queue holds (e.g. the 6 GPUs of a p5 kept on for 2 GPUs of fixed work),
+    within what the pool's machines have left after the queues' quotas; burst and opportunistic queues
+    reaching the flavor borrow it."""
+    pool = [_flavor_resources(cfg, FlavorQuota(f.name, f.cohort_gpus), f.cohort_gpus, "opportunistic")
+            for f in cfg.flavors if f.cohort_gpus > 0]
     return {"resourceGroups": [{"coveredResources": covered_resources(cfg), "flavors": pool}]} if pool else {}
 
 
@@ -215,9 +233,11 @@ def _provisioning(cfg: QueuesConfig, opts: pulumi.ResourceOptions) -> tuple[str,
 
 def kueue_configuration(cfg: QueuesConfig) -> dict[str, Any]:
     """What Kueue's own Configuration (its manager ConfigMap, which the Kueue install owns) must hold for
-    these queues to behave as planned; exported, and documented in stacks/README.md."""
+    these queues to behave as planned: read and checked on each deployment (cluster_checks.py), exported,
+    and documented in stacks/README.md."""
     conf: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
         # all-or-nothing: a gang whose pods are not all ready in time is evicted and requeued
         "waitForPodsReady": {"timeout": PODS_READY_TIMEOUT, "blockAdmission": False,
                              "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5}},
@@ -237,10 +257,12 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
     def after(*deps: pulumi.Resource, **more: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(deps), **more))
 
+    # the ClusterQueues wait for what the cluster must hold: none is created or changed where it differs
+    checked = prerequisites(cfg, provider, kueue_configuration(cfg))
     if cfg.install_device_plugin:
         device_plugin(provider)
     if cfg.install_efa_device_plugin:
-        efa_device_plugin(provider)
+        efa_device_plugin(provider, cfg.region)
     flavors = [
         _kueue(
             f"rf-{flavor.name}", "ResourceFlavor", _metadata(cfg, flavor.name, **{"hybridctl.io/gpu": flavor.gpu_type}),
@@ -275,10 +297,10 @@ def program(cfg: QueuesConfig, provider: pulumi.ProviderResource | None = None) 
         dispatched = queue.dispatched and check_name is not None
         # capacity is checked where the work runs: the workers', not the manager's dispatching queue
         provisioned = provisioning_name is not None and queue.tier != "fixed" and not queue.dispatched
+        spec = cluster_queue_spec(cfg, queue, check_name if dispatched else None, provisioning_name if provisioned else None)
         queues[queue.name] = _kueue(
             f"cq-{queue.name}", "ClusterQueue", _metadata(cfg, queue.name, **{TIER_LABEL: queue.tier}),
-            cluster_queue_spec(cfg, queue, check_name if dispatched else None,
-                               provisioning_name if provisioned else None),
+            checked.apply(lambda _, spec=spec: spec),
             after(*flavors, cohort, *(multikueue if dispatched else []), *(provisioning if provisioned else [])),
         )
 

@@ -33,7 +33,7 @@ class Flavor:
     node_labels: tuple[tuple[str, str], ...]
     cpu_per_gpu: int | None = None  # cores; with memory, makes the queues cover cpu and memory too
     memory_gib_per_gpu: int | None = None
-    idle_gpus: int = 0  # paid whatever runs, no queue's quota: lent to the cohort's shared pool
+    cohort_gpus: int = 0  # the cohort's own quota on the flavor: lent to every queue of the cohort that borrows
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,9 @@ class QueuesConfig:
     on_premises: bool = False  # not EKS: reached through `kube_context` alone
     provisioning_request: bool = False  # burst and opportunistic queues wait for capacity (cloud)
     install_efa_device_plugin: bool = False
+    # what the queues rely on in the cluster, read and checked on each deployment (cluster_checks.py)
+    kueue_config_map: str = "kueue-system/kueue-manager-config"
+    cluster_autoscaler: str = "kube-system/cluster-autoscaler"  # or "attested"
 
     def flavor(self, name: str) -> Flavor:
         return next(f for f in self.flavors if f.name == name)
@@ -124,7 +127,7 @@ def _unique(names: list[str], where: str) -> None:
 
 
 def parse_flavor(raw: object, where: str) -> Flavor:
-    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu", "idleGpus"}))
+    obj = _obj(raw, where, {"name", "gpuType", "nodeLabels"}, frozenset({"cpuPerGpu", "memoryGiBPerGpu", "cohortGpus"}))
     labels = obj["nodeLabels"]
     if not isinstance(labels, Mapping) or not labels or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
@@ -140,7 +143,7 @@ def parse_flavor(raw: object, where: str) -> Flavor:
         node_labels=tuple(sorted(labels.items())),
         cpu_per_gpu=_int(obj, "cpuPerGpu", where, 1) if "cpuPerGpu" in obj else None,
         memory_gib_per_gpu=_int(obj, "memoryGiBPerGpu", where, 1) if "memoryGiBPerGpu" in obj else None,
-        idle_gpus=_int(obj, "idleGpus", where, 0) if "idleGpus" in obj else 0,
+        cohort_gpus=_int(obj, "cohortGpus", where, 0) if "cohortGpus" in obj else 0,
     )
 
 
@@ -168,6 +171,18 @@ def parse_cluster_queues(raw: object, flavors: tuple[Flavor, ...]) -> tuple[Clus
         queues.append(ClusterQueue(_name(obj["name"], f"{where}.name"), obj["tier"], tuple(entries), dispatched))
     _unique([q.name for q in queues], "hybridctl:clusterQueues")
     return tuple(queues)
+
+
+def _object_ref(value: object, where: str, default: str) -> str:
+    """`namespace/name` of an object the stack reads (or `attested`, for the autoscaler)."""
+    if value is None or value == "":
+        return default
+    if value == "attested" and where == "hybridctl:clusterAutoscaler":
+        return "attested"
+    namespace, _, name = str(value).partition("/")
+    if not _DNS_LABEL.match(namespace) or not _DNS_SUBDOMAIN.match(name):
+        raise ConfigError(f"{where}: expected namespace/name, got {value!r}")
+    return f"{namespace}/{name}"
 
 
 def parse(values: Mapping[str, Any]) -> QueuesConfig:
@@ -210,7 +225,11 @@ def parse(values: Mapping[str, Any]) -> QueuesConfig:
     if values.get("onPremises") is True and not values.get("kubeContext"):
         raise ConfigError("hybridctl:kubeContext: an on-prem cluster (hybridctl:onPremises) is reached through a "
                           "kubeconfig context: set it")
+    refs = {key: _object_ref(values.get(key), f"hybridctl:{key}", default)
+            for key, default in (("kueueConfigMap", QueuesConfig.kueue_config_map),
+                                 ("clusterAutoscaler", QueuesConfig.cluster_autoscaler))}
     return QueuesConfig(
+        kueue_config_map=refs["kueueConfigMap"], cluster_autoscaler=refs["clusterAutoscaler"],
         cluster_name=str(values["clusterName"]),
         inventory_name=str(values["inventoryName"]),
         plan_digest=str(values["planDigest"]),
@@ -246,5 +265,7 @@ def load_config() -> QueuesConfig:
         "onPremises": cfg.get_bool("onPremises"),
         "provisioningRequest": cfg.get_bool("provisioningRequest"),
         "installEfaDevicePlugin": cfg.get_bool("installEfaDevicePlugin"),
+        "kueueConfigMap": cfg.get("kueueConfigMap"),
+        "clusterAutoscaler": cfg.get("clusterAutoscaler"),
     }
     return parse(values)

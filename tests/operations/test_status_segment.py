@@ -113,3 +113,28 @@ def test_a_week_that_cannot_be_read_leaves_the_rest_of_status(tmp_path: Path) ->
     assert "the applied plan's week cannot be read" in shown.stdout and "168" in " ".join(shown.stdout.split())
     doc = json.loads(run_cli("status", "--state", state, "--no-drift", "--format", "json").stdout)
     assert doc["now"]["version"] == 1 and "168" in doc["now"]["error"]
+
+
+def _applied_with_inventory(tmp_path: Path) -> str:
+    """The winter plan (2026-W48) applied, the state naming its inventory."""
+    the_plan = plan(load_inventory(CLINIC).inventory, options=PlanOptions(week=parse_iso_week("2026-W48")))
+    store = StateStore(tmp_path / "state")
+    with store.locked(command="test"):
+        store.write(State(serial=1, applied_plan=plan_to_dict(the_plan, plan_file=True), applied_plan_digest="sha256:t",
+                          applied_at="2026-11-26T00:00:00+00:00", inventory_path=str(CLINIC)))
+    return str(tmp_path / "state")
+
+
+def test_status_warns_when_the_clocks_have_changed_since_the_plan_s_week(tmp_path: Path) -> None:
+    """A winter plan still applied in summer: Amsterdam is UTC+02:00, the plan's segments were cut at
+    UTC+01:00. Before: nothing said the applied plan had gone stale."""
+    state = _applied_with_inventory(tmp_path)
+    summer = run_cli("status", "--state", state, "--no-drift", "--format", "json", "--at", "2027-06-14T10:00+02:00")
+    assert json.loads(summer.stdout)["now"]["clock_moved"] == [
+        {"zone": "Europe/Amsterdam", "plan_utc_offset_minutes": 60, "utc_offset_minutes": 120}]
+    text = " ".join(run_cli("status", "--state", state, "--no-drift", "--at", "2027-06-14T10:00+02:00").stdout.split())
+    assert ("warning: the applied plan is for week 2026-W48, when Europe/Amsterdam was UTC+01:00; it is UTC+02:00 now"
+            in text) and "plan --week" in text
+    winter = run_cli("status", "--state", state, "--no-drift", "--format", "json", "--at", "2027-01-11T10:00+01:00")
+    assert json.loads(winter.stdout)["now"]["clock_moved"] == []
+    assert "warning" not in run_cli("status", "--state", state, "--no-drift", "--at", "2027-01-11T10:00+01:00").stdout

@@ -99,10 +99,12 @@ def reservation_errors(template: Mapping[str, Any], group: Mapping[str, Any], re
 # API Reference, PutScheduledUpdateGroupAction): a weekly `Recurrence` in cron, in `TimeZone` (UTC by
 # default); at each occurrence the group takes the action's MinSize, MaxSize and DesiredCapacity, which
 # must satisfy min <= desired <= max ("Desired capacity:N must be between the specified min size:M and max
-# size:X"). EKS sends the node group's whole scaling configuration to the group on the next
-# UpdateNodegroupConfig: an action outside the node group's [min, max] would be undone by it.
-def check_scheduled(action_min: int, desired: int, action_max: int, group_min: int, group_max: int) -> None:
-    if not action_min <= desired <= action_max:
+# size:X"). Each is optional: an action without DesiredCapacity (pulumi-aws's -1) leaves it, and a MinSize
+# above the group's desired capacity raises it to the new minimum. EKS sends the node group's whole scaling
+# configuration to the group on the next UpdateNodegroupConfig: an action outside the node group's
+# [min, max] would be undone by it.
+def check_scheduled(action_min: int, desired: int | None, action_max: int, group_min: int, group_max: int) -> None:
+    if action_min > action_max or (desired is not None and not action_min <= desired <= action_max):
         raise EksRejects(f"Desired capacity:{desired} must be between the specified min size:{action_min} "
                          f"and max size:{action_max}")
     if action_min < group_min or action_max > group_max:

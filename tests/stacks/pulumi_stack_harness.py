@@ -36,6 +36,7 @@ def run_program(program: Callable[[], Mapping[str, Any]], config: Mapping[str, s
                 project: str = "hybridctl-test", stack: str = "test",
                 cluster_subnets: tuple[str, ...] = CLUSTER_SUBNETS,
                 node_groups: Mapping[str, Mapping[str, Any]] | None = None,
-                subnet_zones: Mapping[str, tuple[str, str]] | None = None) -> ProgramRun:
+                subnet_zones: Mapping[str, tuple[str, str]] | None = None,
+                live_objects: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> ProgramRun:
     return synth.run_program(program, config, project=project, stack=stack, cluster_subnets=cluster_subnets,
-                             node_groups=node_groups, subnet_zones=subnet_zones)
+                             node_groups=node_groups, subnet_zones=subnet_zones, live_objects=live_objects)

@@ -67,9 +67,10 @@ def node_group(run_: ProgramRun, pool: str) -> dict[str, Any]:
 
 class TestResourceInventory:
     def test_registers_exactly_one_role_three_attachments_and_a_node_group_per_pool(self, site: ProgramRun) -> None:
-        # Each pool: a launch template, a node group and 7 node-template tags on its ASG; the EFA pool a placement group.
+        # Each pool: a launch template, a node group and 7 node-template tags on its ASG (the EFA pool an 8th, its
+        # EFA interfaces); the EFA pool a placement group.
         assert site.type_counts() == {ROLE: 1, ATTACHMENT: 3, NODE_GROUP: 3, LAUNCH_TEMPLATE: 3, PLACEMENT_GROUP: 1,
-                                      ASG_TAG: 21}
+                                      ASG_TAG: 22}
         assert sorted(r.name for r in site.of_type(NODE_GROUP)) == sorted(p["name"] for p in POOLS)
 
     def test_a_single_pool_gives_a_single_node_group(self) -> None:
@@ -390,3 +391,21 @@ class TestConfigChecks:
         config = {k: v for k, v in stack_config().items() if k != "aws:region"}
         with pytest.raises(Exception, match="aws:region"):
             run_program(lambda: gpu_pools.program(gpu_pools.load_config()), config)
+
+
+class TestRollingAndScalingFromZero:
+    def test_a_reserved_group_rolls_with_minimal_and_the_others_with_eks_s_default(self, site: ProgramRun) -> None:
+        """Before: every group rolled EKS's default way (new nodes first), which a reservation whose every
+        machine runs has no capacity for."""
+        assert node_group(site, "g6-reserved")["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": "MINIMAL"}
+        assert node_group(site, "p5-on-demand")["updateConfig"] == {"maxUnavailable": 1}
+        from test_synth_contracts import create_nodegroup, validate
+        assert validate("eks", "CreateNodegroup", create_nodegroup(site.one(NODE_GROUP, "g6-reserved"))) == []
+
+    def test_an_efa_group_at_zero_advertises_its_efa_interfaces_to_the_autoscaler(self, site: ProgramRun) -> None:
+        """Before: the template tags named GPUs only, so Cluster Autoscaler never scaled an EFA group up from
+        zero for pods asking `vpc.amazonaws.com/efa`."""
+        tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in site.of_type(ASG_TAG)
+                if t.name.startswith("p5-on-demand-")}
+        assert tags["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] == "32"
+        assert not [t for t in site.of_type(ASG_TAG) if "efa" in t.inputs["tag"]["key"] and not t.name.startswith("p5-on-demand-")]

@@ -61,3 +61,20 @@ def test_each_plugin_is_hardened_and_says_why_for_what_it_skips(with_efa: Progra
     policy = policies[f"{name}-deny-all"]
     assert policy["spec"]["podSelector"]["matchLabels"] == ds["spec"]["selector"]["matchLabels"]
     assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy["spec"]
+
+
+def test_the_efa_plugin_is_pulled_from_the_cluster_s_own_region() -> None:
+    """Before: upstream's manifest names us-west-2's registry, for a cluster in any region."""
+    from device_plugin import efa_manifest, regional_image
+
+    images = [c["image"] for c in efa_manifest("eu-central-1")["spec"]["template"]["spec"]["containers"]]
+    assert images == ["602401143452.dkr.ecr.eu-central-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"]
+    assert regional_image(images[0], "me-south-1") == \
+        "558608220178.dkr.ecr.me-south-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"
+    assert regional_image(images[0], "cn-north-1").startswith("918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn/")
+    assert regional_image("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "eu-central-1") == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+
+
+def test_the_stack_s_efa_plugin_is_its_region_s(with_efa: ProgramRun) -> None:
+    (efa,) = [d for name, d in daemonsets(with_efa).items() if "efa" in name]
+    assert efa["spec"]["template"]["spec"]["containers"][0]["image"].startswith("602401143452.dkr.ecr.us-east-1.")

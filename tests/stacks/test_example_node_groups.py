@@ -50,8 +50,9 @@ def test_the_enterprise_reservation_and_zone_pools_are_pinned_to_their_zones() -
     assert zone_lookups(use1) == {("availability-zone-id", "use1-az4"), ("availability-zone-id", "use1-az2")}
     reserved = use1.one(NODE_GROUP, "use1-p5-reserved").inputs
     assert reserved["subnetIds"] == ["<unknown: the cluster's subnets in use1-az4>"]
-    # 8 reserved GPUs: the one p5 reserved is always up
+    # 8 reserved GPUs: the one p5 reserved is always up, and rolls by removing it before its replacement
     assert reserved["scalingConfig"] == {"minSize": 1, "desiredSize": 1, "maxSize": 1}
+    assert reserved["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": "MINIMAL"}
     assert use1.one(LAUNCH_TEMPLATE, "use1-p5-reserved-lt").inputs["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}}
 
@@ -110,3 +111,16 @@ def test_a_capacity_block_marked_in_the_inventory_is_launched_as_one() -> None:
     assert reservation_errors(template, group, "use1-az4", zones, capacity_block=True) == []
     assert validate("eks", "CreateNodegroup", create_nodegroup(run.one(NODE_GROUP, "use1-p5"))) == []
     assert validate("ec2", "CreateLaunchTemplate", create_launch_template(run.one(LAUNCH_TEMPLATE, "use1-p5-lt"))) == []
+
+
+@pytest.mark.parametrize("name", CLOUD_EXAMPLES)
+def test_no_scheduled_action_of_any_example_forces_a_size(name: str) -> None:
+    """Every scheduled resize sets min and max only (desiredCapacity -1: none sent), in an IANA zone; every
+    reserved group rolls MINIMAL."""
+    for run in example_runs(name):
+        for schedule in run.of_type("aws:autoscaling/schedule:Schedule"):
+            assert schedule.inputs["desiredCapacity"] == -1, (run.stack, schedule.name)
+            assert "/" in schedule.inputs["timeZone"]
+        for group in run.of_type(NODE_GROUP):
+            reserved = group.inputs["labels"]["hybridctl.io/capacity-type"] == "reserved"
+            assert (group.inputs["updateConfig"].get("updateStrategy") == "MINIMAL") == reserved, group.name

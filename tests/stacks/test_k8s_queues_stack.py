@@ -20,7 +20,7 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 FLAVORS: list[dict[str, Any]] = [
     {"name": "use1-p5-on-demand", "gpuType": "H100",
      "nodeLabels": {"hybridctl.io/site": "aws-us-east-1", "hybridctl.io/pool": "p5-on-demand"}},
-    {"name": "use1-p5-spot", "gpuType": "H100",
+    {"name": "use1-p5-spot", "gpuType": "H100", "cohortGpus": 24,
      "nodeLabels": {"hybridctl.io/site": "aws-us-east-1", "hybridctl.io/pool": "p5-spot"}},
 ]
 QUEUES: list[dict[str, Any]] = [
@@ -140,7 +140,7 @@ class TestClusterQueues:
             "use1-p5-on-demand": {"name": "nvidia.com/gpu", "nominalQuota": 32},
         }
 
-    def test_opportunistic_owns_nothing_and_the_cohort_pools_its_planned_gpus(self, cluster: ProgramRun) -> None:
+    def test_opportunistic_owns_nothing_and_the_cohort_holds_the_flavors_cohort_gpus(self, cluster: ProgramRun) -> None:
         quota = gpu_quota(queue(cluster, "opportunistic")["spec"])
         assert quota == {
             "use1-p5-spot": {"name": "nvidia.com/gpu", "nominalQuota": 0},
@@ -158,9 +158,15 @@ class TestClusterQueues:
         for tier in ("fixed", "burst"):
             assert "use1-p5-spot" not in gpu_quota(queue(cluster, tier)["spec"])
 
-    def test_fixed_and_burst_reclaim_lent_quota_by_preemption(self, cluster: ProgramRun) -> None:
-        for tier in ("fixed", "burst"):
-            assert queue(cluster, tier)["spec"]["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    def test_fixed_needs_to_preempt_no_one(self, cluster: ProgramRun) -> None:
+        """It neither lends nor borrows: its quota is always there."""
+        assert queue(cluster, "fixed")["spec"]["preemption"] == {
+            "reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": {"policy": "Never"}}
+
+    def test_burst_preempts_lower_priorities_only_and_borrowing_only_opportunistic_work(self, cluster: ProgramRun) -> None:
+        assert queue(cluster, "burst")["spec"]["preemption"] == {
+            "reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "Never",
+            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 1000}}
 
     def test_opportunistic_never_preempts(self, cluster: ProgramRun) -> None:
         assert queue(cluster, "opportunistic")["spec"]["preemption"] == {
@@ -172,7 +178,8 @@ class TestClusterQueues:
             {"key": "hybridctl.io/workload", "operator": "In", "values": ["llm-pretrain", "nightly-eval"]}]}
 
     def test_a_queue_with_no_usable_flavor_is_empty(self) -> None:
-        empty = run(clusterQueues=[*QUEUES[:2], {**QUEUES[2], "flavors": []}])
+        empty = run(flavors=[{k: v for k, v in f.items() if k != "cohortGpus"} for f in FLAVORS],
+                    clusterQueues=[*QUEUES[:2], {**QUEUES[2], "flavors": []}])
         assert queue(empty, "opportunistic")["spec"]["resourceGroups"] == []
         assert empty.one(COHORT, "cohort").inputs["spec"] == {}
 

@@ -22,8 +22,8 @@ SCHEDULE, NODE_GROUP = "aws:autoscaling/schedule:Schedule", "aws:eks/nodeGroup:N
 SPOT: dict[str, Any] = {
     "name": "p5-spot", "instanceTypes": ["p5.48xlarge"], "capacityType": "spot", "gpuType": "H100",
     "gpusPerNode": 8, "minSize": 0, "desiredSize": 1, "maxSize": 4,
-    "schedule": [{"recurrence": "30 21 * * 1", "minSize": 1, "desiredSize": 1, "maxSize": 4},
-                 {"recurrence": "0 2 * * 2", "minSize": 0, "desiredSize": 0, "maxSize": 4}],
+    "schedule": [{"recurrence": "30 21 * * 1", "timeZone": "Europe/Dublin", "minSize": 1, "maxSize": 4},
+                 {"recurrence": "0 2 * * 2", "timeZone": "Europe/Dublin", "minSize": 0, "maxSize": 4}],
 }
 
 
@@ -34,10 +34,11 @@ def run(pools: list[dict[str, Any]]) -> ProgramRun:
 
 
 def put_scheduled_update_group_action(schedule: Any) -> dict[str, Any]:
+    """What pulumi-aws sends for it: a desired capacity of -1 is no DesiredCapacity (the group's stays)."""
     i = schedule.inputs
-    return {"AutoScalingGroupName": i["autoscalingGroupName"], "ScheduledActionName": i["scheduledActionName"],
-            "Recurrence": i["recurrence"], "TimeZone": i["timeZone"], "MinSize": i["minSize"],
-            "MaxSize": i["maxSize"], "DesiredCapacity": i["desiredCapacity"]}
+    request = {"AutoScalingGroupName": i["autoscalingGroupName"], "ScheduledActionName": i["scheduledActionName"],
+               "Recurrence": i["recurrence"], "TimeZone": i["timeZone"], "MinSize": i["minSize"], "MaxSize": i["maxSize"]}
+    return request if i["desiredCapacity"] == -1 else {**request, "DesiredCapacity": i["desiredCapacity"]}
 
 
 def checked(run_: ProgramRun) -> list[tuple[str, str, int, int, int]]:
@@ -49,17 +50,18 @@ def checked(run_: ProgramRun) -> list[tuple[str, str, int, int, int]]:
         pool = s.name.rsplit("-", 2)[0]
         scaling = run_.one(NODE_GROUP, pool).inputs["scalingConfig"]
         check_scaling(scaling["minSize"], scaling["desiredSize"], scaling["maxSize"])
-        check_scheduled(request["MinSize"], request["DesiredCapacity"], request["MaxSize"],
-                        scaling["minSize"], scaling["maxSize"])
+        # never a forced size: lowering min lets Cluster Autoscaler drain idle nodes, raising it raises desired
+        assert "DesiredCapacity" not in request, s.name
+        check_scheduled(request["MinSize"], None, request["MaxSize"], scaling["minSize"], scaling["maxSize"])
         assert request["AutoScalingGroupName"] == f"<unknown: ASG of NodeGroup {pool}>"
-        assert request["TimeZone"] == "Etc/UTC" and request["ScheduledActionName"] == s.name
-        out.append((s.name, request["Recurrence"], request["MinSize"], request["DesiredCapacity"], request["MaxSize"]))
+        assert request["ScheduledActionName"] == s.name
+        out.append((s.name, request["Recurrence"], request["TimeZone"], request["MinSize"], request["MaxSize"]))
     return sorted(out)
 
 
 def test_each_resize_is_a_scheduled_action_on_the_node_groups_asg() -> None:
-    assert checked(run([SPOT])) == [("p5-spot-mon-2130", "30 21 * * 1", 1, 1, 4),
-                                    ("p5-spot-tue-0200", "0 2 * * 2", 0, 0, 4)]
+    assert checked(run([SPOT])) == [("p5-spot-mon-2130", "30 21 * * 1", "Europe/Dublin", 1, 4),
+                                    ("p5-spot-tue-0200", "0 2 * * 2", "Europe/Dublin", 0, 4)]
 
 
 def test_a_pool_without_schedule_gets_no_scheduled_action() -> None:
@@ -71,8 +73,8 @@ def test_the_hand_worked_fleet_synthesizes_its_schedule_as_valid_aws_requests() 
     synthesized = synth_stack(config.project, config.stack_name, config.values(), stacks_dir())
     actions = checked(synthesized)
     assert len(actions) == 10 + 12 + 10 + 10  # rent, rent-spot, rent-a100, rent-l4
-    assert ("rent-mon-0730", "30 7 * * 1", 2, 2, 8) in actions
-    assert ("rent-spot-sun-2330", "30 23 * * 0", 1, 1, 4) in actions  # the lead across Monday 00:00
+    assert ("rent-mon-0830", "30 8 * * 1", "Europe/Amsterdam", 2, 8) in actions
+    assert ("rent-spot-sun-2330", "30 23 * * 0", "Etc/UTC", 1, 4) in actions  # the lead across Monday 00:00
     assert {r for _, r, *_ in actions} == {a.recurrence for p in config.node_pools for a in p.schedule}
 
 
@@ -84,7 +86,7 @@ def test_the_aws_check_catches_a_desired_outside_min_and_max() -> None:
 
 
 def action(**change: Any) -> dict[str, Any]:
-    return {"recurrence": "30 21 * * 1", "minSize": 1, "desiredSize": 1, "maxSize": 4, **change}
+    return {"recurrence": "30 21 * * 1", "timeZone": "Europe/Dublin", "minSize": 1, "maxSize": 4, **change}
 
 
 @pytest.mark.parametrize(
@@ -101,10 +103,12 @@ def action(**change: Any) -> dict[str, Any]:
         ([action(recurrence=5)], "expected str"),
         ([action(minSize=True)], "expected int"),
         ([action(maxSize=5)], "maxSize 4 of the pool"),
-        ([action(minSize=-1, desiredSize=0)], "sizes must satisfy"),
-        ([action(minSize=2, desiredSize=1)], "sizes must satisfy"),
-        ([action(desiredSize=5, maxSize=4)], "sizes must satisfy"),
-        ([action(timeZone="Europe/Amsterdam")], "exactly desiredSize, maxSize, minSize, recurrence"),
+        ([action(minSize=-1)], "sizes must satisfy"),
+        ([action(minSize=3, maxSize=2)], "sizes must satisfy"),
+        ([action(desiredSize=1)], "exactly maxSize, minSize, recurrence, timeZone"),
+        ([action(timeZone="Europe/Dublin; rm -rf /")], "timeZone: expected an IANA time zone"),
+        ([action(timeZone=5)], "expected str"),
+        ([action(), action(recurrence="0 2 * * 2", timeZone="America/New_York")], "one time zone"),
         (["30 21 * * 1"], "expected an object"),
         ([action(), action(recurrence="30 21 * * 1", minSize=0)], "same time: mon-2130"),
         ([action(recurrence=f"{m} {h} * * {d}") for d in range(7) for h in range(10) for m in (0, 30)][:126],
@@ -119,7 +123,7 @@ def test_a_hostile_schedule_is_refused_with_its_key(schedule: Any, message: str)
 
 def test_a_reserved_pool_keeps_its_size() -> None:
     reserved = {**SPOT, "capacityType": "reserved", "minSize": 4, "desiredSize": 4,
-                "schedule": [action(minSize=4, desiredSize=4)]}
+                "schedule": [action(minSize=4)]}
     with pytest.raises(gpu_pools.ConfigError, match="reserved pool keeps its size"):
         gpu_pools.parse_node_pool(reserved, "hybridctl:nodePools[0]")
 
@@ -127,3 +131,39 @@ def test_a_reserved_pool_keeps_its_size() -> None:
 def test_a_bad_schedule_fails_before_anything_is_declared() -> None:
     with pytest.raises(gpu_pools.ConfigError, match="recurrence"):
         run([{**SPOT, "schedule": [action(recurrence="0 0 * * 9")]}])
+
+
+def scheduled_actions(week: str) -> list[tuple[str, str, str, int, int]]:
+    """The Auto Scaling scheduled actions synth writes for train-onprem-serve-cloud planned for `week`."""
+    from hybridctl.core.placement.planner import PlanOptions, plan
+    from hybridctl.core.week.segments import parse_iso_week
+    from hybridctl.drivers.inventory_files import load_inventory
+    from hybridctl.paths import inventories_dir
+
+    inventory = load_inventory(inventories_dir() / "train-onprem-serve-cloud.yaml").inventory
+    configs = stack_configs(inventory, plan(inventory, options=PlanOptions(week=parse_iso_week(week))), "sha256:test")
+    return sorted(a for c in configs.gpu_pools for a in checked(synth_stack(c.project, c.stack_name, c.values(), stacks_dir())))
+
+
+def test_a_winter_and_a_summer_week_of_train_onprem_serve_cloud_write_the_same_scheduled_actions() -> None:
+    """US serving scales up for 08:00-20:00 America/New_York. Before: fixed UTC times of the plan's week, so a
+    winter plan left in place after the March change brought the daytime service up late in its window."""
+    winter, summer = scheduled_actions("2026-W48"), scheduled_actions("2027-W26")
+    assert winter and winter == summer
+    assert {zone for _, _, zone, _, _ in winter} == {"America/New_York"}
+
+
+def test_a_deployment_mid_day_keeps_the_minimum_the_schedule_set() -> None:
+    """The morning's action raised the live group's min to 1 (its floor is 0); the autoscaler runs 3. Before:
+    `pulumi up` sent the floor, and EKS set the group's min back to 0 under running work."""
+    live = {"p5-spot-ab12": {
+        "labels": {"hybridctl.io/site": "aws", "hybridctl.io/pool": "p5-spot"},
+        "scalingConfigs": [{"minSize": 0, "desiredSize": 1, "maxSize": 4}],
+        "resources": [{"autoscalingGroups": [{"name": "eks-p5-spot-ab12"}]}],
+        "asg": {"minSize": 1, "desiredCapacity": 3, "maxSize": 4}}}
+    config = config_values("hybridctl", {"aws:region": "us-east-1", "site": "aws", "clusterName": "ml",
+                                         "inventoryName": "clock", "planDigest": "sha256:t", "nodePools": [SPOT]})
+    run_ = run_program(lambda: gpu_pools.program(gpu_pools.load_config()), config, node_groups=live)
+    scaling = run_.one(NODE_GROUP, "p5-spot").inputs["scalingConfig"]
+    assert (scaling["minSize"], scaling["desiredSize"], scaling["maxSize"]) == (1, 3, 4)
+    assert "aws:autoscaling/getGroup:getGroup" in [i.token for i in run_.invokes]

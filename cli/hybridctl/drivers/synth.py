@@ -29,6 +29,7 @@ GET_CLUSTER = "aws:eks/getCluster:getCluster"
 GET_SUBNETS = "aws:ec2/getSubnets:getSubnets"
 GET_NODE_GROUPS = "aws:eks/getNodeGroups:getNodeGroups"
 GET_NODE_GROUP = "aws:eks/getNodeGroup:getNodeGroup"
+GET_AUTOSCALING_GROUP = "aws:autoscaling/getGroup:getGroup"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
@@ -104,8 +105,12 @@ def _mock_classes() -> tuple[type, type]:
 
         def __init__(self, cluster_subnets: tuple[str, ...] | None = None,
                      node_groups: Mapping[str, Mapping[str, Any]] | None = None,
-                     subnet_zones: Mapping[str, tuple[str, str]] | None = None) -> None:
+                     subnet_zones: Mapping[str, tuple[str, str]] | None = None,
+                     live_objects: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
             self.registered: list[Registered] = []
+            # live Kubernetes objects a program reads, (type, namespace/name) -> state: synth's default is
+            # none, answered with placeholders; tests give them to model a cluster
+            self._live_objects = dict(live_objects or {})
             self._subnet_zones = dict(subnet_zones or {})  # subnet -> (zone name, zone ID), when a test models them
             # node groups the cluster already has (name -> EKS's answer): synth's default is none, a
             # first deployment; tests give live ones to model later deployments
@@ -117,6 +122,11 @@ def _mock_classes() -> tuple[type, type]:
             self._cluster_subnets = cluster_subnets
 
         def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            if args.resource_id:  # a read of a live object (`Resource.get`): a lookup, not a resource
+                self.invoked.append(Invoked(f"read {args.typ}", {"id": args.resource_id}))
+                return args.resource_id, dict(self._live_objects.get((args.typ, args.resource_id), {
+                    "data": {"controller_manager_config.yaml": unknown(f"{args.resource_id}: synth reads no cluster")},
+                    "spec": unknown(f"{args.resource_id}: synth reads no cluster")}))
             inputs = normalize(dict(args.inputs))
             options = self.options.pop((args.typ, args.name), {})
             self.registered.append(Registered(args.typ, args.name, inputs, options))
@@ -157,8 +167,13 @@ def _mock_classes() -> tuple[type, type]:
                 return {"clusterName": call_args["clusterName"], "id": call_args["clusterName"],
                         "names": sorted(self._node_groups)}, []
             if args.token == GET_NODE_GROUP:
-                return {"clusterName": call_args["clusterName"], "nodeGroupName": call_args["nodeGroupName"],
-                        **self._node_groups[call_args["nodeGroupName"]]}, []
+                live = {k: v for k, v in self._node_groups[call_args["nodeGroupName"]].items() if k != "asg"}
+                return {"clusterName": call_args["clusterName"], "nodeGroupName": call_args["nodeGroupName"], **live}, []
+            if args.token == GET_AUTOSCALING_GROUP:
+                # a live node group's Auto Scaling group, as a test models it (its "asg" beside EKS's answer)
+                (asg,) = [g["asg"] for g in self._node_groups.values()
+                          if g.get("asg") and g["resources"][0]["autoscalingGroups"][0]["name"] == call_args["name"]]
+                return {"name": call_args["name"], "id": call_args["name"], **asg}, []
             raise HybridctlError(f"the stack program made a lookup synth cannot answer offline: {args.token}")
 
     class OptionsMonitor(MockMonitor):
@@ -206,14 +221,16 @@ def stack_program(project: str, stacks_root: Path) -> Callable[[], Mapping[str, 
 def run_program(program: Callable[[], Mapping[str, Any]], config: Mapping[str, str], *, project: str = "hybridctl",
                 stack: str = "synth", cluster_subnets: tuple[str, ...] | None = None,
                 node_groups: Mapping[str, Mapping[str, Any]] | None = None,
-                subnet_zones: Mapping[str, tuple[str, str]] | None = None) -> ProgramRun:
+                subnet_zones: Mapping[str, tuple[str, str]] | None = None,
+                live_objects: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> ProgramRun:
     """Run `program` (which reads its config and declares resources) under fresh mocks; `node_groups`: the
-    cluster's live node groups (name -> EKS's DescribeNodegroup answer, camelCase), none by default."""
+    cluster's live node groups (name -> EKS's DescribeNodegroup answer, camelCase), none by default;
+    `live_objects`: the Kubernetes objects it reads, none by default (placeholders)."""
     import pulumi
     from pulumi.runtime import settings
 
     mocks_class, monitor_class = _mock_classes()
-    mocks = mocks_class(cluster_subnets, node_groups, subnet_zones)
+    mocks = mocks_class(cluster_subnets, node_groups, subnet_zones, live_objects)
     # Pulumi's runtime is global: drop the previous run's root stack and settings, install the
     # mocks (which create a new root), then the config the program will read.
     settings.reset_options(project=project, stack=stack, preview=False)

@@ -187,7 +187,9 @@ def resume_command(operation: str, state_option: str, command: str | None) -> st
 def _running_now(state: State, at: datetime) -> dict[str, object] | None:
     """A timed applied plan's segment at `at`, and what it wants running (core/week/running.py); None otherwise."""
     from hybridctl.core.plan.serialize import plan_from_dict
+    from hybridctl.core.week.clock import offsets_moved
     from hybridctl.core.week.running import RUNNING_VERSION, running_at, running_document
+    from hybridctl.core.week.segments import parse_iso_week
 
     if not state.applied_plan or not state.applied_plan.get("segments"):
         return None
@@ -196,7 +198,26 @@ def _running_now(state: State, at: datetime) -> dict[str, object] | None:
     except HybridctlError as exc:  # status still shows the rest of the state, and says why not this
         return {"version": RUNNING_VERSION, "error": exc.message}
     now = running_at(applied, at)
-    return None if now is None else running_document(now)
+    if now is None:
+        return None
+    doc = running_document(now)
+    doc["clock_moved"] = [{"zone": z, "plan_utc_offset_minutes": then, "utc_offset_minutes": later}
+                          for z, then, later in offsets_moved(_window_zones(state), parse_iso_week(applied.week).monday, at)]
+    return doc
+
+
+def _window_zones(state: State) -> list[str]:
+    """The zones of the applied inventory's windows (the file the state names, as it is now); none when it
+    cannot be read (status shows the rest)."""
+    from hybridctl.drivers.inventory_files import load_inventory
+
+    if not state.inventory_path:
+        return []
+    try:
+        inventory = load_inventory(Path(state.inventory_path)).inventory
+    except HybridctlError:
+        return []
+    return sorted({w.tz for wl in inventory.workloads if wl.schedule is not None for w in wl.schedule.windows})
 
 
 def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as_json: bool, lock_timeout_s: float,

@@ -17,11 +17,23 @@ def _utc(iso: object) -> str:
     return str(iso).replace("T", " ")[:16]
 
 
+def _offset(minutes: int) -> str:
+    sign = "+" if minutes >= 0 else "-"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"UTC{sign}{hours:02d}:{rest:02d}"
+
+
 def render_running_now(out: Console, now: dict[str, object]) -> None:
     """`now` is the status document's object of that name (core/week/running.py `running_document`)."""
     if "error" in now:
         out.print(f"now: [yellow]the applied plan's week cannot be read[/]: {escape(str(now['error']))}")
         return
+    for moved in now.get("clock_moved", []):  # type: ignore[attr-defined]
+        out.print(f"[yellow]warning[/]: the applied plan is for week {escape(str(now['week']))}, when "
+                  f"{escape(moved['zone'])} was {_offset(moved['plan_utc_offset_minutes'])}; it is "
+                  f"{_offset(moved['utc_offset_minutes'])} now, so the plan's UTC segments are off its windows there "
+                  f"(the node groups' scheduled resizes follow the zone's clock): plan this week (`plan --week`) "
+                  f"and apply it", highlight=False)
     segment = now["segment"]
     assert isinstance(segment, dict)
     out.print(f"now: {_utc(now['at'])} UTC, segment {segment['index'] + 1} of {segment['of']} of the plan's week "

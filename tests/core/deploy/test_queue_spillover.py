@@ -58,7 +58,7 @@ class TestOnPremClusters:
         onprem = next(c for c in configs.queues if c.cluster_name == "ash-k8s")
         assert onprem.on_premises and not onprem.provisioning_request
         assert onprem.values()["kubeContext"] == "ash-k8s"
-        assert [(f.name, f.idle_gpus) for f in onprem.flavors] == [("ash-h100", 16)]  # owned, unplanned: lent
+        assert [(f.name, f.cohort_gpus) for f in onprem.flavors] == [("ash-h100", 16)]  # owned, unplanned: lent
 
 
 class TestSpillOrder:
@@ -89,11 +89,21 @@ class TestSpillOrder:
 
 class TestAlwaysOnGpus:
     def test_the_always_on_machines_gpus_beyond_fixed_work_are_lent(self) -> None:
-        """One p5 kept on for 2 GPUs of fixed work: its other 6 GPUs were in no queue's reach."""
+        """One p5 kept on for 2 GPUs of fixed work, 4 GPUs of burst work beside them: the burst queue may
+        borrow the machine's 2 left from the cohort."""
+        configs = stack_configs(inventory(CHEAP), make_plan(place("serve", "fixed", "aws-use1", "use1-p5-od", 2),
+                                                            place("train", "burst", "aws-use1", "use1-p5-od", 4)))
+        (queues,) = configs.queues
+        assert [(f.name, f.cohort_gpus) for f in queues.flavors] == [("use1-p5-od", 2)]
+        assert queues.values()["flavors"][0]["cohortGpus"] == 2
+
+    def test_where_no_queue_borrows_they_are_the_fixed_queues_headroom(self) -> None:
+        """One p5 kept on for 2 GPUs of fixed work alone (the enterprise example's ml-euc1): its other 6 GPUs
+        were in the cohort, where no queue of the cluster could borrow them."""
         configs = stack_configs(inventory(CHEAP), make_plan(place("serve", "fixed", "aws-use1", "use1-p5-od", 2)))
         (queues,) = configs.queues
-        assert [(f.name, f.idle_gpus) for f in queues.flavors] == [("use1-p5-od", 6)]
-        assert queues.values()["flavors"][0]["idleGpus"] == 6
+        assert [(f.name, f.cohort_gpus) for f in queues.flavors] == [("use1-p5-od", 0)]
+        assert [(q.tier, q.flavors[0].gpus) for q in queues.cluster_queues] == [("fixed", 8)]
 
 
 class TestEfa:

@@ -53,14 +53,23 @@ SPOT = [("0 3 * * 1", 0, 0, 4), *[row for d in WEEKDAYS for row in (
     (f"30 21 * * {d}", 1, 1, 4), (f"0 2 * * {d + 1}", 0, 0, 4))], ("30 23 * * 0", 1, 1, 4)]
 
 
-def test_the_on_demand_pool_follows_the_day_service_in_winter_time() -> None:
-    assert schedule("2026-W44", "rent") == [row for d in WEEKDAYS for row in (
-        (f"30 7 * * {d}", 2, 2, 8), (f"0 16 * * {d}", 0, 0, 8))]
+RENT = [row for d in WEEKDAYS for row in ((f"30 8 * * {d}", 2, 2, 8), (f"0 17 * * {d}", 0, 0, 8))]
 
 
-def test_the_week_before_the_change_is_summer_time_an_hour_earlier_in_utc() -> None:
-    assert schedule("2026-W43", "rent") == [row for d in WEEKDAYS for row in (
-        (f"30 6 * * {d}", 2, 2, 8), (f"0 15 * * {d}", 0, 0, 8))]
+def test_the_on_demand_pool_follows_the_day_service_on_amsterdam_s_clock_in_winter_time() -> None:
+    """09:00-17:00 Europe/Amsterdam with 30 minutes' lead: 08:30 and 17:00 there (07:30 and 16:00 UTC)."""
+    assert schedule("2026-W44", "rent") == RENT
+    (site,) = stack_configs(clock(), planned("2026-W44"), "sha256:test").gpu_pools
+    assert {a.zone for p in site.node_pools if p.name == "rent" for a in p.schedule} == {"Europe/Amsterdam"}
+
+
+def test_a_summer_week_s_plan_has_the_same_scheduled_actions() -> None:
+    """Before: the actions were UTC times of the plan's week: a winter plan left in place in summer scaled
+    an hour late (06:30 UTC is 08:30 in Amsterdam's summer)."""
+    assert schedule("2026-W43", "rent") == RENT
+    summer = stack_configs(clock(), planned("2026-W43"), "sha256:test").gpu_pools[0]
+    winter = stack_configs(clock(), planned("2026-W44"), "sha256:test").gpu_pools[0]
+    assert [p.values().get("schedule") for p in summer.node_pools] == [p.values().get("schedule") for p in winter.node_pools]
 
 
 @pytest.mark.parametrize("week", ["2026-W43", "2026-W44"])
@@ -149,7 +158,8 @@ def test_a_scheduled_group_s_min_is_the_week_s_floor() -> None:
     rent = next(p for p in site.node_pools if p.name == "rent")
     # the day service is fixed tier: untimed, 2 machines always on; with its windows, 0 at night
     assert (rent.min_size, rent.desired_size, rent.max_size) == (0, 2, 8)
-    assert rent.values()["schedule"][0] == {"recurrence": "30 7 * * 1", "minSize": 2, "desiredSize": 2, "maxSize": 8}
+    assert rent.values()["schedule"][0] == {"recurrence": "30 8 * * 1", "timeZone": "Europe/Amsterdam", "minSize": 2,
+                                            "maxSize": 8}
 
 
 @pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.name)
@@ -171,18 +181,15 @@ def test_plan_lists_the_schedule_as_changes_of_the_stack_config() -> None:
     summer = stack_configs(clock(), planned("2026-W43"), "sha256:b")
     first = [(c.kind, c.name, c.action) for c in diff_stack_configs(None, winter) if c.kind == "scaling-schedule"]
     assert first == [("scaling-schedule", pool, "create") for pool in ("rent", "rent-a100", "rent-l4", "rent-spot")]
-    (moved,) = [c for c in diff_stack_configs(winter, summer) if c.kind == "scaling-schedule"]
-    assert (moved.name, moved.action, moved.destructive) == ("rent", "update", False)
-    assert moved.detail.startswith("10 weekly resizes (UTC): mon 06:30 to 2, mon 07:30 gone, mon 15:00 to 0, "
-                                   "mon 16:00 gone")
-    assert moved.detail.endswith("(+14 more)")
+    # the windows' wall-clock times: a summer week's plan resizes as the winter one did
+    assert not [c for c in diff_stack_configs(winter, summer) if c.kind == "scaling-schedule"]
     assert not [c for c in diff_stack_configs(winter, winter) if c.kind == "scaling-schedule"]
     # one resize's size changes; the schedule dropped (an untimed plan) leaves the group at its live size
     (site,) = winter.gpu_pools
     rent = next(p for p in site.node_pools if p.name == "rent")
     bigger = replace(rent, schedule=(replace(rent.schedule[0], desired_size=3), *rent.schedule[1:]))
     untimed = replace(rent, schedule=())
-    for changed, action, detail in ((bigger, "update", "10 weekly resizes (UTC): mon 07:30 desired 2→3"),
+    for changed, action, detail in ((bigger, "update", "10 weekly resizes (Europe/Amsterdam): mon 08:30 desired 2→3"),
                                     (untimed, "update", "no weekly resizes: the group keeps its live size")):
         later = replace(winter, gpu_pools=(replace(site, node_pools=(changed, *site.node_pools[1:])),))
         (row,) = [c for c in diff_stack_configs(winter, later) if c.kind == "scaling-schedule"]

@@ -14,7 +14,7 @@ from hybridctl.core.deploy.stackvalues import (
     QueuesStackConfig,
     StackConfigs,
 )
-from hybridctl.core.inventory.models import Dataset, Inventory, Workload
+from hybridctl.core.inventory.models import Dataset, Inventory, ReservationType, Workload
 from hybridctl.core.plan.model import Placement, Plan, PoolUsage, SolverReport
 
 
@@ -169,7 +169,7 @@ class TestQueues:
         as_pairs = {q.name: [(f.flavor, f.gpus) for f in q.flavors] for q in queues.cluster_queues}
         assert as_pairs == {
             "acme-fixed-h100": [("use1-p5-od", 12)],  # never spot, never L4
-            "acme-fixed-l4": [("use1-g6-res", 4)],
+            "acme-fixed-l4": [("use1-g6-res", 16)],  # 4 planned, and the reserved pool's 12 no other queue reaches
             "acme-burst-h100": [("use1-p5-od", 20)],
             "acme-opportunistic-h100-spot": [("use1-p5-spot", 24)],  # on-demand not allowed by default
         }
@@ -328,6 +328,17 @@ class TestLaunchTemplateInputs:
         other_domain = self.with_work(failure_domain="rack-7")
         assert pools_of(stack_configs(other_domain, PLAN, "d"), "aws-use1")["use1-g6-res"].availability_zone is None
 
+    def test_a_capacity_block_group_is_created_at_zero(self) -> None:
+        """Its machines launch only inside the block's dates. Before: created at the whole reservation (the
+        reserved rule), launching before the block starts."""
+        inv = self.with_work(reservation_id="cr-0123456789abcdef0", failure_domain="us-east-1b",
+                             reservation_type=ReservationType.CAPACITY_BLOCK)
+        g6 = pools_of(stack_configs(inv, PLAN, "d"), "aws-use1")["use1-g6-res"]
+        assert g6.capacity_block and (g6.min_size, g6.desired_size, g6.max_size) == (0, 0, 4)
+        ordinary = pools_of(stack_configs(self.with_work(reservation_id="cr-0123456789abcdef0",
+                                                         failure_domain="us-east-1b"), PLAN, "d"), "aws-use1")["use1-g6-res"]
+        assert (ordinary.min_size, ordinary.desired_size, ordinary.max_size) == (4, 4, 4)
+
 
 class TestReach:
     def test_opportunistic_work_that_is_not_preemptible_never_reaches_spot(self) -> None:
@@ -354,4 +365,5 @@ class TestReach:
         queues = queues_of(stack_configs(inv, plan, "d"), "ml-use1")
         (chat,) = [w for w in queues.workloads if w.name == "chat"]
         assert (chat.cluster_queue, chat.team) == ("acme-fixed-a10g-l4", "support")
-        assert [(f.flavor, f.gpus) for f in queues.quotas(chat.cluster_queue)] == [("use1-g6-res", 4), ("use1-g5-od", 0)]
+        # the reserved pool's GPUs that no queue borrows are the fixed queue's headroom
+        assert [(f.flavor, f.gpus) for f in queues.quotas(chat.cluster_queue)] == [("use1-g6-res", 16), ("use1-g5-od", 0)]

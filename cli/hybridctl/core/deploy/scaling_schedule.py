@@ -15,8 +15,21 @@ A segment's need starts `provision_minutes` (the site's, rounded up to the minut
 opens, so its machines are in service when it opens, and ends when it closes: at minute t of the week the
 group holds the largest need of the segment at t and of every segment opening in (t, t + lead]. An action
 is set where that changes, so actions at the same minute are one and a need that does not change sets
-nothing. The segments are in UTC, cut at the plan's week (daylight saving is that week's), so the actions
-are weekly cron recurrences in UTC.
+nothing.
+
+An action sets the group's min (and max), never its desired size: raising min raises desired with it, and
+lowering min lets Cluster Autoscaler remove nodes as they go idle, draining them, rather than terminating
+busy ones (a forced desired would evict running pods, fixed-tier ones included). The min of a segment
+counts the replicas running the whole of it, the always-on fixed tier's among them, so no action goes
+below what they need.
+
+Daylight saving: the segments are in UTC, cut at the plan's week, but the windows are wall-clock times of
+their own zones. Each action recurs in the IANA zone of the pool's windows (AWS's `TimeZone`), at the
+wall-clock time the plan's week gives it there, so a plan made in winter still scales at the windows'
+edges in summer. A pool whose work has windows in several zones recurs in the zone with the most window
+hours on the pool: the other zones' edges move with it, right whenever their offset from it is the plan
+week's (Europe and the US all year but the two or three weeks between their clock changes, which
+`status` reports); a pool without windows recurs in UTC.
 
 Committed pools (reserved cloud capacity) keep their fixed size: no schedule. An untimed plan: none.
 """
@@ -24,15 +37,19 @@ Committed pools (reserved cloud capacity) keep their fixed size: no schedule. An
 from __future__ import annotations
 
 import math
+import zoneinfo
 from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
-from hybridctl.core.deploy.stackvalues import NodePoolConfig, ScalingAction
+from hybridctl.core.deploy.stackvalues import UTC_ZONE, NodePoolConfig, ScalingAction
 from hybridctl.core.inventory.models import Inventory
 from hybridctl.core.inventory.schedule import MINUTES_PER_WEEK
 from hybridctl.core.plan.model import Plan
 from hybridctl.core.week.machines import segment_machines
+from hybridctl.core.week.segments import parse_iso_week
 
 PoolKey = tuple[str, str]  # (site, pool): the node groups' key; a pool's machines are keyed by its name alone
 # (unique in an inventory), as machines.py keys them
@@ -113,6 +130,34 @@ def _within(actions: list[ScalingAction], limit: int) -> tuple[ScalingAction, ..
     return tuple(out)
 
 
+def pool_zones(inventory: Inventory, plan: Plan) -> dict[PoolKey, str]:
+    """(site, pool) -> the IANA zone of its work's windows: the one with the most window hours on the pool
+    (ties: the first by name); pools without windowed work are not listed (UTC)."""
+    schedules = {w.name: w.schedule for w in inventory.workloads if w.schedule is not None}
+    hours: dict[PoolKey, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for p in plan.placements:
+        schedule = schedules.get(p.workload)
+        for window in schedule.windows if schedule is not None else ():
+            hours[(p.site, p.pool)][window.tz] += len(window.day_indexes()) * window.span_minutes()[1]
+    return {key: min(by_zone, key=lambda z: (-by_zone[z], z)) for key, by_zone in hours.items()}
+
+
+def on_wall_clock(actions: tuple[ScalingAction, ...], zone: str, week: str) -> tuple[ScalingAction, ...]:
+    """The actions recurring in `zone`: each at the wall-clock minute of the week its UTC minute has there in
+    the plan's `week`. Two that fall on one wall minute (a week with a clock change) are one, the later."""
+    if zone in (UTC_ZONE, "UTC"):
+        return actions
+    monday = parse_iso_week(week).monday
+    start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    tz = zoneinfo.ZoneInfo(zone)
+    by_wall: dict[int, ScalingAction] = {}
+    for a in actions:
+        local = (start + timedelta(minutes=a.minute)).astimezone(tz)
+        wall = local.weekday() * 1440 + local.hour * 60 + local.minute
+        by_wall[wall] = replace(a, zone=zone, wall_minute=wall)
+    return tuple(sorted(by_wall.values()))
+
+
 def pool_schedules(inventory: Inventory, plan: Plan, max_sizes: Mapping[PoolKey, int]
                    ) -> dict[PoolKey, tuple[ScalingAction, ...]]:
     """(site, pool) -> its weekly scaling actions, for the pay-per-use cloud pools in `max_sizes` (each
@@ -124,6 +169,7 @@ def pool_schedules(inventory: Inventory, plan: Plan, max_sizes: Mapping[PoolKey,
     out: dict[PoolKey, tuple[ScalingAction, ...]] = {}
     usages = {(u.site, u.pool): u for u in plan.pools}
     needs_of = segment_needs(plan)
+    zones = pool_zones(inventory, plan)
     for key, maximum in sorted(max_sizes.items()):
         usage, site, needs = usages.get(key), sites.get(key[0]), needs_of.get(key[1])
         if usage is None or site is None or needs is None:  # committed, or no work: no schedule
@@ -131,7 +177,7 @@ def pool_schedules(inventory: Inventory, plan: Plan, max_sizes: Mapping[PoolKey,
         lead = math.ceil(site.provision_minutes_effective)
         actions = weekly_actions(starts, needs, lead, maximum)
         if actions:
-            out[key] = actions
+            out[key] = on_wall_clock(actions, zones.get(key, UTC_ZONE), plan.week) if plan.week else actions
     return out
 
 

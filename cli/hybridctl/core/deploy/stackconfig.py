@@ -52,8 +52,8 @@ from hybridctl.core.deploy.stackqueues import (
     LABEL_DISPATCHED,
     dispatch_flavor,
     dispatching,
-    idle_gpus,
     uses_efa,
+    within_capacity,
 )
 from hybridctl.core.deploy.stackvalues import (
     DISK_FLOOR_GIB,
@@ -159,7 +159,14 @@ def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: M
     gpn = instance.gpus_per_node
     minimum, desired, maximum = node_group_sizes(planned.gpus_by_tier.get(Tier.FIXED, 0),
                                                  sum(planned.gpus_by_tier.values()), gpn, pool.max_gpus or 0, machines)
-    if pool.capacity_type is CapacityType.RESERVED:
+    capacity_block = (pool.capacity_type is CapacityType.RESERVED and pool.reservation_id is not None
+                      and pool.reservation_type_effective is ReservationType.CAPACITY_BLOCK)
+    if capacity_block:
+        # A Capacity Block's machines launch only between its start and end, which the inventory does not
+        # hold: the group is created at zero and Cluster Autoscaler scales it into the block for the pods
+        # waiting (its launches fail, and it backs off, until the block starts).
+        minimum, desired, maximum = 0, 0, max((pool.max_gpus or 0) // gpn, 1)
+    elif pool.capacity_type is CapacityType.RESERVED:
         # Reserved machines are paid whether they run or not: keep every one of them up.
         minimum = max(minimum, (pool.max_gpus or 0) // gpn)
         desired, maximum = max(desired, minimum), max(maximum, minimum)
@@ -172,8 +179,7 @@ def node_pool(planned: PlannedPool, known: Mapping[str, Workload], dataset_gb: M
         disk_gib=disk_gib(workloads, instance.local_nvme_gb), local_nvme=instance.local_nvme_gb > 0,
         efa_interfaces=EFA_NETWORK_CARDS.get(pool.instance_type or "", 0) if multi_node else 0,
         reservation_id=pool.reservation_id if pool.capacity_type is CapacityType.RESERVED else None,
-        capacity_block=(pool.capacity_type is CapacityType.RESERVED and pool.reservation_id is not None
-                        and pool.reservation_type_effective is ReservationType.CAPACITY_BLOCK),
+        capacity_block=capacity_block,
         availability_zone=_zone(planned.site, pool),
     )
 
@@ -341,12 +347,14 @@ def queues_of_tally(inventory: Inventory, digest: str, cluster: str, pools: list
                     known: Mapping[str, Workload], groups: MultiKueue, tally: QueueTally,
                     kept: Mapping[str, WorkloadQueue], fresh: Collection[str] = ()) -> QueuesStackConfig:
     cluster_queues, assigned = assemble_queues(inventory, pools, tally, known, kept, fresh)
-    flavors = [FlavorConfig(p.pool.name, p.pool.gpu,
-                            ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
-                            spot=p.pool.capacity_type is CapacityType.SPOT, idle_gpus=idle_gpus(p))
-               for p in pools]
     if cluster in groups[0]:
         cluster_queues, assigned = dispatching(inventory.name, cluster_queues, assigned, groups[2])
+    cluster_queues, cohort = within_capacity(cluster_queues, pools)
+    flavors = [FlavorConfig(p.pool.name, p.pool.gpu,
+                            ((LABEL_GPU, p.pool.gpu), (LABEL_POOL, p.pool.name), (LABEL_SITE, p.site.name)),
+                            spot=p.pool.capacity_type is CapacityType.SPOT, cohort_gpus=cohort[p.pool.name])
+               for p in pools]
+    if cluster in groups[0]:
         flavors.append(FlavorConfig(dispatch_flavor(inventory.name), DISPATCHED, ((LABEL_DISPATCHED, DISPATCHED),)))
     onprem = pools[0].site.kind is SiteKind.ONPREM
     return QueuesStackConfig(

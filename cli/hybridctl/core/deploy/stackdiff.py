@@ -110,6 +110,17 @@ def _when(minute: int) -> str:
     return f"{_DAY_NAMES[day]} {rest // 60:02d}:{rest % 60:02d}"
 
 
+def _wall(a: ScalingAction) -> int:
+    """The action's minute of the week on its own clock."""
+    return a.minute if a.wall_minute is None else a.wall_minute
+
+
+def _written(actions: dict[int, ScalingAction]) -> dict[int, tuple[str, int, int, int]]:
+    """What of each action is the stack's (its zone and sizes at its wall minute), not the UTC minute of the
+    plan's week it came from."""
+    return {m: (a.zone, a.min_size, a.desired_size, a.max_size) for m, a in actions.items()}
+
+
 def _resize(a: ScalingAction | None, b: ScalingAction | None) -> str:
     """One weekly resize that changes: `to 2` (new), `gone`, or its sizes `desired 2→3` (min, max likewise)."""
     if b is None:
@@ -124,20 +135,23 @@ def _resize(a: ScalingAction | None, b: ScalingAction | None) -> str:
 def _schedule_change(project: str, stack: str, name: str, a: NodePoolConfig | None,
                      b: NodePoolConfig | None) -> CloudChange | None:
     """The weekly resizes of a node group that stays or is created (scaling_schedule.py); a deleted group's
-    go with it. Times in UTC, each with the desired size from then on."""
-    old = {s.minute: s for s in a.schedule} if a is not None else {}
-    new = {s.minute: s for s in b.schedule} if b is not None else {}
-    if b is None or old == new:
+    go with it. Times on the actions' own clock (their zone's wall clock, UTC without windows), each with the
+    machines expected from then on: a winter and a summer plan of the same windows resize at the same times."""
+    old = {_wall(s): s for s in a.schedule} if a is not None else {}
+    new = {_wall(s): s for s in b.schedule} if b is not None else {}
+    if b is None or _written(old) == _written(new):
         return None
     if not new:
         # an update, not a delete: no machine stops (the group keeps its live size, within min and max)
         return CloudChange(project, stack, "scaling-schedule", name, "update",
                            "no weekly resizes: the group keeps its live size, within min and max")
+    before, after = _written(old), _written(new)
     moved = [f"{_when(m)} {_resize(old.get(m), new.get(m))}" for m in sorted(old.keys() | new.keys())
-             if old.get(m) != new.get(m)]
+             if before.get(m) != after.get(m)]
     more = f" (+{len(moved) - _SHOWN_RESIZES} more)" if len(moved) > _SHOWN_RESIZES else ""
+    zones = sorted({s.zone for s in new.values()})
     return CloudChange(project, stack, "scaling-schedule", name, "create" if not old else "update",
-                       f"{len(new)} weekly resizes (UTC): " + ", ".join(moved[:_SHOWN_RESIZES]) + more)
+                       f"{len(new)} weekly resizes ({', '.join(zones)}): " + ", ".join(moved[:_SHOWN_RESIZES]) + more)
 
 
 def _node_group_changes(project: str, stack: str, old: dict[str, NodePoolConfig], new: dict[str, NodePoolConfig]) -> list[CloudChange]:

@@ -1,10 +1,11 @@
 """What a cluster's queues add to the plan's split (stackconfig.queues_of_tally): a MultiKueue
-manager's dispatching queues and its own share, the GPUs paid whatever runs that no queue holds
-(lent through the cohort), and whether the cluster needs the EFA device plugin."""
+manager's dispatching queues and its own share, quotas the pools' machines can hold (a time-shared pool's
+tiers share it through the cohort), the GPUs the cohort holds itself, and whether the cluster needs the
+EFA device plugin."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from hybridctl.core.deploy.stackplanned import PlannedPool
@@ -66,6 +67,65 @@ def idle_gpus(p: PlannedPool) -> int:
         gpn = p.gpus_per_node or 1
         paid = -(-p.gpus_by_tier.get(Tier.FIXED, 0) // gpn) * gpn  # the fixed tier's whole machines
     return max(0, paid - planned)
+
+
+def capacity_gpus(p: PlannedPool) -> int:
+    """The GPUs a pool's machines hold at once: an on-prem pool's, a reserved cloud pool's, a pay-per-use
+    pool's quota in whole machines (its node group's max)."""
+    if p.site.kind is SiteKind.ONPREM:
+        return p.pool.gpus or 0
+    gpn = p.gpus_per_node or 1
+    return (p.pool.max_gpus or 0) // gpn * gpn
+
+
+def apportion(room: int, wants: Sequence[int]) -> tuple[int, ...]:
+    """`wants` as they are when they fit in `room`; else shares of `room` in proportion to them (largest
+    remainder, ties to the first), adding up to `room`. E.g. 8 GPUs for 16 and 8: 5 and 3."""
+    total = sum(wants)
+    if total <= room:
+        return tuple(wants)
+    exact = [room * w / total for w in wants]
+    shares = [int(e) for e in exact]
+    for i in sorted(range(len(wants)), key=lambda i: (-(exact[i] - shares[i]), i))[:room - sum(shares)]:
+        shares[i] += 1
+    return tuple(shares)
+
+
+def within_capacity(queues: tuple[ClusterQueueConfig, ...], pools: Sequence[PlannedPool]
+                    ) -> tuple[tuple[ClusterQueueConfig, ...], dict[str, int]]:
+    """Quotas the pools' machines can hold, and the GPUs the cohort holds itself on each flavor.
+
+    The plan time-shares a pool between tiers (notebooks by day, training by night): its queues' planned
+    GPUs add up to more than the pool has. Kueue sees no time, so, per flavor, the nominal quotas of the
+    cohort add up to at most the pool's GPUs: fixed keeps its planned GPUs (always on, neither lent nor
+    borrowed); burst queues share what is left, each its planned GPUs or, when they do not fit, a share in
+    proportion to them (a burst run borrows the rest of its machines from idle quota when its window opens,
+    preempting opportunistic work); the cohort holds what is left after them, up to the opportunistic
+    tier's planned GPUs and the GPUs paid whatever runs (idle_gpus): opportunistic holds no quota of its
+    own and only borrows. Where no queue of the cluster may borrow, those paid GPUs go to the first fixed
+    queue reaching the flavor (a fixed queue neither lends nor borrows). The MultiKueue dispatch flavor
+    selects no node: not capped."""
+    out = list(queues)
+    cohort: dict[str, int] = {}
+    for p in pools:
+        flavor = p.pool.name
+        on = [(i, f) for i, q in enumerate(out) if not q.dispatched for f in q.flavors if f.flavor == flavor]
+        fixed = sum(f.gpus for i, f in on if out[i].tier == Tier.FIXED.value)
+        burst = [(i, f) for i, f in on if out[i].tier == Tier.BURST.value]
+        shares = apportion(max(0, capacity_gpus(p) - fixed), [f.gpus for _, f in burst])
+        for (i, f), share in zip(burst, shares, strict=True):
+            out[i] = replace(out[i], flavors=tuple(replace(g, gpus=share) if g is f else g for g in out[i].flavors))
+        opportunistic = sum(f.gpus for i, f in on if out[i].tier == Tier.OPPORTUNISTIC.value)
+        left = capacity_gpus(p) - fixed - sum(shares)
+        cohort[flavor] = max(0, min(left, idle_gpus(p) + opportunistic))
+        if cohort[flavor] and len(burst) + sum(out[i].tier == Tier.OPPORTUNISTIC.value for i, _ in on) == 0 and on:
+            # no queue here borrows: the paid GPUs of the fixed tier's machines (a p5 kept on for 2 GPUs of a
+            # service) are its first queue's headroom (a rolling update's surge pods), rather than no one's
+            i, f = on[0]
+            out[i] = replace(out[i], flavors=tuple(replace(g, gpus=g.gpus + cohort[flavor]) if g is f else g
+                                                   for g in out[i].flavors))
+            cohort[flavor] = 0
+    return tuple(out), cohort
 
 
 def uses_efa(p: PlannedPool, known: Mapping[str, Workload], efa_types: Collection[str]) -> bool:

@@ -21,19 +21,28 @@ _CRON_DAYS = ("1", "2", "3", "4", "5", "6", "0")  # Monday first, as the week is
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
 
+UTC_ZONE = "Etc/UTC"
+
+
 @dataclass(frozen=True, order=True)
 class ScalingAction:
-    """From `minute` of every week (from Monday 00:00 UTC) on: the node group's Auto Scaling group sizes."""
+    """From `minute` of every week (from Monday 00:00 UTC, in the plan's week) on: the node group's Auto
+    Scaling group sizes. `desired_size` is the machines the plan expects then (shown, never sent: the
+    action sets min and max, and Cluster Autoscaler moves desired between them). `zone` is the IANA zone
+    the action recurs in, `wall_minute` its minute of the week on that zone's clock (from Monday 00:00
+    there): a window's edge stays at its wall-clock time across daylight saving."""
 
     minute: int
     min_size: int
     desired_size: int
     max_size: int
+    zone: str = UTC_ZONE
+    wall_minute: int | None = None  # None: `minute`, in UTC
 
     @property
     def recurrence(self) -> str:
-        """The weekly cron of the action, in UTC: "M H * * D"."""
-        day, rest = divmod(self.minute, MINUTES_PER_DAY)
+        """The weekly cron of the action, on its zone's clock: "M H * * D"."""
+        day, rest = divmod(self.minute if self.wall_minute is None else self.wall_minute, MINUTES_PER_DAY)
         return f"{rest % 60} {rest // 60} * * {_CRON_DAYS[day]}"
 
 
@@ -81,7 +90,7 @@ class NodePoolConfig:
         if self.capacity_block:
             values["capacityBlock"] = True
         if self.schedule:
-            values["schedule"] = [{"recurrence": a.recurrence, "minSize": a.min_size, "desiredSize": a.desired_size,
+            values["schedule"] = [{"recurrence": a.recurrence, "timeZone": a.zone, "minSize": a.min_size,
                                    "maxSize": a.max_size} for a in self.schedule]
         return values
 
@@ -114,9 +123,9 @@ class FlavorConfig:
     gpu_type: str
     node_labels: tuple[tuple[str, str], ...]
     spot: bool = False
-    # GPUs paid whatever runs (always-on machines, reserved and owned capacity) that no queue holds as
-    # quota: lent to the cohort, so some queue can use them (stackconfig.idle_gpus)
-    idle_gpus: int = 0
+    # GPUs the cohort holds itself, lent to the burst and opportunistic queues that borrow: the opportunistic
+    # tier's and those paid whatever runs that no queue holds (stackqueues.within_capacity)
+    cohort_gpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,7 +181,7 @@ class QueuesStackConfig:
             "aws:region": self.region, "clusterName": self.cluster_name, "inventoryName": self.inventory_name,
             PLAN_DIGEST_KEY: self.plan_digest, "cohort": self.cohort,
             "flavors": [{"name": f.name, "gpuType": f.gpu_type, "nodeLabels": dict(f.node_labels),
-                         **({"idleGpus": f.idle_gpus} if f.idle_gpus else {})} for f in self.flavors],
+                         **({"cohortGpus": f.cohort_gpus} if f.cohort_gpus else {})} for f in self.flavors],
             "clusterQueues": [
                 {"name": q.name, "tier": q.tier, "flavors": [{"flavor": f.flavor, "gpus": f.gpus} for f in q.flavors],
                  **({"dispatched": True} if q.dispatched else {})}

@@ -7,6 +7,8 @@ report's heat map. The moment is always the caller's: nothing here reads a clock
 
 from __future__ import annotations
 
+import zoneinfo
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 
 from hybridctl.core.inventory.schedule import HOURS_PER_WEEK
@@ -32,3 +34,17 @@ def segment_index_at(segments: tuple[PlanSegment, ...], moment: datetime) -> int
     """The segment (0-based) that holds the moment's hour of its week; segments cut the week 0 … 168."""
     hour = (moment.astimezone(UTC) - week_start(moment)).total_seconds() / 3600
     return next((k for k, s in enumerate(segments) if s.start_hour <= hour < s.end_hour), len(segments) - 1)
+
+
+def offsets_moved(zones: Iterable[str], week_monday: date, moment: datetime) -> tuple[tuple[str, int, int], ...]:
+    """(zone, its UTC offset in minutes at the same hour of the plan's week, its offset at `moment`) for each
+    zone whose offset is not what the plan's week had: the plan's UTC segments (and the placements and
+    runbooks cut at them) are that far off its windows now, after a clock change."""
+    same_hour = datetime.combine(week_monday, time(0), tzinfo=UTC) + (moment.astimezone(UTC) - week_start(moment))
+    out = []
+    for name in sorted(set(zones)):
+        zone = zoneinfo.ZoneInfo(name)
+        then, now = same_hour.astimezone(zone).utcoffset(), moment.astimezone(zone).utcoffset()
+        if then is not None and now is not None and then != now:
+            out.append((name, int(then.total_seconds() // 60), int(now.total_seconds() // 60)))
+    return tuple(out)
