@@ -144,20 +144,21 @@ def _segment_rows(b: Builder, p: int, s: int, whole: list[int], deferrable_x: li
         hcols = np.array([hours_col[(c, s)] for c in deferrable_h], dtype=np.int64)
         b.add_entries(np.full(cols.size, row, dtype=np.int64), hcols, size[cols] / length)
     if not rented:
-        _whole_machine_rows(b, p, whole, deferrable_x, deferrable_h, x, gpus, table, machines_each, times, length,
-                            hours_col, s, n_units)
+        _whole_machine_rows(b, p, whole, deferrable_x, deferrable_h, x, gpus, x_upper, table, machines_each, times,
+                            length, hours_col, s, n_units)
     if whole and (deferrable_x or deferrable_h):
         _gang_rows(b, p, s, whole, deferrable_x + deferrable_h, set(deferrable_h), x, gpus, x_upper, size, limit,
                    per_node, machines, rented, length, hours_col, n_units)
 
 
 def _whole_machine_rows(b: Builder, p: int, whole: list[int], deferrable_x: list[int], deferrable_h: list[int],
-                        x: IntArray, gpus: FloatArray, table: PoolTable, machines_each: FloatArray,
+                        x: IntArray, gpus: FloatArray, x_upper: FloatArray, table: PoolTable, machines_each: FloatArray,
                         times: ColumnTimes, length: float, hours_col: dict[tuple[int, int], int], s: int,
                         n_units: int) -> None:
     """A committed pool's machine-sized replicas in segment s hold whole machines: their machines there fit in
-    the machines the smaller whole-segment replicas leave (the module's note). Only where a machine-sized
-    deferrable replica may run: a pool that no gang time-shares keeps the GPU row alone."""
+    the machines the smaller whole-segment replicas leave (the module's note). Only where it can bind: a
+    machine-sized deferrable replica may run there, and the most machine-sized replicas could hold beside the
+    most the smaller ones could (each column at its upper bound) does not fit (the GPU row then holds it)."""
     per_node = float(table.per_node[p])
     capacity = float(table.capacity[p])
 
@@ -173,6 +174,13 @@ def _whole_machine_rows(b: Builder, p: int, whole: list[int], deferrable_x: list
     # without smaller whole-segment replicas, the GPU row already keeps them to whole machines unless the
     # capacity has GPUs beyond them
     if not (big_x.size or big_h.size) or (not smaller.size and most * per_node == capacity):
+        return
+    hours = np.minimum(times.weekly_hours[big_h], length)
+    most_held = float((machines_each[big_whole] * x_upper[big_whole]).sum()
+                      + (machines_each[big_x] * x_upper[big_x] * times.weekly_hours[big_x] / length).sum()
+                      + (machines_each[big_h] * x_upper[big_h] * hours / length).sum())
+    most_smaller = min(float((gpus[smaller] * x_upper[smaller]).sum()), capacity)
+    if most_held <= machines_for_gangs(int(capacity), int(per_node), int(np.ceil(most_smaller))) + 1e-9:
         return
     row = b.add_rows(np.full(1, -np.inf), np.full(1, 0.0 if smaller.size else most))
     at = np.full(1, row, dtype=np.int64)
