@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from hybridctl.core.checker.check import check_plan
 from hybridctl.core.inventory.documents import Source
-from hybridctl.core.inventory.loader import load_sources
-from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.inventory.loader import LoadedInventory, load_sources
 from hybridctl.core.placement.planner import plan
 from support.plan_week import AT_PLAN_WEEK
 
@@ -40,18 +39,27 @@ def _text(gpus: int, smaller: list[int], jobs: int, weekly_hours: float, *, size
     return "\n".join(lines) + "\n"
 
 
-def load(*args: Any, **kwargs: Any) -> Inventory:
-    return load_sources([Source("inv.yaml", _text(*args, **kwargs))]).inventory
+def load(*args: Any, **kwargs: Any) -> LoadedInventory:
+    """The inventory, loaded as validate loads it (its warnings kept)."""
+    return load_sources([Source("inv.yaml", _text(*args, **kwargs))])
 
 
-def unplaced_jobs(inventory: Inventory) -> list[str]:
-    result = plan(inventory, options=AT_PLAN_WEEK)
-    assert check_plan(inventory, result) == []
-    return [u.workload for u in result.unplaced]
+def capacity_warnings(loaded: LoadedInventory) -> list[str]:
+    return [d.message for d in loaded.warnings if d.code == "demand-exceeds-capacity"]
+
+
+def unplaced_jobs(loaded: LoadedInventory) -> list[str]:
+    """The plan's unplaced workloads, checked; and validate's capacity warning says so exactly when there are."""
+    result = plan(loaded.inventory, options=AT_PLAN_WEEK)
+    assert check_plan(loaded.inventory, result) == []
+    unplaced = [u.workload for u in result.unplaced]
+    assert bool(capacity_warnings(loaded)) == bool(unplaced)
+    return unplaced
 
 
 def test_two_19_hour_jobs_do_not_share_the_one_free_machine() -> None:
-    inventory = load(16, [2], 2, 19)
+    loaded = load(16, [2], 2, 19)
+    inventory = loaded.inventory
     result = plan(inventory, options=AT_PLAN_WEEK)
     assert check_plan(inventory, result) == []
     assert [(u.workload, u.replicas) for u in result.unplaced] == [("job-b", 1)]
@@ -59,6 +67,11 @@ def test_two_19_hour_jobs_do_not_share_the_one_free_machine() -> None:
     assert reason.endswith("; on committed pools a replica of 8 GPUs runs on whole machines of its own (0.79 on "
                            "average over its window): own leaves 1 machine beside its smaller whole-segment "
                            "replicas, 0.79 held by other machine-sized ones")
+    # validate agrees: before, it counted 18 GPUs against 16 and plan placed all three
+    assert capacity_warnings(loaded) == [
+        "machine-sized replicas of H100 need 38.00 machine-hours in Mon 00:00-Tue 00:00 UTC, and the H100 pools' "
+        "machines of 8 GPUs left beside the smaller replicas that run the whole segments give 24.00 (committed "
+        "pools give a gang whole machines); some workloads will stay unplaced"]
 
 
 @pytest.mark.parametrize(("gpus", "fits"), [(24, True), (16, False)])
@@ -93,7 +106,7 @@ def test_a_week_of_one_segment_counts_the_same_machines() -> None:
 def test_gpus_beyond_whole_machines_hold_smaller_replicas_first() -> None:
     # 12 GPUs of 8 per node: one machine and 4 GPUs. Untimed (revision 2: every replica holds its GPUs all
     # month), a 4-GPU service beside an 8-GPU gang fits: floor((12 - 4) / 8) = 1 machine is left for the gang
-    inventory = load(12, [4], 1, 168, window=None)
+    inventory = load(12, [4], 1, 168, window=None).inventory
     result = plan(inventory, options=AT_PLAN_WEEK)
     assert not result.segments and not result.unplaced
     assert check_plan(inventory, result) == []
@@ -103,7 +116,8 @@ def test_gpus_beyond_whole_machines_hold_smaller_replicas_first() -> None:
 
 
 def test_the_checker_refuses_two_jobs_on_one_free_machine() -> None:
-    inventory = load(16, [2], 2, 19)
+    loaded = load(16, [2], 2, 19)
+    inventory = loaded.inventory
     result = plan(inventory, options=AT_PLAN_WEEK)
     (job_a,) = [pl for pl in result.placements if pl.workload == "job-a"]
     doubled = replace(result, placements=(*result.placements, replace(job_a, workload="job-b", demand="job-b")),

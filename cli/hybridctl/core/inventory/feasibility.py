@@ -5,7 +5,9 @@
 - too few failure domains among its eligible pools for its spread;
 - a cost ceiling below the whole workload's cheapest possible cost;
 - under the cash cost model, a budget below the committed pools' cost, which is paid whatever runs.
-Demand beyond the capacity of a set of GPU types is a warning: the plan lists what does not fit.
+Demand beyond the capacity of a set of GPU types is a warning: the plan lists what does not fit. With a
+`schedule`, it is counted over the week as the plan counts it (week_capacity.py: GPU-hours per segment, and
+whole machines for machine-sized gangs on committed pools).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import defaultdict
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.models import CostModel, Inventory
+from hybridctl.core.inventory.week_capacity import REFERENCE_WEEK, Shortfall, week_shortfalls
 from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo, demands
 from hybridctl.core.pricing.rates import (
     committed_total_usd_per_month,
@@ -23,6 +26,7 @@ from hybridctl.core.pricing.rates import (
     replica_usd_per_month,
     whole_machines,
 )
+from hybridctl.core.week.segments import build_week
 from hybridctl.errors import Location
 
 
@@ -37,6 +41,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     index = EligibilityIndex(inventory)
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
+    fitting_demands: list[Demand] = []
     egress_rate = egress_rates(inventory.sites)
     fits_of: dict[tuple[int, int], list[PoolInfo]] = {}
     domains_of: dict[int, set[str]] = {}
@@ -66,6 +71,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                               "lower gpu.count, or raise the capacity (gpus / max_gpus) of an eligible pool")
             continue
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
+        fitting_demands.append(demand)
         required = min(demand.spread, demand.replicas)
         if demand.replicas >= 2 and required >= 2:
             domains = domains_of.get(id(eligible))
@@ -93,7 +99,12 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   locator.location((*path, "max_usd_per_month")),
                                   "raise max_usd_per_month, or lower replicas, gpu.count or hours_per_month")
     _check_budget(inventory, locator, diagnostics, index.pools)
-    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types)
+    where = locator.location(("workloads",)) if inventory.workloads else Location("<inventory>")
+    week = build_week(inventory, REFERENCE_WEEK) if any(w.schedule is not None for w in inventory.workloads) else None
+    if week is not None and week.timed:
+        _warn_week_capacity(diagnostics, where, week_shortfalls(fitting_demands, index.pools, week))
+    else:
+        _warn_capacity(diagnostics, where, index, demand_by_types)
 
 
 def cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
@@ -135,7 +146,22 @@ def _feasibility_hint(constraint: str) -> str:
     }.get(constraint, "relax the constraint")
 
 
-def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, index: EligibilityIndex,
+def _warn_week_capacity(diagnostics: Diagnostics, where: Location, shortfalls: list[Shortfall]) -> None:
+    for short in shortfalls:
+        label = " or ".join(short.types)
+        if short.machines_of:
+            message = (f"machine-sized replicas of {label} need {short.need:,.2f} machine-hours in {short.where}, "
+                       f"and the {label} pools' machines of {short.machines_of} GPUs left beside the smaller "
+                       f"replicas that run the whole segments give {short.capacity:,.2f} (committed pools give a "
+                       "gang whole machines); some workloads will stay unplaced")
+        else:
+            message = (f"demand for {label} ({short.need:,.2f} GPU-hours in {short.where}) exceeds the capacity "
+                       f"of {label} pools ({short.capacity:,.2f} GPU-hours); some workloads will stay unplaced")
+        diagnostics.warning("demand-exceeds-capacity", message, where,
+                            "add capacity, or accept that the plan lists them as unplaced")
+
+
+def _warn_capacity(diagnostics: Diagnostics, where: Location, index: EligibilityIndex,
                    demand_by_types: dict[tuple[str, ...], int]) -> None:
     capacity_by_gpu: dict[str, int] = defaultdict(int)
     for pool in index.pools:
@@ -148,5 +174,4 @@ def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnost
             label = " or ".join(types)
             diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
                                 f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
-                                locator.location(("workloads",)) if inventory.workloads else Location("<inventory>"),
-                                "add capacity, or accept that the plan lists them as unplaced")
+                                where, "add capacity, or accept that the plan lists them as unplaced")
