@@ -17,6 +17,7 @@ from hybridctl.core.checker.check import check_plan
 from hybridctl.core.inventory.documents import Source
 from hybridctl.core.inventory.loader import LoadedInventory, load_sources
 from hybridctl.core.placement.planner import plan
+from hybridctl.core.solver import solve as solve_module
 from support.plan_week import AT_PLAN_WEEK
 
 MONDAY = '{days: mon, from: "00:00", to: "24:00"}'
@@ -127,3 +128,16 @@ def test_the_checker_refuses_two_jobs_on_one_free_machine() -> None:
            "(Mon 00:00-Tue 00:00 UTC), where the 2 GPUs of smaller whole-segment replicas leave 1" in problems
     # GPU-hours alone hold: 2 + 2 x 8 x 19 / 24 = 14.67 of 16
     assert not any(p.startswith("pool own: segment") for p in problems)
+
+
+@pytest.mark.parametrize("route", ["whole", "lp-guided"])
+def test_the_solver_routes_keep_the_machines(monkeypatch: pytest.MonkeyPatch, route: str) -> None:
+    # the LP-guided route starts from a repaired start (timed_start.py settles f like a pay-per-use pool's
+    # machines) and the greedy one raises it (start.py): either way the rule holds
+    if route == "lp-guided":
+        monkeypatch.setattr(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0)
+        monkeypatch.setattr(solve_module, "TIMED_DIRECT_MIP_MAX_COLUMNS", 0)
+        monkeypatch.setattr(solve_module, "TIMED_ROUTE_MIN_COLUMNS", 0)
+    assert unplaced_jobs(load(24, [2, 4, 4], 2, 20)) == ["job-b"]
+    assert unplaced_jobs(load(32, [2], 2, 19, size=16)) == ["job-b"]
+    assert unplaced_jobs(load(24, [2, 2, 4], 2, 20)) == []

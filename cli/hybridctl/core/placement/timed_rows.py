@@ -16,7 +16,7 @@ only cost capacity). One segment alone: h = H x, substituted. The gang rule, whe
 a binary g[p,s,k] says gangs of k GPUs run in s, and then k fits beside the whole-segment replicas.
 Whole machines for gangs on committed pools (revision 4, week/machines.py): where a deferrable replica of at
 least GPUs per node may run in a committed pool's segment, the machines the machine-sized replicas hold there
-(each one's machines x x, or x its hours / L_s) are at most f[p,s], an integer column (Col.MACHINES, free) with
+(each one's machines x x, or x its hours / L_s) are at most f[p,s], an integer column (Col.GANG_MACHINES, free) with
 smaller whole-segment GPUs + GPUs per node x f <= capacity: f is at most machines.machines_for_gangs. Elsewhere
 the GPU row implies the rule (whole-segment gangs fill their machines: a whole number of them fits where their
 GPUs do), so the rows stay out of the model.
@@ -191,7 +191,7 @@ def _whole_machine_rows(b: Builder, p: int, whole: list[int], deferrable_x: list
     if not smaller.size:  # the machines the gangs hold <= floor(capacity / GPUs per node)
         return
     # they hold at most f, and the smaller whole-segment replicas beside f whole machines fit the capacity
-    free = b.add_columns(np.zeros(1), np.full(1, most), True, Col.MACHINES, np.full(1, n_units, dtype=np.int64),
+    free = b.add_columns(np.zeros(1), np.full(1, most), True, Col.GANG_MACHINES, np.full(1, n_units, dtype=np.int64),
                          np.array([p], dtype=np.int64))
     b.add_entries(at, free, -np.ones(1))
     packed = b.add_rows(np.full(1, -np.inf), np.full(1, capacity))
