@@ -24,11 +24,13 @@ MONDAY = '{days: mon, from: "00:00", to: "24:00"}'
 
 
 def _text(gpus: int, smaller: list[int], jobs: int, weekly_hours: float, *, size: int = 8,
-          window: str | None = MONDAY) -> str:
-    lines = ["version: 1", "name: gangs", "sites:", "  - name: dc", "    kind: onprem", "    jurisdiction: EU",
+          window: str | None = MONDAY, cloud: bool = False) -> str:
+    site = (["    kind: cloud", "    provider: aws", "    region: us-east-1", "    cluster: ml"] if cloud
+            else ["    kind: onprem"])
+    pool = (f"instance_type: p5.48xlarge, max_gpus: {gpus}" if cloud else f"gpus: {gpus}, gpus_per_node: 8")
+    lines = ["version: 1", "name: gangs", "sites:", "  - name: dc", *site, "    jurisdiction: EU",
              "    egress_usd_per_gb: 0", "    latency_ms: {}", "    pools:",
-             f"      - {{name: own, gpu: H100, gpus: {gpus}, gpus_per_node: 8, capacity_type: reserved, "
-             "usd_per_gpu_hour: 2.0}", "workloads:"]
+             f"      - {{name: own, gpu: H100, {pool}, capacity_type: reserved, usd_per_gpu_hour: 2.0}}", "workloads:"]
     for i, count in enumerate(smaller):
         lines += [f"  - name: notebook-{i}", "    type: realtime_inference", f"    gpu: {{types: [H100], count: {count}}}"]
     for i in range(jobs):
@@ -73,6 +75,12 @@ def test_two_19_hour_jobs_do_not_share_the_one_free_machine() -> None:
         "machine-sized replicas of H100 need 38.00 machine-hours in Mon 00:00-Tue 00:00 UTC, and the H100 pools' "
         "machines of 8 GPUs left beside the smaller replicas that run the whole segments give 24.00 (committed "
         "pools give a gang whole machines); some workloads will stay unplaced"]
+
+
+def test_a_reserved_cloud_pool_counts_its_instance_types_machines() -> None:
+    # reserved p5.48xlarge: 8 GPUs per node from the catalog, committed like an owned pool
+    assert unplaced_jobs(load(16, [2], 2, 19, cloud=True)) == ["job-b"]
+    assert unplaced_jobs(load(16, [2], 2, 12, cloud=True)) == []
 
 
 @pytest.mark.parametrize(("gpus", "fits"), [(24, True), (16, False)])
