@@ -13,6 +13,7 @@ whole machines for machine-sized gangs on committed pools).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
@@ -99,7 +100,9 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   locator.location((*path, "max_usd_per_month")),
                                   "raise max_usd_per_month, or lower replicas, gpu.count or hours_per_month")
     _check_budget(inventory, locator, diagnostics, index.pools)
-    where = locator.location(("workloads",)) if inventory.workloads else Location("<inventory>")
+    def where() -> Location:  # read only for a warning: at 100,000 workloads, locating is seconds
+        return locator.location(("workloads",)) if inventory.workloads else Location("<inventory>")
+
     week = build_week(inventory, REFERENCE_WEEK) if any(w.schedule is not None for w in inventory.workloads) else None
     if week is not None and week.timed:
         _warn_week_capacity(diagnostics, where, week_shortfalls(fitting_demands, index.pools, week))
@@ -146,7 +149,7 @@ def _feasibility_hint(constraint: str) -> str:
     }.get(constraint, "relax the constraint")
 
 
-def _warn_week_capacity(diagnostics: Diagnostics, where: Location, shortfalls: list[Shortfall]) -> None:
+def _warn_week_capacity(diagnostics: Diagnostics, where: Callable[[], Location], shortfalls: list[Shortfall]) -> None:
     for short in shortfalls:
         label = " or ".join(short.types)
         if short.machines_of:
@@ -157,11 +160,11 @@ def _warn_week_capacity(diagnostics: Diagnostics, where: Location, shortfalls: l
         else:
             message = (f"demand for {label} ({short.need:,.2f} GPU-hours in {short.where}) exceeds the capacity "
                        f"of {label} pools ({short.capacity:,.2f} GPU-hours); some workloads will stay unplaced")
-        diagnostics.warning("demand-exceeds-capacity", message, where,
+        diagnostics.warning("demand-exceeds-capacity", message, where(),
                             "add capacity, or accept that the plan lists them as unplaced")
 
 
-def _warn_capacity(diagnostics: Diagnostics, where: Location, index: EligibilityIndex,
+def _warn_capacity(diagnostics: Diagnostics, where: Callable[[], Location], index: EligibilityIndex,
                    demand_by_types: dict[tuple[str, ...], int]) -> None:
     capacity_by_gpu: dict[str, int] = defaultdict(int)
     for pool in index.pools:
@@ -174,4 +177,4 @@ def _warn_capacity(diagnostics: Diagnostics, where: Location, index: Eligibility
             label = " or ".join(types)
             diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
                                 f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
-                                where, "add capacity, or accept that the plan lists them as unplaced")
+                                where(), "add capacity, or accept that the plan lists them as unplaced")

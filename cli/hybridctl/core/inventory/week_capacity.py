@@ -20,12 +20,12 @@ where daylight saving may move a window by an hour in UTC).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridctl.core.placement.eligibility import Demand, PoolInfo
 from hybridctl.core.week.machines import machine_sized, machines_for_gangs, whole_machines
-from hybridctl.core.week.segments import IsoWeek, Week
+from hybridctl.core.week.segments import IsoWeek, Week, WorkloadWeek
 
 REFERENCE_WEEK = IsoWeek(2026, 2)
 
@@ -47,21 +47,30 @@ class Shortfall:
 def week_shortfalls(demands: Iterable[Demand], pools: Sequence[PoolInfo], week: Week) -> list[Shortfall]:
     """Every type set's stretches of the week that cannot hold its demand, first by type set."""
     lengths = [s.hours for s in week.segments]
-    by_types: dict[tuple[str, ...], list[Demand]] = defaultdict(list)
+    # a fleet's demands are a few kinds: GPU types, a replica's size and when it runs, replicas summed
+    by_types: dict[tuple[str, ...], dict[tuple[int, WorkloadWeek], int]] = defaultdict(lambda: defaultdict(int))
+    timing_of: dict[tuple[object, ...], WorkloadWeek] = {}
     for demand in demands:
-        by_types[tuple(sorted(demand.gpu_types))].append(demand)
+        timing = week.workloads[demand.workload.name]
+        alike = timing_of.setdefault((timing.segments, timing.deferrable, timing.weekly_hours), timing)
+        by_types[tuple(sorted(demand.gpu_types))][(demand.gpu_count, alike)] += demand.replicas
     found: list[Shortfall] = []
     for types in sorted(by_types):
-        wanted = [d for other, ds in by_types.items() if set(other) <= set(types) for d in ds]
+        wanted: dict[tuple[int, WorkloadWeek], int] = defaultdict(int)
+        for other, kinds in by_types.items():
+            if set(other) <= set(types):
+                for kind, replicas in kinds.items():
+                    wanted[kind] += replicas
         chosen = [p for p in pools if p.pool.gpu in types]
-        shortfall = _shortfall(types, wanted, chosen, week, lengths)
+        shortfall = _shortfall(types, wanted, chosen, lengths, week)
         if shortfall is not None:
             found.append(shortfall)
     return found
 
 
-def _shortfall(types: tuple[str, ...], demands: list[Demand], pools: list[PoolInfo], week: Week,
-               lengths: list[float]) -> Shortfall | None:
+def _shortfall(types: tuple[str, ...], demands: Mapping[tuple[int, WorkloadWeek], int], pools: list[PoolInfo],
+               lengths: list[float], week: Week) -> Shortfall | None:
+    """`demands`: (a replica's GPUs, when it runs) -> replicas."""
     capacity = sum(p.capacity_gpus for p in pools)
     nodes = {p.gpus_per_node for p in pools if p.committed}
     node = nodes.pop() if len(nodes) == 1 and all(p.committed for p in pools) else 0
@@ -71,11 +80,10 @@ def _shortfall(types: tuple[str, ...], demands: list[Demand], pools: list[PoolIn
     whole_machines_held = [0.0] * n  # and the machines of the machine-sized ones
     spans: dict[tuple[int, ...], list[tuple[float, float]]] = defaultdict(list)  # segments -> (GPU-h, machine-h)
     every = tuple(range(n))
-    for d in demands:
-        timing = week.workloads[d.workload.name]
-        gpus = d.replicas * d.gpu_count
-        sized = node > 0 and machine_sized(d.gpu_count, node)
-        machines = d.replicas * whole_machines(d.gpu_count, node) if sized else 0
+    for (count, timing), replicas in demands.items():
+        gpus = replicas * count
+        sized = node > 0 and machine_sized(count, node)
+        machines = replicas * whole_machines(count, node) if sized else 0
         if timing.deferrable:
             spans[timing.segments].append((gpus * timing.weekly_hours, machines * timing.weekly_hours))
             continue
