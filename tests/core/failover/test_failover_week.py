@@ -19,9 +19,13 @@ def fleet():
 def test_the_applied_plan_is_as_worked_by_hand(fleet) -> None:
     _, applied = fleet
     assert applied.week == SUMMER and not applied.unplaced
-    assert sorted((p.workload, p.pool, p.replicas) for p in applied.placements) == [
-        ("day-service", "a-h100", 1), ("day-service", "b-h100", 2), ("nightly-train", "a-h100", 1),
-        ("weekly-eval", "a-h100", 1)]
+    # the service's daytime replicas cost the same on either owned site (both $2/GPU-h, committed): the
+    # solver may put one or three of them on dc-a (whole machines for the evaluation's gang, revision 4,
+    # changed its pick from one to three); the failovers below hold for either
+    placed = sorted((p.workload, p.pool, p.replicas) for p in applied.placements)
+    assert placed in ([("day-service", "a-h100", 1), ("day-service", "b-h100", 2), ("nightly-train", "a-h100", 1),
+                       ("weekly-eval", "a-h100", 1)],
+                      [("day-service", "a-h100", 3), ("nightly-train", "a-h100", 1), ("weekly-eval", "a-h100", 1)])
 
 
 @pytest.mark.parametrize("site", ["dc-a", "dc-b"])

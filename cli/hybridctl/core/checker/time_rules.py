@@ -9,7 +9,11 @@ plan's own figures (segments, and each placement's hours per segment).
 - in every segment, for every pool: committed, GPUs of whole-segment replicas + GPU-hours of the others
   / L_s <= capacity; pay-per-use, shared machines + the others' machines x hours / L_s <= the quota
   in machines;
-- a gang runs in a segment only where its whole size fits beside the whole-segment replicas.
+- a gang runs in a segment only where its whole size fits beside the whole-segment replicas;
+- committed pools (revision 4): a replica of at least GPUs per node holds whole machines of its own, and in
+  every segment those replicas' machines (each one's x its hours / L_s) fit in the machines the smaller
+  whole-segment replicas leave: floor((capacity - their GPUs) / GPUs per node). (An untimed plan holds every
+  replica all month, where this is the GPU rule: machine-sized replicas fill their machines.)
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ def time_problems(inventory: Inventory, plan: Plan) -> list[str]:
     lengths = [b - a for a, b in expected]
     problems: list[str] = []
     whole_load: dict[tuple[str, int], float] = defaultdict(float)  # (pool, segment) -> GPUs of whole replicas
+    whole_sizes: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # and their (size, replicas)
     shared: dict[tuple[str, int], list[tuple[Placement, float]]] = defaultdict(list)  # deferrable, their hours
     for pl in plan.placements:
         w = workloads.get(pl.workload)
@@ -105,6 +110,7 @@ def time_problems(inventory: Inventory, plan: Plan) -> list[str]:
             for s in range(len(expected)):
                 if inside[s]:
                     whole_load[(pl.pool, s)] += pl.gpus
+                    whole_sizes[(pl.pool, s)].append((pl.gpus_per_replica or pl.gpus // pl.replicas, pl.replicas))
         else:
             need = min(pl.hours_per_month * 168 / 730, sum(b - a for a, b in spans[w.name]) / 60)
             got = sum(pl.segment_hours)
@@ -115,6 +121,7 @@ def time_problems(inventory: Inventory, plan: Plan) -> list[str]:
                 if hours > _HOURS_TOLERANCE:
                     shared[(pl.pool, s)].append((pl, hours))
     problems.extend(_capacity(inventory, lengths, whole_load, shared))
+    problems.extend(_gang_machines(inventory, lengths, whole_sizes, shared))
     return problems
 
 
@@ -150,6 +157,34 @@ def _capacity(inventory: Inventory, lengths: list[float], whole_load: dict[tuple
                     what = "GPUs" if is_committed else "machines"
                     problems.append(f"pool {pool.name}: segment {s + 1} holds {load:.2f} {what} "
                                     f"(GPU-hours / {length:g} h), capacity {limit_units:g}")
+    return problems
+
+
+def _gang_machines(inventory: Inventory, lengths: list[float], whole_sizes: dict[tuple[str, int], list[tuple[int, int]]],
+                   shared: dict[tuple[str, int], list[tuple[Placement, float]]]) -> list[str]:
+    """Whole machines for machine-sized replicas on committed pools, segment by segment."""
+    problems: list[str] = []
+    for site in inventory.sites:
+        for pool in site.pools:
+            if not committed(site, pool):
+                continue
+            node = per_node(site, pool)
+            capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
+            for s, length in enumerate(lengths):
+                smaller = sum(size * n for size, n in whole_sizes.get((pool.name, s), []) if size < node)
+                held = float(sum(n * math.ceil(size / node) for size, n in whole_sizes.get((pool.name, s), [])
+                                 if size >= node))
+                gangs = 0
+                for pl, hours in shared.get((pool.name, s), []):
+                    size = pl.gpus_per_replica or pl.gpus // pl.replicas
+                    if size >= node:
+                        held += pl.replicas * math.ceil(size / node) * hours / length
+                        gangs += 1
+                left = max(capacity - smaller, 0) // node
+                if gangs and held > left + _LOAD_TOLERANCE:
+                    problems.append(f"whole machines: pool {pool.name}'s machine-sized replicas hold {held:.2f} "
+                                    f"machines of {node} GPUs in segment {s + 1} ({_clock((sum(lengths[:s]), sum(lengths[:s + 1])))}), "
+                                    f"where the {smaller} GPUs of smaller whole-segment replicas leave {left}")
     return problems
 
 

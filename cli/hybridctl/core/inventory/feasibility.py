@@ -5,7 +5,9 @@
 - too few failure domains among its eligible pools for its spread;
 - a cost ceiling below the whole workload's cheapest possible cost;
 - under the cash cost model, a budget below the committed pools' cost, which is paid whatever runs.
-Demand beyond the capacity of a set of GPU types is a warning: the plan lists what does not fit.
+Demand beyond the capacity of a set of GPU types is a warning: the plan lists what does not fit. With a
+`schedule`, it is counted over the week as the plan counts it (week_capacity.py: GPU-hours per segment, and
+whole machines for machine-sized gangs on committed pools).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.models import CostModel, Inventory
+from hybridctl.core.inventory.week_capacity import REFERENCE_WEEK, Shortfall, week_shortfalls
 from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo, demands
 from hybridctl.core.pricing.rates import (
     committed_total_usd_per_month,
@@ -24,6 +27,7 @@ from hybridctl.core.pricing.rates import (
     replica_usd_per_month,
     whole_machines,
 )
+from hybridctl.core.week.segments import build_week
 from hybridctl.errors import Location
 
 
@@ -47,6 +51,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
     capacity_line = _capacity_lines(inventory, locator)
     workload_index = {w.name: i for i, w in enumerate(inventory.workloads)}
     demand_by_types: dict[tuple[str, ...], int] = defaultdict(int)
+    fitting_demands: list[Demand] = []
     egress_rate = egress_rates(inventory.sites)
     fits_of: dict[tuple[int, int], list[PoolInfo]] = {}
     domains_of: dict[int, set[str]] = {}
@@ -77,6 +82,7 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                               related=tuple(capacity_line(index.pools[p]) for p in eligible))
             continue
         demand_by_types[tuple(sorted(demand.gpu_types))] += demand.gpu_count * demand.replicas
+        fitting_demands.append(demand)
         required = min(demand.spread, demand.replicas)
         if demand.replicas >= 2 and required >= 2:
             domains = domains_of.get(id(eligible))
@@ -104,7 +110,15 @@ def check_feasibility(inventory: Inventory, locator: Locator, diagnostics: Diagn
                                   locator.location((*path, "max_usd_per_month")),
                                   "raise max_usd_per_month, or lower replicas, gpu.count or hours_per_month")
     _check_budget(inventory, locator, diagnostics, index.pools)
-    _warn_capacity(inventory, locator, diagnostics, index, demand_by_types, capacity_line)
+    def where() -> Location:  # read only for a warning: at 100,000 workloads, locating is seconds
+        return locator.location(("workloads",)) if inventory.workloads else Location("<inventory>")
+
+    week = build_week(inventory, REFERENCE_WEEK) if any(w.schedule is not None for w in inventory.workloads) else None
+    if week is not None and week.timed:
+        _warn_week_capacity(diagnostics, where, week_shortfalls(fitting_demands, index.pools, week),
+                            _related(index, capacity_line))
+    else:
+        _warn_capacity(diagnostics, where, index, demand_by_types, _related(index, capacity_line))
 
 
 def cheapest_parts(demand: Demand, pools: list[PoolInfo], index: EligibilityIndex,
@@ -146,9 +160,31 @@ def _feasibility_hint(constraint: str) -> str:
     }.get(constraint, "relax the constraint")
 
 
-def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnostics, index: EligibilityIndex,
-                   demand_by_types: dict[tuple[str, ...], int], capacity_line: Callable[[PoolInfo], Location]
-                   ) -> None:
+def _related(index: EligibilityIndex, capacity_line: Callable[[PoolInfo], Location]
+             ) -> Callable[[tuple[str, ...]], tuple[Location, ...]]:
+    """A GPU type set's pools' capacity lines, for a warning about that set's room."""
+    return lambda types: tuple(capacity_line(p) for p in index.pools if p.pool.gpu in types)
+
+
+def _warn_week_capacity(diagnostics: Diagnostics, where: Callable[[], Location], shortfalls: list[Shortfall],
+                        related: Callable[[tuple[str, ...]], tuple[Location, ...]]) -> None:
+    for short in shortfalls:
+        label = " or ".join(short.types)
+        if short.machines_of:
+            message = (f"machine-sized replicas of {label} need {short.need:,.2f} machine-hours in {short.where}, "
+                       f"and the {label} pools' machines of {short.machines_of} GPUs left beside the smaller "
+                       f"replicas that run the whole segments give {short.capacity:,.2f} (committed pools give a "
+                       "gang whole machines); some workloads will stay unplaced")
+        else:
+            message = (f"demand for {label} ({short.need:,.2f} GPU-hours in {short.where}) exceeds the capacity "
+                       f"of {label} pools ({short.capacity:,.2f} GPU-hours); some workloads will stay unplaced")
+        diagnostics.warning("demand-exceeds-capacity", message, where(),
+                            "add capacity, or accept that the plan lists them as unplaced", related=related(short.types))
+
+
+def _warn_capacity(diagnostics: Diagnostics, where: Callable[[], Location], index: EligibilityIndex,
+                   demand_by_types: dict[tuple[str, ...], int],
+                   related: Callable[[tuple[str, ...]], tuple[Location, ...]]) -> None:
     capacity_by_gpu: dict[str, int] = defaultdict(int)
     for pool in index.pools:
         capacity_by_gpu[pool.pool.gpu] += pool.capacity_gpus
@@ -160,6 +196,5 @@ def _warn_capacity(inventory: Inventory, locator: Locator, diagnostics: Diagnost
             label = " or ".join(types)
             diagnostics.warning("demand-exceeds-capacity", f"demand for {label} ({wanted:,} GPUs) exceeds the "
                                 f"capacity of {label} pools ({capacity:,} GPUs); some workloads will stay unplaced",
-                                locator.location(("workloads",)) if inventory.workloads else Location("<inventory>"),
-                                "add capacity, or accept that the plan lists them as unplaced",
-                                related=tuple(capacity_line(p) for p in index.pools if p.pool.gpu in types))
+                                where(), "add capacity, or accept that the plan lists them as unplaced",
+                                related=related(types))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
+from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.placement.tiers import TIER_ORDER
 from hybridctl.core.pricing.rates import rate_text, replica_usd_per_month, whole_machines
+from hybridctl.core.week.machines import machine_sized
 
 
 def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
@@ -116,8 +118,35 @@ def _lower_tiers(demand: Demand) -> frozenset[str]:
     return frozenset(t.value for t in TIER_ORDER[rank + 1:])
 
 
+def _gang_note(demand: Demand, pools: list[PoolInfo], lower: frozenset[str],
+               gang_machines: Mapping[int, tuple[int, Mapping[str, float]]]) -> tuple[set[int], str]:
+    """The committed pools whose whole machines a machine-sized replica does not find (week/machines.py: beside
+    the smaller whole-segment replicas, the machines other machine-sized replicas of its tier or above hold over
+    the segment with the least room), and the words that say so."""
+    w = demand.workload
+    window = w.schedule.window_hours if w.schedule is not None else HOURS_PER_WEEK
+    share = min(1.0, demand.hours * HOURS_PER_WEEK / HOURS_PER_MONTH / window)  # of its window, on average
+    blocked: set[int] = set()
+    told: list[str] = []
+    for p in pools:
+        if not p.committed or p.index not in gang_machines or not machine_sized(demand.gpu_count, p.gpus_per_node):
+            continue
+        left, by_tier = gang_machines[p.index]
+        held = sum(m for tier, m in by_tier.items() if tier not in lower)
+        need = whole_machines(demand.gpu_count, p.gpus_per_node)
+        if left - held < need * share - 1e-9:
+            blocked.add(p.index)
+            told.append(f"{p.name} leaves {left} machine{'s' * (left != 1)} beside its smaller whole-segment "
+                        f"replicas, {held:.2f} held by other machine-sized ones")
+    if not told:
+        return blocked, ""
+    return blocked, (f"; on committed pools a replica of {demand.gpu_count} GPUs runs on whole machines of its own "
+                     f"({need * share:.2f} on average over its window): " + "; ".join(told[:HOLDERS_NAMED]))
+
+
 def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used: Mapping[int, int],
-                    used_by_tier: Mapping[int, Mapping[str, int]], machines: Mapping[int, int] | None = None) -> str:
+                    used_by_tier: Mapping[int, Mapping[str, int]], machines: Mapping[int, int] | None = None,
+                    gang_machines: Mapping[int, tuple[int, Mapping[str, float]]] | None = None) -> str:
     eligible, exclusion = index.explain(demand)
     types = " or ".join(demand.gpu_types)
     if exclusion is not None:
@@ -134,7 +163,8 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
     machines_ahead = {p.index: (machines or {}).get(p.index, 0) - given_way[p.index] // p.gpus_per_node
                       for p in pools}
     taken = sum(used_ahead.values()) + held
-    free = [p for p in pools if has_room(demand, p, used_ahead, machines_ahead)]
+    gangs_blocked, gang_note = _gang_note(demand, pools, lower, gang_machines or {})
+    free = [p for p in pools if has_room(demand, p, used_ahead, machines_ahead) and p.index not in gangs_blocked]
     need = f"needs {missing} × {demand.gpu_count} {types} in {'/'.join(zones)}"
     if free:
         ceiling = demand.workload.max_usd_per_month
@@ -167,4 +197,4 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
     if capacity == 0:  # capacity the event took: the replan says which
         return f"{need}; {named} {'have' if len(pools) != 1 else 'has'} no GPUs left"
     return (f"{need}; {named} {'hold' if len(pools) != 1 else 'holds'} {capacity} GPUs, "
-            f"of which {taken} are taken" + (f" ({breakdown})" if breakdown else "") + machine_note)
+            f"of which {taken} are taken" + (f" ({breakdown})" if breakdown else "") + machine_note + gang_note)

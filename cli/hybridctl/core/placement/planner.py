@@ -258,7 +258,7 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         missing = demand.replicas - placed_replicas.get(demand.key, 0)
         if missing > 0:
             unplaced.append(Unplaced(demand.workload.name, unplaced_reason(demand, missing, index, used, used_by_tier,
-                                                                              machines),
+                                                                              machines, tallies.gang_machines),
                                      missing, demand.tier.value, demand.key))
     movements = data_movements(inventory, all_demands, placements)
     usage = pool_usage(pools, placements, [s.hours for s in week.segments] if week is not None else ())

@@ -1,18 +1,21 @@
 """What the placement and unplaced reasons (explain.py) count of each pool: GPUs taken, by tier, and whole
 machines in use. An untimed plan counts its placements over the month; a timed one its busiest segment, since work
 that takes turns on the same GPUs (a nightly batch, a daytime service) is never all there at once: summed over the
-week, a pool read "holds 8 GPUs, of which 12 are taken", and a rented pool "2 of 1 machines in use"."""
+week, a pool read "holds 8 GPUs, of which 12 are taken", and a rented pool "2 of 1 machines in use". A timed plan's
+committed pools also count the whole machines of their machine-sized replicas (week/machines.py), in the segment
+where those have the least room left."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hybridctl.core.placement.eligibility import Demand, PoolInfo
 from hybridctl.core.plan.model import Placement
 from hybridctl.core.pricing.rates import is_always_on, whole_machines
+from hybridctl.core.week.machines import machine_sized, machines_for_gangs
 from hybridctl.core.week.usage import machine_weeks
 
 
@@ -21,6 +24,9 @@ class PoolTallies:
     used: dict[int, int]  # pool index -> GPUs taken
     used_by_tier: dict[int, dict[str, int]]  # pool index -> tier -> GPUs taken
     machines: dict[int, int]  # pay-per-use pool index -> whole machines in use
+    # committed pool index -> (machines left for machine-sized replicas, tier -> machines they hold) in the
+    # segment where they have the least room: timed plans only
+    gang_machines: dict[int, tuple[int, dict[str, float]]] = field(default_factory=dict)
 
 
 def pool_tallies(assigned: Sequence[tuple[Demand, int, int]], pools: Sequence[PoolInfo],
@@ -78,4 +84,35 @@ def _busiest_segment(assigned: Sequence[tuple[Demand, int, int]], pools: Sequenc
     index = {pool.name: pool.index for pool in pools}
     weeks = machine_weeks(rented, lengths, {pools[p].name: pools[p].gpus_per_node for p in held if not pools[p].committed})
     machines: dict[int, int] = defaultdict(int, {index[name]: week.peak for name, week in weeks.items()})
-    return PoolTallies(used, used_by_tier, machines)
+    return PoolTallies(used, used_by_tier, machines, _gang_machines(assigned, pools, segment_hours, lengths))
+
+
+def _gang_machines(assigned: Sequence[tuple[Demand, int, int]], pools: Sequence[PoolInfo],
+                   segment_hours: Mapping[tuple[str, int], tuple[float, ...]],
+                   lengths: Sequence[float]) -> dict[int, tuple[int, dict[str, float]]]:
+    """Each committed pool's machines left for machine-sized replicas beside the smaller whole-segment ones, and
+    the machines those hold by tier, in the segment with the least room that has any of them."""
+    smaller: dict[int, list[int]] = defaultdict(lambda: [0] * len(lengths))
+    held: dict[int, dict[str, list[float]]] = defaultdict(dict)
+    for demand, p, n in assigned:
+        pool = pools[p]
+        if not pool.committed:
+            continue
+        hours = segment_hours.get((demand.key, p), ())
+        sized = machine_sized(demand.gpu_count, pool.gpus_per_node)
+        for s, h in enumerate(hours):
+            if not sized and h >= lengths[s] - 1e-9:
+                smaller[p][s] += n * demand.gpu_count
+            elif sized and h > 0:
+                by_segment = held[p].setdefault(demand.tier.value, [0.0] * len(lengths))
+                by_segment[s] += n * whole_machines(demand.gpu_count, pool.gpus_per_node) * h / lengths[s]
+    out: dict[int, tuple[int, dict[str, float]]] = {}
+    for p, tiers in held.items():
+        pool = pools[p]
+        room = [(machines_for_gangs(pool.capacity_gpus, pool.gpus_per_node, smaller[p][s])
+                 - sum(t[s] for t in tiers.values()), s) for s in range(len(lengths))
+                if any(t[s] > 0 for t in tiers.values())]
+        _, tightest = min(room)
+        out[p] = (machines_for_gangs(pool.capacity_gpus, pool.gpus_per_node, smaller[p][tightest]),
+                  {tier: t[tightest] for tier, t in tiers.items()})
+    return out

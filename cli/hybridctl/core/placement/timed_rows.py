@@ -14,6 +14,12 @@ A deferrable placement column c gets h[c,s] replica-hours in each of its segment
 h[c,s] <= L_s x[c] and sum_s h[c,s] >= H x[c] (the solver never takes more than it needs: hours
 only cost capacity). One segment alone: h = H x, substituted. The gang rule, where it can bind:
 a binary g[p,s,k] says gangs of k GPUs run in s, and then k fits beside the whole-segment replicas.
+Whole machines for gangs on committed pools (revision 4, week/machines.py): where a deferrable replica of at
+least GPUs per node may run in a committed pool's segment, the machines the machine-sized replicas hold there
+(each one's machines x x, or x its hours / L_s) are at most f[p,s], an integer column (Col.GANG_MACHINES, free) with
+smaller whole-segment GPUs + GPUs per node x f <= capacity: f is at most machines.machines_for_gangs. Elsewhere
+the GPU row implies the rule (whole-segment gangs fill their machines: a whole number of them fits where their
+GPUs do), so the rows stay out of the model.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy.typing as npt
 from hybridctl.core.placement.units import PoolTable, Unit
 from hybridctl.core.pricing.arrays import segment_machine_usd_per_month
 from hybridctl.core.solver.milp import Builder, Col, FloatArray, IntArray
-from hybridctl.core.week.machines import shared_link, whole_machines
+from hybridctl.core.week.machines import machine_sized, machines_for_gangs, shared_link, whole_machines
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -137,9 +143,60 @@ def _segment_rows(b: Builder, p: int, s: int, whole: list[int], deferrable_x: li
         cols = np.array(deferrable_h, dtype=np.int64)
         hcols = np.array([hours_col[(c, s)] for c in deferrable_h], dtype=np.int64)
         b.add_entries(np.full(cols.size, row, dtype=np.int64), hcols, size[cols] / length)
+    if not rented:
+        _whole_machine_rows(b, p, whole, deferrable_x, deferrable_h, x, gpus, x_upper, table, machines_each, times,
+                            length, hours_col, s, n_units)
     if whole and (deferrable_x or deferrable_h):
         _gang_rows(b, p, s, whole, deferrable_x + deferrable_h, set(deferrable_h), x, gpus, x_upper, size, limit,
                    per_node, machines, rented, length, hours_col, n_units)
+
+
+def _whole_machine_rows(b: Builder, p: int, whole: list[int], deferrable_x: list[int], deferrable_h: list[int],
+                        x: IntArray, gpus: FloatArray, x_upper: FloatArray, table: PoolTable, machines_each: FloatArray,
+                        times: ColumnTimes, length: float, hours_col: dict[tuple[int, int], int], s: int,
+                        n_units: int) -> None:
+    """A committed pool's machine-sized replicas in segment s hold whole machines: their machines there fit in
+    the machines the smaller whole-segment replicas leave (the module's note). Only where it can bind: a
+    machine-sized deferrable replica may run there, and the most machine-sized replicas could hold beside the
+    most the smaller ones could (each column at its upper bound) does not fit (the GPU row then holds it)."""
+    per_node = float(table.per_node[p])
+    capacity = float(table.capacity[p])
+
+    def sized(cols: list[int]) -> IntArray:
+        found = np.array(cols, dtype=np.int64)
+        return found[machine_sized(gpus[found], per_node)] if found.size else found
+
+    big_x, big_h = sized(deferrable_x), sized(deferrable_h)
+    whole_cols = np.array(whole, dtype=np.int64)
+    big_whole = sized(whole)
+    smaller = whole_cols[~machine_sized(gpus[whole_cols], per_node)] if whole_cols.size else whole_cols
+    most = float(machines_for_gangs(int(capacity), int(per_node), 0))
+    # without smaller whole-segment replicas, the GPU row already keeps them to whole machines unless the
+    # capacity has GPUs beyond them
+    if not (big_x.size or big_h.size) or (not smaller.size and most * per_node == capacity):
+        return
+    hours = np.minimum(times.weekly_hours[big_h], length)
+    most_held = float((machines_each[big_whole] * x_upper[big_whole]).sum()
+                      + (machines_each[big_x] * x_upper[big_x] * times.weekly_hours[big_x] / length).sum()
+                      + (machines_each[big_h] * x_upper[big_h] * hours / length).sum())
+    most_smaller = min(float((gpus[smaller] * x_upper[smaller]).sum()), capacity)
+    if most_held <= machines_for_gangs(int(capacity), int(per_node), int(np.ceil(most_smaller))) + 1e-9:
+        return
+    row = b.add_rows(np.full(1, -np.inf), np.full(1, 0.0 if smaller.size else most))
+    at = np.full(1, row, dtype=np.int64)
+    b.add_entries(np.repeat(at, big_whole.size), x[big_whole], machines_each[big_whole])
+    b.add_entries(np.repeat(at, big_x.size), x[big_x], machines_each[big_x] * times.weekly_hours[big_x] / length)
+    b.add_entries(np.repeat(at, big_h.size), np.array([hours_col[(c, s)] for c in big_h.tolist()], dtype=np.int64),
+                  machines_each[big_h] / length)
+    if not smaller.size:  # the machines the gangs hold <= floor(capacity / GPUs per node)
+        return
+    # they hold at most f, and the smaller whole-segment replicas beside f whole machines fit the capacity
+    free = b.add_columns(np.zeros(1), np.full(1, most), True, Col.GANG_MACHINES, np.full(1, n_units, dtype=np.int64),
+                         np.array([p], dtype=np.int64))
+    b.add_entries(at, free, -np.ones(1))
+    packed = b.add_rows(np.full(1, -np.inf), np.full(1, capacity))
+    b.add_entries(np.full(smaller.size, packed, dtype=np.int64), x[smaller], gpus[smaller])
+    b.add_entries(np.full(1, packed, dtype=np.int64), free, np.full(1, per_node))
 
 
 def _gang_rows(b: Builder, p: int, s: int, whole: list[int], deferrable: list[int], timed: set[int], x: IntArray,

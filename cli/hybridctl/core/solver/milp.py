@@ -23,6 +23,9 @@ class Col(IntEnum):
     PATTERN = 6
     HOURS = 7  # a deferrable column's replica-hours in one segment of the week (timed_rows.py)
     GANG = 8  # whether gangs of one size run in a pool's segment beside its whole-segment replicas (timed_rows.py)
+    # a committed pool's machines left for machine-sized replicas in a segment (timed_rows.py): raised with the
+    # placements like MACHINES, and it ties integer machines to deferrable hours, as gangs do
+    GANG_MACHINES = 9
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ def _local_stage(model: Model, values: FloatArray, cols: np.ndarray, rank: np.nd
         return values
     theirs = place & np.isin(model.unit, model.unit[short])
     holding = place & (values > 0.5) & (rank > r) & np.isin(model.ref, model.ref[theirs])
-    free = units_of(model, theirs | holding) | np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG)))
+    free = units_of(model, theirs | holding) | np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG),
+                                                                               int(Col.GANG_MACHINES)))
     return improve_over(model, values, free, effort=effort, gap=0.0).values
 
 

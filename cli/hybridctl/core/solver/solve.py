@@ -171,7 +171,7 @@ def solve(model: Model, *, effort: Effort, gap: float) -> Solution:
 
 
 def _timed(model: Model) -> bool:
-    return bool(np.isin(model.kind, (int(Col.HOURS), int(Col.GANG))).any())
+    return bool(np.isin(model.kind, (int(Col.HOURS), int(Col.GANG), int(Col.GANG_MACHINES))).any())
 
 
 def solved_whole(model: Model) -> bool:
@@ -204,7 +204,7 @@ def _lp_guided(model: Model, timed: bool, effort: Effort, gap: float,
     # a unit with any fractional column stays wholly free (its unplaced column too), which keeps
     # the restricted MIP feasible: leaving its replicas unplaced always fits. Continuous columns
     # (moves) and the few machine columns always follow the units.
-    machines = model.kind == Col.MACHINES
+    machines = np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG_MACHINES)))
     if timed:  # gang switches, like machines, follow the units
         machines = machines | (model.kind == Col.GANG)
     units_free = units_of(model, fractional & ~machines)

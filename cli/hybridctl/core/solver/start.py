@@ -33,7 +33,8 @@ class _Rows:
         lengths = np.diff(model.starts)
         entry_col = np.repeat(np.arange(model.columns), lengths)
         activity = np.bincount(model.index, weights=model.value * values[entry_col], minlength=model.rows)
-        raisable = np.isin(model.kind[entry_col], (int(Col.MACHINES), int(Col.SITE))) & (model.value < 0)
+        raisable = np.isin(model.kind[entry_col], (int(Col.MACHINES), int(Col.GANG_MACHINES), int(Col.SITE))) \
+            & (model.value < 0)
         aux = np.full(model.rows, -1, dtype=np.int64)
         aux_coef = np.zeros(model.rows)
         aux[model.index[raisable]] = entry_col[raisable]

@@ -28,7 +28,8 @@ def nothing_placed(model: Model, values: FloatArray, columns: BoolArray) -> Floa
     """`values` with the units owning `columns` left wholly unplaced: always feasible, since
     removing replicas only frees capacity, and a unit with an unplaced replica need not spread."""
     start = values.copy()
-    start[columns & (model.kind != Col.MACHINES)] = 0.0  # machines stay: the kept units may need them
+    machines = np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG_MACHINES)))
+    start[columns & ~machines] = 0.0  # machines stay: the kept units may need them
     keep = columns & ((model.kind == Col.UNPLACED) | (model.kind == Col.MOVED))
     start[keep] = model.upper[keep]  # all replicas unplaced; every previous replica counted as moved
     empty = columns & (model.kind == Col.PATTERN) & (model.ref == 0)
@@ -84,7 +85,7 @@ def feasible_timed_start(model: Model, start: FloatArray, free: BoolArray,
 def _settle(model: Model, rows: _Rows, values: FloatArray) -> None:
     """Machines: the least whole number their rows allow (their coefficient is negative where they hold
     GPUs); then gang switches: on where the gang fits (their coefficient is positive in the fit row)."""
-    for kind, on_fit in ((Col.MACHINES, False), (Col.GANG, True)):
+    for kind, on_fit in ((Col.MACHINES, False), (Col.GANG_MACHINES, False), (Col.GANG, True)):
         cols = np.flatnonzero(model.kind == kind)
         if not cols.size:
             continue

@@ -14,6 +14,12 @@ the planner's objective of a timed answer (placement/timed_plan.timed_objective)
 integer column m in the row sum(GPUs x) + `shared_link(GPUs per node)` m <= 0, i.e. m >= their GPUs / GPUs
 per node, which for the least integer m (the objective pays for each) is `shared_machines`.
 
+Committed pools (revision 4, "whole machines for gangs on committed pools"): a replica of at least GPUs per
+node GPUs (`machine_sized`) runs on whole machines of its own, and in each segment the machines those replicas
+hold (machines x hours / L_s) fit in `machines_for_gangs`: the machines left free beside the smaller replicas
+that run the whole segment. Counted by the solver's rows (placement/timed_rows.py), the unplaced reason
+(placement/explain.py) and validate's capacity warning (inventory/feasibility.py); the checker states it apart.
+
 Pools are keyed by name (unique in an inventory), as a plan's placements name them.
 
 No numpy here: a plan file is read and totalled without it (usage.py is on that path).
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     FloatArray = npt.NDArray[np.float64]
+    BoolArray = npt.NDArray[np.bool_]
 
 _Count = TypeVar("_Count", int, float)
 
@@ -65,6 +72,25 @@ def shared_machines(whole_gpus: int, gpus_per_node: int) -> int:
 def own_machines(replicas: int, gpus_per_replica: int, gpus_per_node: int) -> int:
     """The machines any other replicas run while they run: each its own whole machines."""
     return replicas * whole_machines(gpus_per_replica, max(gpus_per_node, 1))
+
+
+@overload
+def machine_sized(gpus_per_replica: int, gpus_per_node: int) -> bool: ...
+@overload
+def machine_sized(gpus_per_replica: FloatArray, gpus_per_node: float) -> BoolArray: ...
+def machine_sized(gpus_per_replica: Any, gpus_per_node: Any) -> Any:
+    """A replica that fills whole machines (a gang of one machine or more): on a committed pool it holds them.
+    Also over numpy arrays (the solver's columns)."""
+    return gpus_per_replica >= gpus_per_node
+
+
+def machines_for_gangs(capacity_gpus: int, gpus_per_node: int, smaller_whole_gpus: int) -> int:
+    """A committed pool's machines left for machine-sized replicas in a segment: its floor(capacity / GPUs per
+    node) machines less the ceil(GPUs / GPUs per node) the smaller whole-segment replicas are packed into. Written
+    floor((capacity - their GPUs) / GPUs per node), which is the same when the capacity is whole machines, and
+    lets the smaller replicas use the GPUs beyond whole machines first when it is not (12 GPUs of 8 per node: one
+    machine, and 4 GPUs that a 4-GPU service may use without taking the machine from a gang)."""
+    return max(capacity_gpus - smaller_whole_gpus, 0) // max(gpus_per_node, 1)
 
 
 def gpus_per_replica(pl: Placement) -> int:
