@@ -204,6 +204,7 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     # Freeing what this holds takes about a second at 100,000 workloads: the console script's exit
     # drops it instead (nothing here runs at exit: the children are reaped and the file committed).
     leave_to_exit(loaded, result, before, baseline, diff, cloud)
+    _note_aged_prices(loaded, view)
     if failure is not None:
         view.note(f"[red]error:[/] {failure.message}")
         view.note(f"[cyan]hint:[/] {failure.hint}")
@@ -222,3 +223,25 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     if detailed_exitcode and (diff is None or diff.has_changes or any(r.action != "same" for r in cloud.rows)):
         raise ChangesFound
     return 0
+
+
+AGED_PRICES_NOTED = 2  # the pools named; the rest are counted
+
+
+def _note_aged_prices(loaded: LoadedInventory, view: Terminal) -> None:
+    """Catalog prices read long before today (policies.catalog_price_max_age_days): a note, not a failure,
+    since the plan is still the plan of the prices it was given."""
+    from datetime import UTC, datetime
+
+    from rich.markup import escape
+
+    from hybridctl.core.inventory.price_age import aged_catalog_prices
+
+    aged = aged_catalog_prices(loaded.inventory, loaded.locator, datetime.now(UTC).date())
+    for d in aged[:AGED_PRICES_NOTED]:
+        view.note(f"[yellow]note:[/] {escape(str(d.location))}: {escape(d.message)}")
+    if len(aged) > AGED_PRICES_NOTED:
+        view.note(f"[yellow]note:[/] … and {len(aged) - AGED_PRICES_NOTED} more pool(s) priced from aged catalog "
+                  "prices")
+    if aged:
+        view.note(f"[cyan]hint:[/] {escape(aged[0].hint or '')}")

@@ -223,7 +223,9 @@ def render_drill(console: Console, report: DrillReport) -> None:
                             ("Δ cost/mo", "right"), ("over budget", "right"),
                             ("recovery", "right"), ("RTO", "left"),
                             ("gate", "left")):
-        table.add_column(column, justify=justify)
+        # names are never cut ("site-lost-c…" three times over could not be told apart): the scenario's is
+        # kept whole on its line, and a workload's too long for its column folds onto the next
+        table.add_column(column, justify=justify, no_wrap=column == "scenario", overflow="fold")
     for r in report.results:
         cells = [escape(c) for c in _result_cells(r, timed)]
         table.add_row(r.scenario.name, *cells, "[green]pass[/]" if r.passed else "[red]FAIL[/]")

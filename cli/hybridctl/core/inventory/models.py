@@ -146,6 +146,9 @@ class Policies(_Model):
         2.0, description="In a failover, a burst or opportunistic replica moves only to a pool whose price per "
                          "GPU-hour is at most this times its rate in the applied plan; otherwise it waits "
                          "(unplaced, deferred). Fixed work is never held back by it. 1 to 1000.")
+    catalog_price_max_age_days: Annotated[int, Field(strict=True, ge=1, le=3650)] = Field(
+        365, description="A pool priced from the shipped catalog's list price (no usd_per_gpu_hour) is warned "
+                         "of when that price was read more than this many days before the plan. 1 to 3650.")
 
 
 def _host_name(value: str) -> str:
