@@ -61,6 +61,7 @@ def _lp_bound(inventory: object) -> float:
     from hybridctl.core.placement.units import PoolTable, build_units, components
     from hybridctl.core.pricing.rates import committed_total_usd_per_month
     from hybridctl.core.solver import highs_run
+    from hybridctl.core.solver.effort import Effort
     from hybridctl.core.solver.milp import Model
 
     assert isinstance(inventory, Inventory)
@@ -75,7 +76,7 @@ def _lp_bound(inventory: object) -> float:
 
     def relaxation_bound(model: Model) -> float:  # the LP relaxation's optimum: a proven lower bound
         run = highs_run.run(model, np.arange(model.columns, dtype=np.int64), model.lower, integer=False,
-                            time_limit_s=600.0, gap=0.0)
+                            effort=Effort.within(600.0), gap=0.0)
         if run.values is None:
             raise RuntimeError(f"the LP relaxation was not solved (status {run.status})")
         return float(run.bound)
