@@ -13,7 +13,8 @@ Opportunistic work runs only in what the others leave (revision 4): `alone_viola
 P, the plan of the same inventory without its opportunistic workloads (verify.py plans it). The fixed and
 burst tiers must place as many GPU-hours as in P, fixed first, and with those, cost no more priced alone
 than P costs: their pay-per-use machines counted over their own placements only, their data movement (the
-committed pools' constant, the same on both sides, is the plan's). Both plans are solved within the planner's gap, so
+committed pools' constant, the same on both sides, is the plan's; a deferrable replica counted on its own
+machines throughout, as the planner counts it). Both plans are solved within the planner's gap, so
 the cash may differ by that share of P's total; a plan placing more of the fixed or burst tier than P is
 not judged (P was the one cut short).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 
 from hybridctl.core.checker.pools import PoolRules, PoolSums
@@ -198,6 +200,7 @@ def alone_figures(plan: Plan, workloads: Mapping[str, Workload], pools: dict[str
     """The fixed and burst tiers' placed GPU-hours a month, and their cash under the plan's cost model priced
     as if they were alone (pools.py's rules over their placements only, and their data movement)."""
     figures = AloneFigures()
+    lengths = [s.end_hour - s.start_hour for s in plan.segments]
     pool_rules = PoolRules(pools)
     sums: dict[str, PoolSums] = defaultdict(PoolSums)
     others: set[str] = set()
@@ -210,11 +213,24 @@ def alone_figures(plan: Plan, workloads: Mapping[str, Workload], pools: dict[str
             figures.fixed += pl.gpus * w.hours
         else:
             figures.burst += pl.gpus * w.hours
-        pool_rules.add(sums[pl.pool], pl, w)
-    lengths = [s.end_hour - s.start_hour for s in plan.segments]
+        pool_rules.add(sums[pl.pool], _own_machines_throughout(pl, lengths), w)
     verdicts = [pool_rules.verdict(name, pool_sums, None, lengths=lengths) for name, pool_sums in sums.items()]
     # under cash, the committed pools' constant, the same in every plan of the inventory, reads as the bill
     compute = sum(v.pay_per_use_usd for v in verdicts) + plan.committed_usd_per_month if plan.cost_model == "cash" \
         else sum(v.amortized_usd for v in verdicts)
     figures.cash = compute + sum(m.usd_per_month for m in plan.data_movements if m.workload in others)
     return figures
+
+
+def _own_machines_throughout(pl: Placement, lengths: list[float]) -> Placement:
+    """A deferrable replica (hours in part of a segment) priced on its own machines in every segment, as the
+    planner counts it: where its hours happen to fill a segment, the week's rule shares machines with the
+    whole-segment replicas (machines.py), a saving by chance that P may find and the plan not, or the other
+    way round, though both are the least the planner can see. A hair under the segment keeps it its own."""
+    if not lengths or not any(0 < h < lengths[s] - 1e-9 for s, h in enumerate(pl.segment_hours[:len(lengths)])):
+        return pl
+    return replace(pl, segment_hours=tuple(min(h, lengths[s] - _HAIR) if s < len(lengths) else h
+                                           for s, h in enumerate(pl.segment_hours)))
+
+
+_HAIR = 1e-6  # hours: a machine's cost over it is far below a cent
