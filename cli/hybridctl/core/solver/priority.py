@@ -10,7 +10,12 @@ unplaced beyond what a cost ceiling forces does this module solve in stages: for
 first, the least unplaced GPU-hours given the tiers above (a row `sum(gpu-hours × unplaced) <= best`
 then holds it; a tier already at its floor needs no solve, only the row), and last the cost under those rows. Every stage starts from the previous stage's answer, which is
 feasible for every row so far, so a stage cut short by its work still hands back a valid plan. Plans
-where everything is placed pay no extra solve.
+where everything is placed pay no extra solve, unless opportunistic work sits in a pool the others may use.
+
+Revision 4: between the burst tier and the opportunistic one, the fixed and burst tiers' cash priced as if they
+were alone (alone.py) is minimized and held by a row, so that opportunistic work runs only in what they leave
+(spec, "Tier priority"). The stage starts from the previous answer and is solved as the last stage is; where
+everything was placed and its LP proves the first answer, that answer is the plan.
 
 Each stage is solved as the first answer was (solve.solved_whole, refine.py). A model solve() takes whole
 gets whole MIPs. A larger one, which the LP-guided route answered, gets the route's means: a tier stage
@@ -106,7 +111,7 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, effort: Eff
             statuses.append(status)
             solved_a_tier = True
         staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
-    if not solved_a_tier and np.array_equal(values[:model.columns], first.values):
+    if not solved_a_tier and statuses == ["optimal"] and np.array_equal(values[:model.columns], first.values):
         # everything placed, and the others' cash alone proven least with it: the first answer, a plan of
         # least cash, stays one under the stages' rows, and the last stage would only prove it again
         return first
