@@ -125,8 +125,7 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     from dataclasses import replace
     from functools import partial
 
-    from hybridctl.core.checker.check import check_plan
-    from hybridctl.core.checker.verify import accepted
+    from hybridctl.core.checker.verify import accepted, planner_violations
     from hybridctl.core.inventory.loader import check_feasible
     from hybridctl.core.placement.planner import PlanOptions
     from hybridctl.core.placement.planner import plan as make_plan
@@ -148,8 +147,9 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
             loaded = check_feasible(loaded, checks.result()[0])
         try:
             before = read_plan(previous) if previous else None
-            result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=PlanOptions(
-                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd, week=planning_week(week)))
+            options = PlanOptions(time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd,
+                                  week=planning_week(week))
+            result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=options)
         except Exception:
             if beside:  # an inventory that can never work is reported as that first
                 check_feasible(loaded, checks.result()[0])
@@ -167,7 +167,8 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     # when it errors, writes no plan file: apply would refuse it for the same reason (plan_failure).
     failure = plan_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
     with ExitStack() as children:
-        checking = children.enter_context(Background(partial(check_plan, loaded.inventory, result), fork=forking))
+        checking = children.enter_context(Background(partial(planner_violations, loaded.inventory, result, options, before),
+                                                          fork=forking))
         try:
             staged = writing = None
             if out is not None and failure is None:

@@ -11,6 +11,12 @@
   pool and cost summaries that agree with the placements they summarise. `plan_file_violations`
   is the part of that which needs no inventory (numbers, demands, no fallback shapes, the plan's
   own arithmetic at its pools' prices): what `show`, `cost` and `report` check.
+
+Revision 4's opportunistic rule is checked against P, the plan of the inventory without its opportunistic
+workloads (`opportunistic_violations`, checker/priority.py's alone_violations): a second plan, so only where
+the plan places opportunistic work, and only for plans the planner makes of an inventory as it is (`plan`,
+and every operation that plans through operations/week.py). A failover plan is made against lost capacity,
+which an inventory does not say; its stages are the same code (solver/priority.py).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hybridctl.core.checker.check import PlacementMemo, check_plan
+from hybridctl.core.checker.priority import alone_violations
+from hybridctl.core.checker.rules import OPPORTUNISTIC, PairRules
 from hybridctl.core.inventory.models import (
     HOURS_PER_MONTH_MAX,
     MAX_GPUS_PER_NODE,
@@ -37,6 +45,7 @@ from hybridctl.core.week.usage import MachineWeek, machine_weeks, peak_gpus
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
+    from hybridctl.core.placement.planner import PlanOptions
 
 _TOLERANCE_USD = 0.05
 _TIERS = frozenset({"fixed", "burst", "opportunistic"})
@@ -58,6 +67,27 @@ def verified(inventory: Inventory, plan: Plan, what: str = "plan", memo: Placeme
              run_memo: RunMemo | None = None) -> Plan:
     """`plan` itself when the checker finds nothing wrong with it; PlanCheckFailed otherwise."""
     return accepted(plan, check_plan(inventory, plan, memo, run_memo), what)
+
+
+def planner_violations(inventory: Inventory, plan: Plan, options: PlanOptions, previous: Plan | None = None) -> list[str]:
+    """check_plan's violations of a plan the planner made of `inventory` with `options` (and `previous`), and
+    revision 4's opportunistic rule against P planned the same way."""
+    return [*check_plan(inventory, plan), *opportunistic_violations(inventory, plan, options, previous)]
+
+
+def opportunistic_violations(inventory: Inventory, plan: Plan, options: PlanOptions,
+                             previous: Plan | None = None) -> list[str]:
+    """The plan against P, the inventory without its opportunistic workloads planned with the same options;
+    nothing to compare (and no plan made) where the plan places no opportunistic replica."""
+    rules = PairRules(inventory, {d.name: d for d in inventory.datasets})
+    if not any(pl.tier == OPPORTUNISTIC for pl in plan.placements):
+        return []
+    from hybridctl.core.placement.planner import plan as make_plan
+
+    without = inventory.model_copy(update={"workloads": [w for w in inventory.workloads
+                                                         if rules.tier(w) != OPPORTUNISTIC]})
+    alone = make_plan(without, previous=previous, options=options, digest=plan.inventory_digest)
+    return alone_violations(inventory, plan, alone, rules, gap=options.gap)
 
 
 def accepted(plan: Plan, violations: list[str], what: str = "plan") -> Plan:

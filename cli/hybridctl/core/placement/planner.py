@@ -80,7 +80,7 @@ def _reason_key(demand: Demand, p: int) -> tuple[object, ...]:
     w = demand.workload
     return (demand.gpu_types, demand.decision.capacity_types, demand.pinned_site,
             tuple(w.sites) if w.sites is not None else None, tuple(d.name for d in demand.checked_datasets),
-            (w.latency.region, w.latency.p95_ms) if w.latency else None, p, demand.gpu_count,
+            (w.latency.region, w.latency.p95_ms) if w.latency else None, p, demand.gpu_count, demand.tier,
             tuple(sorted({d.site for d in demand.remote_datasets})), w.replicas > 1)
 
 
@@ -119,7 +119,7 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         solved.variables += model.columns
         # each run's work is its own (effort.py): a component's plan never depends on how long another took
         solution = solve(model, effort=effort, gap=options.gap)
-        if needs_stages(model, solution.values):  # spec: highest tier first, then cost
+        if needs_stages(comp_units, model, solution.values):  # spec: highest tier first, then cost
             solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
         solved.objective += solution.objective
         solved.bound += solution.bound
@@ -233,9 +233,11 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
                            [s.hours for s in week.segments] if week is not None and week.timed else ())
     used, used_by_tier, machines = tallies.used, tallies.used_by_tier, tallies.machines
     holders: dict[int, dict[str, int]] = defaultdict(dict)  # who holds each pool's GPUs, for the reasons
+    tier_of: dict[str, str] = {}
     for demand, p, n in result.assigned:
         name = demand.workload.name
         holders[p][name] = holders[p].get(name, 0) + n * demand.gpu_count
+        tier_of[name] = demand.tier.value
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
     reasons: dict[tuple[object, ...], str] = {}
@@ -245,7 +247,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         key = _reason_key(demand, p)
         reason = reasons.get(key)
         if reason is None:
-            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines, holders)
+            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines, holders,
+                                                               used_by_tier, tier_of)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
             replicas=n, gpus=n * demand.gpu_count, usd_per_month=placement_usd_per_month(demand, pool, n),
