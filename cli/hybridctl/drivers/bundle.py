@@ -272,13 +272,13 @@ def _source_entries(source_dir: Path) -> list[tuple[str, Path, os.stat_result]]:
             continue
         if not stat.S_ISREG(info.st_mode):
             raise UsageError(f"cannot bundle {path}: {describe_mode(info.st_mode)}, not a regular file or a "
-                             "directory; nothing was copied", location=Location(str(path)),
+                             "directory; nothing was copied",
                              hint="copy the file itself in its place, or move it out of the --from directory")
         if relative in RESERVED_NAMES:
             continue  # the bundle's own files are made again below
         problem = artifact_path_problem(relative)
         if problem is not None:
-            raise UsageError(f"cannot bundle {path}: {problem}; nothing was copied", location=Location(str(path)))
+            raise UsageError(f"cannot bundle {path}: {problem}; nothing was copied")
         entries.append((relative, path, info))
     return entries
 
