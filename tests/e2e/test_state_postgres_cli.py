@@ -240,3 +240,21 @@ class TestMigrate:
         assert StateStore(lab.root / "back").journal.records() == lab.store().journal.records()
         refused = lab.cli("state", "migrate", "--from", local, "--to", lab.url)
         assert refused.returncode == 4 and "already holds a state" in flat(refused.stderr)
+
+    def test_a_document_named_outside_the_state_is_refused(self, lab: Lab) -> None:
+        """Issue 45, item 3: a database row named `../x.json` (any name can be inserted) exited 70; now exit 1
+        naming it, before anything is written."""
+        local = lab.root / "state"
+        applied = run_cli("apply", lab.inventory, "--state", local, "--auto-approve",
+                          env=cli_env(HYBRIDCTL_RECORDING_CLOUD_DIR=str(lab.cloud_dir)), cwd=lab.root)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert lab.cli("state", "migrate", "--from", local, "--to", lab.url).returncode == 0
+        store = lab.store()
+        store.backend.session.execute(  # type: ignore[attr-defined]
+            "INSERT INTO hybridctl_document (environment, name, body) VALUES (%(env)s, '../x.json', '{}')",
+            store.backend.session.key_params, doing="planting a document")  # type: ignore[attr-defined]
+        target = lab.root / "back" / "state"
+        done = lab.cli("state", "migrate", "--from", lab.url, "--to", target)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr and "a document named '../x.json'" in flat(done.stderr)
+        assert not (lab.root / "back" / "x.json").exists() and not (target / "state.json").exists()

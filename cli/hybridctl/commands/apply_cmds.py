@@ -122,6 +122,8 @@ def destroy(
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory the state was applied "
+                                          "from (default: the state's): only its stacks are destroyed."),
 ) -> None:
     """Take down what hybridctl made, in reverse dependency order; journaled and resumable like apply."""
     from hybridctl.operations.apply import run_destroy
@@ -129,7 +131,7 @@ def destroy(
 
     code = run_destroy(site=site, state=state, lock_timeout_s=parse_duration(lock_timeout), auto_approve=auto_approve,
                        skip_cloud=skip_cloud, known_hosts=known_hosts, ssh_key=ssh_key, parallelism=parallelism,
-                       view=Terminal())
+                       view=Terminal(), inventory=inventory)
     if code:
         raise typer.Exit(code)
 

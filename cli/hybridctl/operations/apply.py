@@ -145,6 +145,10 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
                                 deployed=deployed_steps(current), verify_full=verify_full,
                                 asset_digests=dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"),
                                                             assets_digest()))
+        from hybridctl.operations.binding import bind_teardown, state_location
+
+        # the stacks of the state that the plan drops are taken down: the inventory's own, or nothing runs
+        bind_teardown(step_plan.graph, loaded.inventory, state_location(store))
         driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, view)
         pending = pending_for(current, "apply")
         shown = statuses(store, current, "apply", step_plan.graph)
@@ -183,8 +187,12 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
 
 
 def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, auto_approve: bool, skip_cloud: bool,
-                known_hosts: Path | None, ssh_key: Path | None, parallelism: int, view: Terminal) -> int:
+                known_hosts: Path | None, ssh_key: Path | None, parallelism: int, view: Terminal,
+                inventory: Path | None = None) -> int:
+    """`inventory`: what the state's stacks are bound to (default: the one the state records as applied)."""
+    from hybridctl.core.deploy.stepbind import TEARDOWN_KINDS
     from hybridctl.core.deploy.steps import destroy_steps
+    from hybridctl.operations.binding import bind_teardown, state_inventory, state_location
 
     store = open_store(state, view)
     ssh = ssh_options(store, known_hosts, ssh_key)
@@ -195,6 +203,9 @@ def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, a
             where = f" at site {site}" if site else ""
             view.say(f"nothing to destroy{where}: the state in {store.location} records nothing hybridctl made there")
             return 0
+        if any(s.kind in TEARDOWN_KINDS for s in step_plan.graph):
+            # a stack is destroyed only if it is the inventory's: a state names it, and a state can be edited
+            bind_teardown(step_plan.graph, state_inventory(inventory, current, "destroy"), state_location(store))
         driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, view)
         render_step_plan(view.out, "destroy" + (f" --site {site}" if site else ""), step_plan,
                          statuses(store, current, "destroy", step_plan.graph), skip)

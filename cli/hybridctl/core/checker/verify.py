@@ -98,13 +98,16 @@ def accepted(plan: Plan, violations: list[str], what: str = "plan") -> Plan:
     return plan
 
 
-def plan_violations(inventory: Inventory, plan: Plan, run_memo: RunMemo | None = None) -> list[str]:
+def plan_violations(inventory: Inventory, plan: Plan, run_memo: RunMemo | None = None, *,
+                    failover: bool = False) -> list[str]:
     """Every reason not to act on this plan for this inventory; empty when it may be applied. `run_memo`: the run's
-    that goes on to read the inventory again (a drill or failover rehearsed from the plan file)."""
-    shape = _shape_violations(plan)
+    that goes on to read the inventory again (a drill or failover rehearsed from the plan file). `failover`: a
+    runbook's failover plan read back, `inventory` the disrupted one it was checked against (its fallback
+    shapes are its own)."""
+    shape = _shape_violations(plan, failover)
     if shape:
         return shape  # the checker's arithmetic assumes sane numbers
-    return [*_arithmetic_violations(plan), *_summary_violations(inventory, plan),
+    return [*_arithmetic_violations(plan), *_summary_violations(inventory, plan, failover),
             *check_plan(inventory, plan, run_memo=run_memo)]
 
 
@@ -137,7 +140,7 @@ _MAX_USD = MAX_USD_PER_MONTH * 1_000  # any amount a month: a fleet of a thousan
 _MAX_GB = 1e15
 
 
-def _shape_violations(plan: Plan) -> list[str]:
+def _shape_violations(plan: Plan, failover: bool = False) -> list[str]:
     problems: list[str] = []
     for index, p in enumerate(plan.placements):
         where = f"placements[{index}] ({p.workload} in {p.pool})"
@@ -156,7 +159,7 @@ def _shape_violations(plan: Plan) -> list[str]:
         if p.demand not in (p.workload, f"{p.workload}@{p.site}"):
             problems.append(f"{where}: demand {p.demand!r} is not {p.workload!r} (or {p.workload}@{p.site} for a "
                             "federated trainer group)")
-        if p.degraded:
+        if p.degraded and not failover:
             problems.append(f"{where}: degraded: only a failover plan (a runbook's) places work in its fallback "
                             "shape; a plan file from `plan --out` holds none")
     for index, u in enumerate(plan.unplaced):
@@ -286,8 +289,11 @@ def _slack(gpu_hours: float) -> float:
     return _TOLERANCE_USD + gpu_hours * 0.00005
 
 
-def _summary_violations(inventory: Inventory, plan: Plan) -> list[str]:
-    """The plan's pool list must describe the inventory's pools: it is what gets shown and sized."""
+def _summary_violations(inventory: Inventory, plan: Plan, failover: bool = False) -> list[str]:
+    """The plan's pool list must describe the inventory's pools: it is what gets shown and sized. A failover plan
+    keeps the GPU type of a pool its events emptied (the disrupted inventory's is NO_GPU, at no capacity)."""
+    from hybridctl.core.failover.disrupt import NO_GPU
+
     problems: list[str] = []
     # the digest binds the plan to the inventory; the name is what status and the journal show of it
     if plan.inventory_name != inventory.name:
@@ -299,8 +305,9 @@ def _summary_violations(inventory: Inventory, plan: Plan) -> list[str]:
             continue
         site, pool = pools[name]
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
+        gpu = usage.gpu if failover and pool.gpu == NO_GPU and capacity == 0 else pool.gpu
         if (usage.site, usage.gpu, usage.capacity_type, usage.capacity_gpus) != \
-                (site.name, pool.gpu, pool.capacity_type.value, capacity):
+                (site.name, gpu, pool.capacity_type.value, capacity):
             problems.append(f"pool {name}: the plan describes it as {usage.gpu} {usage.capacity_type} × "
                             f"{usage.capacity_gpus} at {usage.site}, the inventory as {pool.gpu} "
                             f"{pool.capacity_type.value} × {capacity} at {site.name}")
