@@ -18,6 +18,23 @@ from support.hostile import assert_refused, run
 CREATE = ("bundle", "create", "--model", "vision", "--version", "1.0.0", "--source-commit", "abc1234")
 
 
+@pytest.fixture(autouse=True)
+def bounded_writes() -> Iterator[None]:
+    """A regression must not fill the disk: the old code copied /dev/zero without bound (77 GB here before a
+    run was stopped). Writes past 256 MiB fail (EFBIG, SIGXFSZ ignored) for this test only."""
+    import resource
+    import signal
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
     root = tmp_path / "artifacts"
