@@ -248,6 +248,13 @@ class TestLock:
         assert holder.stdout is not None
         child_pid = int(holder.stdout.readline())
         dead_pid = holder.pid
+        # the child is the holder's once it carries the token (until then it may be mid-exec, which the scan
+        # waits for only so long): wait for that state, not for the machine to be quick
+        token = json.loads((tmp_path / "lock.holder.json").read_text())["token"]
+        deadline = time.monotonic() + 60
+        while f"{HOLDER_ENV}={token}".encode() not in Path(f"/proc/{child_pid}/environ").read_bytes().split(b"\0"):
+            assert time.monotonic() < deadline, "the holder's child never carried its token"
+            time.sleep(0.01)
         holder.kill()
         holder.wait()
         assert (tmp_path / "lock.holder.json").exists()  # the dead holder's record is still there
@@ -310,8 +317,9 @@ class TestLock:
 
 
 def _alive(pid: int) -> bool:
-    """Running, and not merely a zombie waiting for init to reap it."""
-    deadline = time.monotonic() + 10
+    """Running, and not merely a zombie waiting for init to reap it (asked until it is not, for up to a minute:
+    a SIGKILLed process on a loaded machine may wait seconds for a CPU to die on)."""
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
