@@ -600,10 +600,11 @@ def _run(stack: str) -> object:
     return ProgramRun("aws-gpu-pools", stack, [Registered("aws:eks/nodeGroup:NodeGroup", "ng", {"x": 1}, {})], [])
 
 
-def _synth(out: Path, *stacks: str) -> Path:
+def _synth(out: Path, *stacks: str, note: Callable[[str], None] | None = None) -> Path:
     from hybridctl.drivers.synth_write import write_synth
 
-    return write_synth(out, [_run(s) for s in stacks], plan_digest="sha256:x", inventory="test")  # type: ignore[misc]
+    return write_synth(out, [_run(s) for s in stacks], plan_digest="sha256:x", inventory="test",  # type: ignore[misc]
+                       note=note)
 
 
 def _earlier_index(out: Path, *names: object) -> None:
@@ -676,10 +677,26 @@ def test_an_interrupted_synth_is_still_synths(tmp_path: Path) -> None:
     files missing) leaves a directory the next synth still knows as its own."""
     out = tmp_path / "synth"
     _synth(out, "test-aws", "half")
-    (out / "half" / "aws" / "eks.NodeGroup" / "ng.json").rename(out / "half" / "aws" / "eks.NodeGroup" / ".ng.json.abc_1234.tmp")
+    writer = json.loads((out / "half" / ".hybridctl-synth").read_text())["writer"]  # the temp file's name has it
+    (out / "half" / "aws" / "eks.NodeGroup" / "ng.json").rename(out / "half" / "aws" / "eks.NodeGroup" / f".ng.json.{writer}.tmp")
     _earlier_index(out, "test-aws", "half")
     _synth(out, "test-aws")
     assert not (out / "half").exists()
+
+
+@pytest.mark.parametrize("name", [".ng.json.abcd1234.tmp", ".ng.json.abc_1234.tmp", ".ng.json.0123456789abcdef.tmp"])
+def test_a_users_file_shaped_like_a_temp_file_is_not_synths(tmp_path: Path, name: str) -> None:
+    """Any `.NAME.xxxxxxxx.tmp` beside a listed file was taken for an interrupted write and deleted: only the
+    marker's own writer's temp files are synth's."""
+    out = tmp_path / "synth"
+    _synth(out, "test-aws", "half")
+    users = out / "half" / "aws" / "eks.NodeGroup" / name
+    users.write_text("the user's notes")
+    _earlier_index(out, "test-aws", "half")
+    notes: list[str] = []
+    _synth(out, "test-aws", note=notes.append)
+    assert users.read_text() == "the user's notes"
+    assert any("holds files synth did not write" in n and name in n for n in notes), notes
 
 
 @pytest.mark.parametrize("kind", ["link-out", "foreign-files", "file", "unmarked", "marker-of-another", "edited"])
@@ -739,3 +756,31 @@ def test_the_snapshot_never_opens_what_it_lists(tmp_path: Path) -> None:
     with within(5):
         entries = tree(tmp_path)
     assert set(entries) >= {"fifo", "device", "link-loop"}
+
+
+def test_concurrent_synths_into_one_out_leave_every_stack_directory_marked(tmp_path: Path) -> None:
+    """Two synths into one --out at once: one removed a stack directory's marker while the other wrote its
+    files, and the directory without its marker was refused by every later synth. --out is locked now: they
+    take turns, and what they leave is a synth's."""
+    import threading
+
+    out = tmp_path / "synth"
+    _synth(out, "test-aws", "half")
+    problems: list[BaseException] = []
+
+    def synths(stacks: tuple[str, ...]) -> None:
+        try:
+            for _ in range(15):
+                _synth(out, *stacks)
+        except BaseException as error:  # a refusal, or a directory gone from under a removal
+            problems.append(error)
+
+    runs = [threading.Thread(target=synths, args=(stacks,)) for stacks in (("test-aws", "half"), ("test-aws",))]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=300)
+    assert not problems, problems
+    for directory in (p for p in out.iterdir() if p.is_dir()):
+        assert (directory / ".hybridctl-synth").is_file(), f"{directory} has no marker"
+    _synth(out, "test-aws", "half")  # and a later synth takes them
