@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -118,11 +117,11 @@ def _order(resource: Registered) -> tuple[int, str, str, str]:
 
 def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
     """Write one stack's files, its marker first (so an interrupted run leaves a directory synth knows as
-    its own); its entry in the index. The marker names this writer (a random token), and each file is
-    written through a temp file named for it (`.NAME.<writer>.tmp`): what a killed write leaves is known as
-    this writer's, and a user's file merely shaped like a temp file is not."""
+    its own); its entry in the index. The marker names its writer, and each file is written through a temp
+    file named for it (`.NAME.<writer>.tmp`): what a killed write leaves is known as this writer's, and a
+    user's file merely shaped like a temp file is not. The writer is the digest of what the marker lists
+    (synth's output is the same bytes for the same plan, marker included)."""
     root = out / run.stack
-    writer = secrets.token_hex(8)
     resources: list[dict[str, Any]] = []
     providers: list[dict[str, Any]] = []
     documents: list[str] = []
@@ -156,9 +155,10 @@ def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
     if documents:
         files["kubernetes.yaml"] = "---\n".join(documents)
     encoded = {name: text.encode("utf-8") for name, text in files.items()}
-    marker = {"format": MARKER_FORMAT, "stack": run.stack, "writer": writer,
-              "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-                        for name, data in sorted(encoded.items())}}
+    listed = {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+              for name, data in sorted(encoded.items())}
+    writer = hashlib.sha256(_dump_json({"stack": run.stack, "files": listed}).encode()).hexdigest()[:16]
+    marker = {"format": MARKER_FORMAT, "stack": run.stack, "writer": writer, "files": listed}
     atomic_write_text(root / MARKER, _dump_json(marker))
     for name, data in encoded.items():
         _write_as(root / name, data, writer)
@@ -170,7 +170,8 @@ def _write_as(path: Path, data: bytes, writer: str) -> None:
     """files.atomic_write_bytes with the temp file's name this writer's own: `.NAME.<writer>.tmp`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{writer}.tmp")
-    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    # a leftover of this very writer's (the same content, killed) is this write's to reuse; a link is never followed
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
     try:
         fill(str(temp), data)
         replace_atomically(str(temp), path)
