@@ -181,3 +181,18 @@ def test_a_forged_plans_names_are_escaped_in_the_pull_request_comment(tmp_path: 
     row = next(line for line in result.stdout.splitlines() if "click" in line)
     assert row.endswith(r"| \[click\](https://e.example) !\[i\](https://e.example/i.png) \<img src=x\> \| cell |"), row
     assert row.count(" | ") == 7  # the table's eight cells, no more (the escaped one is `\|`)
+
+
+def test_an_internal_errors_text_prints_no_control(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug's message may quote a value from a file (a hostile key): it is printed past rich."""
+    import typer
+
+    class Broken:
+        def main(self, **_: object) -> None:
+            raise RuntimeError(f"a value{OSC52}")
+
+    monkeypatch.setattr(typer.main, "get_command", lambda _app: Broken())
+    monkeypatch.delenv("HYBRIDCTL_DEBUG", raising=False)
+    result = run("status")
+    assert result.code == 70 and "internal error: RuntimeError" in result.stderr, result.output
+    assert_no_control(result.output.encode())
