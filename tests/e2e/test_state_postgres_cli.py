@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -169,10 +168,9 @@ class TestCrashes:
         process.send_signal(signal.SIGKILL)
         process.wait()
         done_before = {r.step for r in journal.records() if r.event == JournalEvent.STEP_DONE}
-        killed_at = time.monotonic()
-        # free at once: the server saw the connection end (the holder's row stays, for status to explain)
-        wait_for(lambda: lab.store().lock.holder_status()[1] is False, "the lock to be released", timeout_s=30)
-        assert time.monotonic() - killed_at < 5
+        # free once the server saw the connection end (the holder's row stays, for status to explain): nothing
+        # else frees it (no lease expires), so the wait's bound is generous for a loaded machine, not a measure
+        wait_for(lambda: lab.store().lock.holder_status()[1] is False, "the lock to be released", timeout_s=120)
 
         status = lab.cli("status", "--state", lab.url, "--no-drift")
         assert status.returncode == 0, status.stderr

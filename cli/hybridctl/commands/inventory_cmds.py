@@ -9,6 +9,7 @@ import typer
 
 from hybridctl.commands.app import app
 from hybridctl.errors import ExitCode
+from hybridctl.render.untrusted import echo
 
 
 class ValidateFormat(StrEnum):
@@ -35,13 +36,13 @@ def validate(
 
     reports, usage_failed = validate_inventories(paths)
     if output_format is ValidateFormat.json:
-        typer.echo(render.render_json(reports))
+        echo(render.render_json(reports))
     elif output_format is ValidateFormat.github:
         text = render.render_github(reports)
         if text:
-            typer.echo(text)
+            echo(text)
     elif output_format is ValidateFormat.sarif:
-        typer.echo(render.render_sarif(reports))
+        echo(render.render_sarif(reports))
     else:
         render.render_text(stdout(), reports)
     if usage_failed:
@@ -57,7 +58,7 @@ def schema() -> None:
 
     from hybridctl.operations.inventory import inventory_schema
 
-    typer.echo(json.dumps(inventory_schema(), indent=2))
+    echo(json.dumps(inventory_schema(), indent=2))
 
 
 @app.command()
@@ -72,4 +73,4 @@ def init(
     from hybridctl.render.starter import write_starter
 
     target = write_starter(directory, pattern, force=force)
-    typer.echo(f"wrote {target}; next: hybridctl validate {target}")
+    echo(f"wrote {target}; next: hybridctl validate {target}")

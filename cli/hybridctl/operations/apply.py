@@ -98,6 +98,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
               fail_on_unplaced: bool = False, view: Terminal) -> int:
     from hybridctl.core.deploy.stackconfig import plan_digest
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
+    from hybridctl.core.placement.planner import WorkloadFacts
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.core.plan.summary import summarize
@@ -119,6 +120,10 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             loaded = load_inventory(inventory)
             check_fresh(the_plan, loaded.inventory, current, source, inventory)
             check_rules(the_plan, loaded.inventory, source)
+            # who owns a workload and what type it is are the inventory's, as `plan` wrote them: a forged plan's
+            # `teams` moved a workload's showback to another team, and no rule of the checker looks at them
+            facts = WorkloadFacts.of(loaded.inventory)
+            the_plan = replace(the_plan, workload_types=facts.types, teams=facts.teams)
             inventory_path = inventory
             failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
             if failure is not None:  # what `plan` fails on (and writes no plan file for): a plan file made so

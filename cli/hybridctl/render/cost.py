@@ -6,17 +6,16 @@ import csv
 import io
 import json
 
-import typer
-
 from hybridctl.core.pricing.showback import CostDimension, CostLine
 from hybridctl.render.console import stdout
 from hybridctl.render.plan import print_cost_table
+from hybridctl.render.untrusted import echo
 
 
 def show_cost(by: CostDimension, total_usd_per_month: float, lines: list[CostLine], output_format: str) -> None:
     """`output_format`: table, csv or json."""
     if output_format == "json":
-        typer.echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": total_usd_per_month,
+        echo(json.dumps({"format_version": 1, "by": by.value, "total_usd_per_month": total_usd_per_month,
                                "lines": [{by.value: line.key, "gpus": line.gpus,
                                           "gpu_hours_per_month": line.gpu_hours_per_month,
                                           "compute_usd_per_month": line.compute_usd_per_month,
@@ -34,7 +33,7 @@ def show_cost(by: CostDimension, total_usd_per_month: float, lines: list[CostLin
             writer.writerow([line.key, line.gpus, f"{line.compute_usd_per_month:.2f}", f"{line.data_usd_per_month:.2f}",
                              f"{line.total_usd_per_month:.2f}", f"{line.gpu_hours_per_month:.2f}",
                              f"{line.idle_usd_per_month:.2f}"])
-        typer.echo(buffer.getvalue(), nl=False)
+        echo(buffer.getvalue(), nl=False)
     else:
         console = stdout()
         print_cost_table(console, f"Monthly cost by {by.value.replace('_', ' ')}", lines, by.value)

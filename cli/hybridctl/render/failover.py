@@ -15,7 +15,7 @@ from hybridctl.core.failover.runbook import Runbook
 from hybridctl.core.failover.timing import later_text, timing_summary
 from hybridctl.core.failover.worst import worst_segment_text
 from hybridctl.render.listing import Cell, print_table
-from hybridctl.render.templates import render
+from hybridctl.render.templates import render_markdown_template
 
 _STATUS_STYLE = {Status.MOVED: "yellow", Status.DEGRADED: "magenta", Status.DOWN: "red", Status.STARTED: "green",
                  Status.UNCHANGED: ""}
@@ -152,7 +152,7 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
 
 
 def runbook_markdown(runbook: Runbook) -> str:
-    return render("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
+    return render_markdown_template("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
                   cash_text=cash_text, unlisted_text=unlisted_text, teams_text=teams_text,
                   recovery_text=recovery_text, work_lost_text=work_lost_text, timing_summary=timing_summary,
                   later_text=later_text)
@@ -242,4 +242,4 @@ def render_drill(console: Console, report: DrillReport) -> None:
 def drill_markdown(report: DrillReport) -> str:
     timed = bool(report.base.segments)
     rows = [(r, _result_cells(r, timed)) for r in report.results]
-    return render("drill.md.j2", report=report, rows=rows, usd=usd, timed=timed)
+    return render_markdown_template("drill.md.j2", report=report, rows=rows, usd=usd, timed=timed)

@@ -148,8 +148,15 @@ def _shown(argument: str) -> str:
 
 
 def parse_events(words: Sequence[str]) -> list[Event]:
-    """Events from command-line words: `site-lost dc-a capacity p1=50%`, or each event quoted as one word."""
-    tokens = [token for word in words for token in word.split()]
+    """Events from command-line words: `site-lost dc-a capacity p1=50%`, or each event quoted as one word.
+    Words are split at spaces only: a line break (or any other control character) inside an argument made
+    `$'dc-a\\nsite-lost dc-b'` two events where the user typed one."""
+    for number, word in enumerate(words, start=1):
+        if any(not character.isprintable() for character in word):
+            raise EventSyntaxError(f"argument {number}: {_shown(word)!r} holds a line break or a control character",
+                                   hint="give each event as its kind and its argument (site-lost dc-fra), separated "
+                                        "by spaces, or each event quoted as one word")
+    tokens = [token for word in words for token in word.split(" ") if token]
     if not tokens:
         raise EventSyntaxError("no event given", hint=f"events are: {GRAMMAR}")
     events: list[Event] = []

@@ -35,6 +35,7 @@ from hybridctl.core.failover.events import (
 from hybridctl.core.failover.expectations import FileChoices, ScenarioExpectation, parse_choices
 from hybridctl.core.inventory.models import CapacityType, Inventory, Pool, SiteKind
 from hybridctl.core.inventory.yamlsource import SourceMap, Value, load_yaml
+from hybridctl.core.plan.jsonread import control_character
 from hybridctl.errors import HybridctlError, Location
 
 SCENARIO_FORMAT_VERSION = 1
@@ -135,6 +136,11 @@ def parse_scenario_file(text: str, filename: str) -> tuple[list[Scenario], FileC
         if not isinstance(description, str):
             at = _at(source_map, item, "description", filename)
             raise ScenarioError("`description` must be text", location=at)
+        if (control := control_character(description)) is not None:
+            # the drill report carries the description, and a report holding one is refused when read back
+            at = _at(source_map, item, "description", filename)
+            raise ScenarioError(f"scenario '{name}': `description` holds a control character ({control})",
+                                location=at, hint="write the description as plain text: newlines and tabs are fine")
         raw_events = item.get("events")
         if not isinstance(raw_events, list) or not raw_events:
             at = _at(source_map, item, "events", filename) if "events" in item else where

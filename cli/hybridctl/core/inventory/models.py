@@ -383,8 +383,9 @@ class Inventory(_Model):
     """A hybridctl inventory, format version 1."""
 
     version: Literal[1] = Field(description="Inventory format version; 1 is supported.")
-    name: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9-]{1,63}$")] = Field(
-        description="Inventory name, [a-z0-9-]; names stacks and state.")
+    # a DNS label like every other name: `-cloud-burst-` or `---` validated, planned and reached apply, whose
+    # stack names and Kubernetes namespaces refuse them (synth did)
+    name: Name = Field(description="Inventory name, a DNS label; names stacks and state.")
     regions: list[Token] = Field(default_factory=list, description="User populations that latency budgets refer to.")
     policies: Policies = Field(default_factory=lambda: Policies(), description="Inventory-wide policies.")
     sites: list[Site] = Field(default_factory=list, description="Places with GPU capacity.")
