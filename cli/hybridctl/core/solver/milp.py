@@ -130,3 +130,26 @@ def with_row(model: Model, cols: IntArray, coefs: FloatArray, lower: float, uppe
     value[last] = coefs
     return replace(model, rows_lower=np.append(model.rows_lower, lower), rows_upper=np.append(model.rows_upper, upper),
                    starts=starts, index=index, value=value)
+
+
+def with_block(model: Model, cost: FloatArray, upper: FloatArray, kind: Col, rows: IntArray, cols: IntArray,
+               values: FloatArray, rows_lower: FloatArray, rows_upper: FloatArray) -> Model:
+    """The model with continuous columns (`cost`, `upper`, of `kind`, belonging to no unit) and rows appended, and
+    the entries (`rows`, `cols`, `values`) of the new rows, over old columns and new ones alike."""
+    added = int(cost.size)
+    entry_col = np.repeat(np.arange(model.columns, dtype=np.int64), np.diff(model.starts))
+    all_cols = np.concatenate([entry_col, cols.astype(np.int64)])
+    all_rows = np.concatenate([model.index.astype(np.int64), rows.astype(np.int64)])
+    order = np.lexsort((all_rows, all_cols))
+    starts = np.zeros(model.columns + added + 1, dtype=np.int32)
+    np.cumsum(np.bincount(all_cols, minlength=model.columns + added), out=starts[1:])
+    return replace(model, cost=np.concatenate([model.cost, cost]), lower=np.concatenate([model.lower, np.zeros(added)]),
+                   upper=np.concatenate([model.upper, upper]),
+                   integer=np.concatenate([model.integer, np.zeros(added, dtype=np.bool_)]),
+                   kind=np.concatenate([model.kind, np.full(added, int(kind), dtype=np.int8)]),
+                   unit=np.concatenate([model.unit, np.full(added, model.demand_rows, dtype=np.int64)]),
+                   ref=np.concatenate([model.ref, np.full(added, -1, dtype=np.int64)]),
+                   rows_lower=np.concatenate([model.rows_lower, rows_lower]),
+                   rows_upper=np.concatenate([model.rows_upper, rows_upper]),
+                   starts=starts, index=all_rows[order].astype(np.int32),
+                   value=np.concatenate([model.value, values.astype(np.float64)])[order])
