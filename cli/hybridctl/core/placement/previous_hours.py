@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
+from typing import overload
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from hybridctl.core.solver.timed_start import feasible_timed_start, nothing_plac
 from hybridctl.core.week.segments import Week
 
 _TOL = 1e-6
+# the share of its bound by which the previous plan's start keeps inside every row (solver tolerances are 1e-7)
+START_MARGIN = 1e-6
 
 
 def previous_hours(previous: Plan | None, week: Week | None) -> dict[str, dict[str, tuple[float, ...]]]:
@@ -83,7 +86,7 @@ def _hours_columns(model: Model, classes: SegmentClasses | None) -> tuple[np.nda
     return cols, x_col, c
 
 
-def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | None) -> FloatArray | None:
+def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | None, effort: Effort) -> FloatArray | None:
     """The previous plan as an answer of the model, or None without one: each unit's replicas where they were
     (a unit whose pools no longer take them starts unplaced), its hours as they ran, the machines, sites, domains
     and gang switches they need; the work it did not place, placed greedily as far as it fits."""
@@ -112,7 +115,15 @@ def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | No
         for p, n in unit.previous.items():
             values[moved[(u, p)]] = n - values[columns[p]]
         kept[u] = True
-    _settle_sites_and_domains(model, values)
+    _settle(model, values)
+    # the hours as the model counts them: a plan file's are rounded, and a row at its capacity breaks by a hair, which
+    # a later stage's rows (priority.py) may not forgive: the start keeps a margin inside every row, or is none
+    timed = keep_hours(model, values, units, classes, effort, margin=START_MARGIN)
+    if timed is None:  # some row is full to its bound (a gang's machine-hours, exactly): kept as exactly as it goes
+        timed = keep_hours(model, values, units, classes, effort)
+        if _breach(model, timed) > 0:
+            return None
+    values = timed
     real = model.unit < model.demand_rows
     free = real & ~kept[np.where(real, model.unit, 0)]
     repaired = feasible_timed_start(model, values, free)
@@ -141,24 +152,26 @@ def _placed_as_before(model: Model, values: FloatArray, unit: Unit, room: float,
         total = sum(h or 0.0 for h in given)
         if any(h is None for h in given) or total <= 0:  # it ran otherwise before (untimed, or not deferrable)
             return False
-        # a plan file's hours are rounded: made up to the model's "at least H" a hair above it
-        scale = max(1.0, replica_weekly_hours(unit, p) * n / total) * (1 + 1e-9)
-        for (h, c), ran in zip(timed, given, strict=True):
-            most = float(classes.lengths[c]) * n
-            value = (ran or 0.0) * scale
-            if value > most + _TOL:
-                return False
-            settings[h] = min(value, most)
+        # a plan file's hours are rounded: a shortfall of the model's "at least H" goes where a class has room
+        values_of = [min(ran or 0.0, float(classes.lengths[c]) * n) for (_, c), ran in zip(timed, given, strict=True)]
+        spare = [float(classes.lengths[c]) * n - v for (_, c), v in zip(timed, values_of, strict=True)]
+        short = replica_weekly_hours(unit, p) * n * (1 + 1e-9) - sum(values_of)
+        if short > sum(spare):
+            return False
+        if short > 0:
+            values_of = [v + short * r / sum(spare) for v, r in zip(values_of, spare, strict=True)]
+        for (h, _), value in zip(timed, values_of, strict=True):
+            settings[h] = value
     for col, value in settings.items():
         values[col] = value
     return True
 
 
-def _settle_sites_and_domains(model: Model, values: FloatArray) -> None:
-    """The data-movement sites y (the fewest whole ones that hold the placements) and the failure domains v
-    (1 where the unit has a replica) of `values`' placements."""
+def _settle(model: Model, values: FloatArray) -> None:
+    """The columns that follow `values`' placements: the data-movement sites y and machines m, the fewest whole
+    ones that hold them, and the failure domains v, 1 where the unit has a replica."""
     entry_col = np.repeat(np.arange(model.columns, dtype=np.int64), np.diff(model.starts))
-    for kind in (Col.SITE, Col.DOMAIN):
+    for kind in (Col.SITE, Col.MACHINES, Col.DOMAIN):
         cols = np.flatnonzero(model.kind == kind)
         if not cols.size:
             continue
@@ -166,20 +179,31 @@ def _settle_sites_and_domains(model: Model, values: FloatArray) -> None:
         activity = np.bincount(model.index, weights=model.value * values[entry_col], minlength=model.rows)
         linked = np.isin(entry_col, cols) & (model.value < 0)
         rows, coef, owner = model.index[linked], -model.value[linked], entry_col[linked]
-        if kind is Col.SITE:  # sum x - link y <= 0
-            least = np.ceil((activity[rows] - model.rows_upper[rows]) / coef - _TOL)
-        else:  # x in d - v >= 0: v on where a replica is there
+        if kind is Col.DOMAIN:  # x in d - v >= 0: on where a replica is there
             least = np.where(activity[rows] >= 1 - _TOL, 1.0, 0.0)
+        else:  # sum x - link y <= 0, sum g x - per_node m <= 0
+            least = np.ceil((activity[rows] - model.rows_upper[rows]) / coef - _TOL)
         found = np.zeros(model.columns)
         np.maximum.at(found, owner, least)
         values[cols] = np.clip(found[cols], 0.0, model.upper[cols])
 
 
+@overload
 def keep_hours(model: Model, values: FloatArray, units: list[Unit], classes: SegmentClasses | None,
-               effort: Effort) -> FloatArray:
+               effort: Effort) -> FloatArray: ...
+
+
+@overload
+def keep_hours(model: Model, values: FloatArray, units: list[Unit], classes: SegmentClasses | None,
+               effort: Effort, *, margin: float) -> FloatArray | None: ...
+
+
+def keep_hours(model: Model, values: FloatArray, units: list[Unit], classes: SegmentClasses | None,
+               effort: Effort, *, margin: float = 0.0) -> FloatArray | None:
     """`values` with the deferrable replicas' hours chosen again, all else held, for the fewest replica-hours away
     from the previous plan's (hours in a class where a replica did not run count whole). The hours and gang
-    switches cost nothing in the model: the cost stays what it was."""
+    switches cost nothing in the model: the cost stays what it was. With a `margin`, every row is kept that share
+    of its bound inside it (a capacity, a quota), or None when none such is found."""
     hours, x_of_hours, class_of = _hours_columns(model, classes)
     if not hours.size or not any(u.previous_hours for u in units):
         return values
@@ -203,13 +227,63 @@ def keep_hours(model: Model, values: FloatArray, units: list[Unit], classes: Seg
         np.concatenate([np.ones(n), -np.ones(n), np.ones(n), np.ones(n)]),
         np.ravel(np.column_stack([np.full(n, -np.inf), ran[far]])), np.ravel(np.column_stack([ran[far], np.full(n, np.inf)])))
     extended = replace(extended, cost=np.concatenate([cost, np.ones(n)]), offset=0.0)
+    values = _open_gangs(model, values)
     start = np.append(values, np.abs(values[hours[far]] - ran[far]))
-    gangs = np.flatnonzero(model.kind == Col.GANG)
-    run = highs_run.run(extended, np.concatenate([hours, gangs, away]), start, integer=True, effort=effort, gap=0.0,
-                        start=start)
-    if run.values is None or run.objective > float(extended.cost @ start) + _TOL:
-        return values
+    free = np.concatenate([hours, away])
+    if margin:
+        extended = _inside(extended, start, free, margin)
+    # the gang switches held, on wherever a gang fits: an LP, which ends at its optimum
+    run = highs_run.run(extended, free, start, integer=False, effort=effort, gap=0.0)
+    if run.values is None or (not margin and run.objective > float(extended.cost @ start) + _TOL):
+        return None if margin else values
     kept = values.copy()
-    kept[hours] = run.values[hours]
-    kept[gangs] = run.values[gangs]
+    kept[hours] = np.maximum(run.values[hours], 0.0)
     return kept
+
+
+def _breach(model: Model, values: FloatArray) -> float:
+    """How far `values` leave a row beyond a solver's tolerance (1e-9 of its bound): 0 when none does."""
+    entry_col = np.repeat(np.arange(model.columns, dtype=np.int64), np.diff(model.starts))
+    activity = np.bincount(model.index, weights=model.value * values[entry_col], minlength=model.rows)
+    with np.errstate(invalid="ignore"):
+        over = np.where(np.isfinite(model.rows_upper), activity - model.rows_upper
+                        - 1e-9 * np.maximum(1.0, np.abs(model.rows_upper)), 0.0)
+        under = np.where(np.isfinite(model.rows_lower), model.rows_lower - activity
+                         - 1e-9 * np.maximum(1.0, np.abs(model.rows_lower)), 0.0)
+    return float(max(over.max(initial=0.0), under.max(initial=0.0), 0.0))
+
+
+def _open_gangs(model: Model, values: FloatArray) -> FloatArray:
+    """`values` with every gang switch on wherever its gang fits beside the whole-segment replicas (whole + k g <=
+    limit): a switch costs nothing and on it only lets hours run, so the hours are free to go back."""
+    gangs = np.flatnonzero(model.kind == Col.GANG)
+    if not gangs.size:
+        return values
+    opened = values.copy()
+    opened[gangs] = 0.0
+    entry_col = np.repeat(np.arange(model.columns, dtype=np.int64), np.diff(model.starts))
+    activity = np.bincount(model.index, weights=model.value * opened[entry_col], minlength=model.rows)
+    fit = np.isin(entry_col, gangs) & (model.value > 0)
+    rows = model.index[fit]
+    fits = np.ones(model.columns, dtype=np.bool_)
+    np.logical_and.at(fits, entry_col[fit], activity[rows] + model.value[fit] <= model.rows_upper[rows] + _TOL)
+    opened[gangs] = np.where(fits[gangs], 1.0, 0.0)
+    return opened
+
+
+def _inside(model: Model, values: FloatArray, free: np.ndarray, margin: float) -> Model:
+    """The model with the rows of a capacity or a quota (a bound of 0 is a placement's own hours or a gang's
+    switch, kept as it is) drawn `margin` of their bound inside it, by no more than half the room the columns
+    held at `values` leave them."""
+    held = values.copy()
+    held[free] = 0.0
+    entry_col = np.repeat(np.arange(model.columns, dtype=np.int64), np.diff(model.starts))
+    fixed = np.bincount(model.index, weights=model.value * held[entry_col], minlength=model.rows)
+    ranged = model.rows_lower < model.rows_upper
+    with np.errstate(invalid="ignore"):
+        top = np.where(np.isfinite(model.rows_upper) & ranged,
+                       np.minimum(margin * np.abs(model.rows_upper), np.maximum(model.rows_upper - fixed, 0.0) / 2), 0.0)
+        bottom = np.where(np.isfinite(model.rows_lower) & ranged,
+                          np.minimum(margin * np.abs(model.rows_lower), np.maximum(fixed - model.rows_lower, 0.0) / 2),
+                          0.0)
+    return replace(model, rows_lower=model.rows_lower + bottom, rows_upper=model.rows_upper - top)
