@@ -172,3 +172,27 @@ def test_hours_of_a_previous_plan_cut_otherwise_are_laid_on_by_the_clock(spilled
     assert laid[:2] == pytest.approx((both * one.hours / (one.hours + two.hours),
                                       both * two.hours / (one.hours + two.hours)))
     assert laid[2:] == ran[2:]
+
+
+def test_hours_moved_to_other_segments_are_a_change_and_the_spot_schedule_with_them(
+        spilled: tuple[Inventory, Plan]) -> None:
+    # the diff once saw GPUs and machines only: the embedding job's day and night hours swapped (both 12-hour
+    # segments) left both unchanged, though the queues and the spot pool's scaling schedule follow the hours
+    inventory, first = spilled
+    assert first.segments[1].hours == first.segments[2].hours == 12
+
+    def swapped(hours: tuple[float, ...]) -> tuple[float, ...]:
+        return (hours[0], hours[2], hours[1], *hours[3:])
+
+    moved = replace(first, placements=tuple(replace(p, segment_hours=swapped(p.segment_hours)) if p.workload == "embed"
+                                            else p for p in first.placements))
+    assert moved.pools == first.pools  # the same GPUs and machines at the busiest
+    diff = diff_plans(first, moved)
+    assert diff.has_changes
+    assert [(c.workload, c.change, c.describe()) for c in diff.workloads] == [
+        ("embed", "retimed", "spot×1: other hours in the week's segments")]
+    (pool,) = diff.pools
+    assert pool.pool == "spot" and pool.schedule_changed
+    assert pool.describe() == "9 → 9 GPUs, 2 → 2 machines; other machines per segment (scaling schedule)"
+    assert _schedules(inventory, moved) != _schedules(inventory, first)  # what the stack would be told
+    assert not diff_plans(first, first).has_changes
