@@ -11,8 +11,8 @@ placements re-timed and two pools at other peaks). Three things keep them:
   inputs it is still optimal, the solver replaces it only with a strictly cheaper answer, and it is the
   answer wherever the solver finds none cheaper, whatever its work allowed;
 - keep_hours then solves the hours alone again, everything else held where the solver put it, for the fewest
-  replica-hours away from the previous plan's: an LP beside a few gang switches, exact where the work bound
-  lets the first solve stop within its gap, and free of cost (the hours cost nothing in the model).
+  replica-hours away from the previous plan's: an LP (the gang switches held, on wherever a gang fits), exact
+  where the work bound lets the first solve stop within its gap, and free of cost (hours cost nothing there).
 """
 
 from __future__ import annotations
@@ -93,9 +93,7 @@ def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | No
     if not any(u.previous for u in units):
         return None
     values = nothing_placed(model, model.lower.copy(), np.ones(model.columns, dtype=np.bool_))
-    place = np.flatnonzero(model.kind == Col.PLACE)
-    column_of = {(int(u), int(p)): int(col) for u, p, col in zip(model.unit[place], model.ref[place], place,
-                                                                    strict=True)}
+    column_of = _previous_columns(model, units)
     unplaced = {int(model.unit[col]): int(col) for col in np.flatnonzero(model.kind == Col.UNPLACED)}
     moved = {(int(model.unit[col]), int(model.ref[col])): int(col) for col in np.flatnonzero(model.kind == Col.MOVED)}
     hours, x_of_hours, class_of = _hours_columns(model, classes)
@@ -117,12 +115,13 @@ def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | No
         kept[u] = True
     _settle(model, values)
     # the hours as the model counts them: a plan file's are rounded, and a row at its capacity breaks by a hair, which
-    # a later stage's rows (priority.py) may not forgive: the start keeps a margin inside every row, or is none
-    timed = keep_hours(model, values, units, classes, effort, margin=START_MARGIN)
-    if timed is None:  # some row is full to its bound (a gang's machine-hours, exactly): kept as exactly as it goes
-        timed = keep_hours(model, values, units, classes, effort)
-        if _breach(model, timed) > 0:
+    # a later stage's rows (priority.py) may not forgive: then the start keeps a margin inside every row, or is none
+    timed = keep_hours(model, values, units, classes, effort)
+    if _breach(model, timed) > 0:
+        inside = keep_hours(model, values, units, classes, effort, margin=START_MARGIN)
+        if inside is None:  # some row is full to its bound where the hours breach it: no start
             return None
+        timed = inside
     values = timed
     real = model.unit < model.demand_rows
     free = real & ~kept[np.where(real, model.unit, 0)]
@@ -130,6 +129,19 @@ def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | No
     if repaired is None:
         return None
     return greedy_start(model, repaired[0])
+
+
+def _previous_columns(model: Model, units: list[Unit]) -> dict[tuple[int, int], int]:
+    """(unit, pool) -> its placement column, for the pools the previous plan used (found by sorting, not by a
+    dictionary of a fleet's every column)."""
+    place = np.flatnonzero(model.kind == Col.PLACE)
+    width = int(model.ref[place].max(initial=0)) + 1
+    keys = model.unit[place].astype(np.int64) * width + model.ref[place]
+    order = np.argsort(keys, kind="stable")
+    wanted = [(u, p) for u, unit in enumerate(units) for p in unit.previous]
+    asked = np.array([u * width + p for u, p in wanted], dtype=np.int64)
+    found = place[order[np.searchsorted(keys[order], asked)]] if asked.size else np.zeros(0, dtype=np.int64)
+    return {pair: int(col) for pair, col in zip(wanted, found.tolist(), strict=True)}
 
 
 def _placed_as_before(model: Model, values: FloatArray, unit: Unit, room: float, columns: dict[int, int],
