@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.deploy.scaling_schedule import pool_schedules
 from hybridctl.core.deploy.stackconfig import stack_configs
 from hybridctl.core.failover.events import parse_events
@@ -101,6 +102,7 @@ def spilled() -> tuple[Inventory, Plan]:
 def test_a_timed_plan_against_itself_comes_back_byte_for_byte(spilled: tuple[Inventory, Plan]) -> None:
     inventory, first = spilled
     again = plan(inventory, previous=first, options=AT_PLAN_WEEK)
+    assert check_plan(inventory, again) == []
     assert _placements(again) == _placements(first)
     assert again.pools == first.pools
     assert not diff_plans(first, again).has_changes
@@ -123,6 +125,7 @@ def test_a_price_change_on_premises_leaves_the_aws_schedule_alone(spilled: tuple
     inventory, first = spilled
     dearer = spill(2.5)
     after = plan(dearer, previous=first, options=AT_PLAN_WEEK)
+    assert check_plan(dearer, after) == []
     diff = diff_plans(first, after)
     assert not diff.workloads and not diff.pools and diff.cost_changed  # the price, and nothing else
     assert [p for p in _placements(after) if p["pool"] == "spot"] == [p for p in _placements(first) if p["pool"] == "spot"]
