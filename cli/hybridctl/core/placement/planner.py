@@ -121,11 +121,12 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         classes = segment_classes(comp_units, week) if week is not None and week.timed else None  # as formulate()'s
         # each run's work is its own (effort.py): a component's plan never depends on how long another took
         start = previous_start(model, comp_units, classes, effort)
-        solution = solve(model, effort=effort, gap=options.gap, previous=start)
+        solution = solve(model, effort=effort, gap=options.gap, previous=None if start is None else start.values)
         if needs_stages(model, solution.values):  # spec: highest tier first, then cost
             solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
         # the hours nearest the previous plan's, all else held (a start kept inside its rows by a margin, too)
-        solution = replace(solution, values=keep_hours(model, solution.values, comp_units, classes, effort))
+        if start is None or not (start.hours_kept and np.array_equal(solution.values, start.values)):
+            solution = replace(solution, values=keep_hours(model, solution.values, comp_units, classes, effort))
         solved.objective += solution.objective
         solved.bound += solution.bound
         solved.statuses.append(solution.status)

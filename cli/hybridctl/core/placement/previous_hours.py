@@ -18,7 +18,7 @@ placements re-timed and two pools at other peaks). Three things keep them:
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import overload
 
 import numpy as np
@@ -86,7 +86,14 @@ def _hours_columns(model: Model, classes: SegmentClasses | None) -> tuple[np.nda
     return cols, x_col, c
 
 
-def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | None, effort: Effort) -> FloatArray | None:
+@dataclass(frozen=True)
+class PreviousStart:
+    values: FloatArray  # the previous plan as an answer of the model
+    hours_kept: bool  # its hours are keep_hours' own (held inside the rows by no margin): nothing to bring back
+
+
+def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | None,
+                   effort: Effort) -> PreviousStart | None:
     """The previous plan as an answer of the model, or None without one: each unit's replicas where they were
     (a unit whose pools no longer take them starts unplaced), its hours as they ran, the machines, sites, domains
     and gang switches they need; the work it did not place, placed greedily as far as it fits."""
@@ -117,18 +124,18 @@ def previous_start(model: Model, units: list[Unit], classes: SegmentClasses | No
     # the hours as the model counts them: a plan file's are rounded, and a row at its capacity breaks by a hair, which
     # a later stage's rows (priority.py) may not forgive: then the start keeps a margin inside every row, or is none
     timed = keep_hours(model, values, units, classes, effort)
-    if _breach(model, timed) > 0:
+    exact = _breach(model, timed) <= 0
+    if not exact:
         inside = keep_hours(model, values, units, classes, effort, margin=START_MARGIN)
         if inside is None:  # some row is full to its bound where the hours breach it: no start
             return None
         timed = inside
-    values = timed
     real = model.unit < model.demand_rows
     free = real & ~kept[np.where(real, model.unit, 0)]
-    repaired = feasible_timed_start(model, values, free)
+    repaired = feasible_timed_start(model, timed, free)
     if repaired is None:
         return None
-    return greedy_start(model, repaired[0])
+    return PreviousStart(greedy_start(model, repaired[0]), exact)
 
 
 def _previous_columns(model: Model, units: list[Unit]) -> dict[tuple[int, int], int]:
