@@ -109,8 +109,8 @@ def render_diff(console: Console, diff: PlanDiff, stack_changes: int = 0) -> Non
                     [*((c.workload, c.change, c.describe()) for c in diff.workloads),
                      *((f"pool {p.pool}", "resized" if p.resized else "peak use", p.describe()) for p in diff.pools)])
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
-                  f"{diff.count('resized')} resized, {sum(p.resized for p in diff.pools)} pools resized; cost "
-                  f"{diff.cost_line()}",
+                  f"{diff.count('resized')} resized, {diff.count('retimed')} re-timed, "
+                  f"{sum(p.resized for p in diff.pools)} pools resized; cost {diff.cost_line()}",
                   markup=False)
 
 

@@ -116,7 +116,7 @@ def change_line(summary: PlanSummary) -> str:
     against = "the previous plan" if summary.baseline == "previous" else "the applied plan"
     if not diff.has_changes:
         return f"none against {against} ({signed_usd(summary.change_usd_per_month)}/month)"
-    counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized")
+    counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized", "retimed")
                        if diff.count(kind))
     if not (diff.workloads or diff.pools):  # a cost-only change: say what moved it
         causes = "; ".join(c.describe() for c in diff.causes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -25,6 +25,7 @@ from hybridctl.core.placement.explain import placement_reason, unplaced_reason
 from hybridctl.core.placement.formulation import formulate, penalty_per_replica
 from hybridctl.core.placement.movements import data_movements
 from hybridctl.core.placement.patterns import Pattern, deal_by_pattern
+from hybridctl.core.placement.previous_hours import keep_hours, previous_hours, previous_start
 from hybridctl.core.placement.reason_tallies import pool_tallies
 from hybridctl.core.placement.segment_classes import column_segment_hours, segment_classes
 from hybridctl.core.placement.tiers import classify_workload
@@ -117,10 +118,15 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         comp_units = [units[i] for i in group]
         model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash, week=week)
         solved.variables += model.columns
+        classes = segment_classes(comp_units, week) if week is not None and week.timed else None  # as formulate()'s
         # each run's work is its own (effort.py): a component's plan never depends on how long another took
-        solution = solve(model, effort=effort, gap=options.gap)
+        start = previous_start(model, comp_units, classes, effort)
+        solution = solve(model, effort=effort, gap=options.gap, previous=None if start is None else start.values)
         if needs_stages(comp_units, model, solution.values):  # spec: highest tier first, then cost
             solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
+        # the hours nearest the previous plan's, all else held (a start kept inside its rows by a margin, too)
+        if start is None or not (start.hours_kept and np.array_equal(solution.values, start.values)):
+            solution = replace(solution, values=keep_hours(model, solution.values, comp_units, classes, effort))
         solved.objective += solution.objective
         solved.bound += solution.bound
         solved.statuses.append(solution.status)
@@ -128,8 +134,7 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         placed = np.flatnonzero((model.kind == Col.PLACE) & (solution.values > 0.5))
         for col in placed.tolist():
             solved.counts[group[int(model.unit[col])]][int(model.ref[col])] = int(solution.values[col])
-        if week is not None:
-            classes = segment_classes(comp_units, week)  # as formulate() counted them
+        if week is not None and classes is not None:
             for col, by_segment in column_segment_hours(model, solution.values, comp_units, week, classes).items():
                 unit_hours = solved.hours.setdefault(group[int(model.unit[col])], {})
                 unit_hours[int(model.ref[col])] = by_segment
@@ -212,7 +217,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
                 if d.workload.max_usd_per_month is not None}
     cash = inventory.policies.cost_model is CostModel.CASH
     week = plan_week(inventory, options.week)
-    units = build_units(all_demands, index, before, table, week=week)
+    hours_before = previous_hours(previous, week)
+    units = build_units(all_demands, index, before, table, week=week, previous_hours=hours_before)
     effort = Effort.within(options.time_limit_s)  # the safety net's deadline: one for the whole plan
     solved = _solve_components(units, table, ceilings, options, effort, cash, week)
     result = _assign(units, solved, pools, table, options, cash, week)
@@ -220,7 +226,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     # pays more than it counted, a small model is solved again unmerged, which is exact.
     if result.objective > solved.objective * (1 + 1e-9) + 0.01 \
             and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
-        exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week)
+        exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week,
+                                  previous_hours=hours_before)
         exact = _solve_components(exact_units, table, ceilings, options, effort, cash, week)
         exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
         exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below

@@ -75,6 +75,7 @@ def priced_alone(model: Model, others: BoolArray, opportunistic: BoolArray) -> A
     new_cols = model.columns + np.arange(added, dtype=np.int64)
     entries = (np.concatenate([model.rows + rows, model.rows + np.arange(added, dtype=np.int64)]),
                np.concatenate([cols, new_cols]), np.concatenate([gpus, link_coef[mixed]]))
-    extended = with_block(model, np.zeros(added), model.upper[machines], Col.MACHINES, model.unit[machines],
-                          model.ref[machines], np.full(added, -np.inf), np.zeros(added), entries)
+    extended = with_block(model, np.zeros(added), model.upper[machines], Col.MACHINES, entries,
+                          np.full(added, -np.inf), np.zeros(added), integer=True,
+                          owner=(model.unit[machines], model.ref[machines]))
     return Alone(extended, np.concatenate([cost, model.cost[machines]]), rows, cols, gpus, link_coef[mixed])
