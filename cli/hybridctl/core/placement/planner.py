@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
+from typing import overload
 
 import numpy as np
 
@@ -112,9 +113,10 @@ class _Assignment:
 
 
 def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, float], options: PlanOptions,
-                      effort: Effort, cash: bool, week: Week | None = None, room: float | None = None) -> _Solved:
+                      effort: Effort, cash: bool, week: Week | None = None, room: float | None = None) -> _Solved | None:
     """`room`: what a budget leaves beside the committed pools (policies.budget_action: shed), which binds
-    every component together: they are then solved as one model (None: no budget to keep)."""
+    every component together: they are then solved as one model (None: no budget to keep). None where the
+    fixed tier alone spends more than `room`."""
     groups = components(units) if room is None else [list(range(len(units)))] if units else []
     solved = _Solved(defaultdict(dict), {}, 0.0, 0.0, [], set(), 0, len(groups))
     for group in groups:
@@ -122,7 +124,10 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash, week=week)
         solved.variables += model.columns
         if room is not None:  # the budget a row of every tier's stage (solver/budget.py)
-            solution = within_budget(comp_units, model, room, effort=effort, gap=options.gap)
+            kept = within_budget(comp_units, model, room, effort=effort, gap=options.gap)
+            if kept is None:
+                return None
+            solution = kept
         else:
             # each run's work is its own (effort.py): a component's plan never depends on how long another took
             solution = solve(model, effort=effort, gap=options.gap)
@@ -220,19 +225,34 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
     if room < 0:
         return made
     shed = _plan(inventory, previous, options, pools, planned_demands, digest, tiers, facts, (room, made))
+    if shed is None or shed.over_budget:
+        return made
     keeps_fixed = _fixed_gpu_hours(shed) >= _fixed_gpu_hours(made) * (1 - 1e-9) - 1e-6
-    return shed if keeps_fixed and not shed.over_budget else made
+    return shed if keeps_fixed else made
 
 
 def _fixed_gpu_hours(plan_: Plan) -> float:
     return sum(pl.gpus * pl.hours_per_month for pl in plan_.placements if pl.tier == "fixed")
 
 
+@overload
 def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo],
           planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
-          facts: WorkloadFacts, shedding: tuple[float, Plan] | None = None) -> Plan:
+          facts: WorkloadFacts, shedding: None = None) -> Plan: ...
+
+
+@overload
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo],
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
+          facts: WorkloadFacts, shedding: tuple[float, Plan]) -> Plan | None: ...
+
+
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo],
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
+          facts: WorkloadFacts, shedding: tuple[float, Plan] | None = None) -> Plan | None:
     """The plan; with `shedding`, (room, the plan without the budget): the plan whose cash beside the
-    committed pools keeps within room, its shed replicas' reasons told against the plan without the budget."""
+    committed pools keeps within room, its shed replicas' reasons told against the plan without the budget
+    (None where the fixed tier alone spends more than room)."""
     started = time.perf_counter()
     room, unbudgeted = shedding if shedding is not None else (None, None)
     table = PoolTable.of(pools)
@@ -250,6 +270,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     units = build_units(all_demands, index, before, table, week=week)
     effort = Effort.within(options.time_limit_s)  # the safety net's deadline: one for the whole plan
     solved = _solve_components(units, table, ceilings, options, effort, cash, week, room)
+    if solved is None:
+        return None
     result = _assign(units, solved, pools, table, options, cash, week)
     # Twins that pay data movement are merged by a relaxation; in the rare case handing them back
     # pays more than it counted, a small model is solved again unmerged, which is exact.
@@ -257,12 +279,13 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
             and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
         exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week)
         exact = _solve_components(exact_units, table, ceilings, options, effort, cash, week, room)
-        exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
-        exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
-        if exact_result.objective < result.objective:
-            solved, result = exact, exact_result
-        else:
-            solved.bound = exact.bound
+        if exact is not None:  # None: the fixed tier alone over the room unmerged; the merged answer stands
+            exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
+            exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
+            if exact_result.objective < result.objective:
+                solved, result = exact, exact_result
+            else:
+                solved.bound = exact.bound
     # what the reasons count of each pool (in a timed plan, its busiest segment: reason_tallies.py)
     tallies = pool_tallies(result.assigned, pools, result.segment_hours,
                            [s.hours for s in week.segments] if week is not None and week.timed else ())
