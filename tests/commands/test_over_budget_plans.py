@@ -48,6 +48,8 @@ def test_show_cost_and_report_present_it_over_budget(over_budget_file: tuple[Pat
     _, out = over_budget_file
     shown = run("show", out)
     assert shown.code == 0 and f"budget:    $1,000.00/month: {MARK}" in shown.output
+    markdown = run("show", out, "--format", "markdown")  # the pull-request comment (the action's)
+    assert f"Budget $1,000.00/month (**{MARK}**) · " in markdown.output.splitlines()[1]
     cost = run("cost", out)
     assert cost.code == 0 and f"total: $1,168.00/month, budget $1,000.00/month: {MARK}" in " ".join(
         cost.output.split())
