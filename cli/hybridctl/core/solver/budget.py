@@ -65,7 +65,7 @@ def _given_way(units: list[Unit], model: Model, values: FloatArray, *, effort: E
     gpu_hours, rank, unplaced = _rank(units, model)
     place = model.kind == Col.PLACE
     follow = np.isin(model.kind, (int(Col.MACHINES), int(Col.GANG)))
-    for r in range(1, len(TIER_ORDER) - 1):  # fixed work is never short here; the lowest tier holds none below
+    for r in range(len(TIER_ORDER) - 1):  # the lowest tier holds nothing a tier below it needs
         cols = np.flatnonzero(unplaced & (rank == r))
         short = cols[values[cols] > model.lower[cols] + 0.5]
         theirs = place & np.isin(model.unit, model.unit[short])
