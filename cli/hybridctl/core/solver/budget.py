@@ -96,6 +96,6 @@ def _fixed_alone(units: list[Unit], model: Model, *, effort: Effort, gap: float)
     upper[(model.kind == Col.PLACE) & ~fixed_tier[owner]] = 0.0
     alone = replace(model, upper=upper)
     solution = solve(alone, effort=effort, gap=gap)
-    if needs_stages(alone, solution.values):
+    if needs_stages(units, alone, solution.values):
         solution = by_priority(units, alone, solution, effort=effort, gap=gap)
     return solution
