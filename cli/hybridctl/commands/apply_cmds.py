@@ -65,6 +65,9 @@ def apply(
                                         "unplaced (as `plan --allow-unplaced` accepts it)."),
     fail_on_unplaced: bool = typer.Option(False, "--fail-on-unplaced", help="Refuse (exit 1) when any workload, "
                                           "of any tier, is left unplaced."),
+    allow_over_budget: bool = typer.Option(False, "--allow-over-budget", help="Apply a plan over "
+                                           "policies.monthly_budget_usd (marked over_budget; refused, exit 1, "
+                                           "without this)."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.operations.apply import run_apply
@@ -78,7 +81,8 @@ def apply(
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
                      parallelism=parallelism, end_failover=end_failover,
                      allow_machine_removal=allow_machine_removal, verify_full=verify_full,
-                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced, view=Terminal())
+                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                     allow_over_budget=allow_over_budget, view=Terminal())
     if code:
         raise typer.Exit(code)
 

@@ -116,4 +116,4 @@ def cost(
     from hybridctl.render.cost import show_cost
 
     planned, lines = cost_by(source, by, week)
-    show_cost(by, planned.total_usd_per_month, lines, output_format.value)
+    show_cost(by, planned, lines, output_format.value)

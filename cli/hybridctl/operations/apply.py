@@ -95,7 +95,7 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
               ssh_key: Path | None, parallelism: int, end_failover: bool = False,
               allow_machine_removal: bool = False, verify_full: bool = False, allow_unplaced: bool = False,
-              fail_on_unplaced: bool = False, view: Terminal) -> int:
+              fail_on_unplaced: bool = False, allow_over_budget: bool = False, view: Terminal) -> int:
     from hybridctl.core.deploy.stackconfig import plan_digest
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
     from hybridctl.core.placement.planner import WorkloadFacts
@@ -125,8 +125,9 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             facts = WorkloadFacts.of(loaded.inventory)
             the_plan = replace(the_plan, workload_types=facts.types, teams=facts.teams)
             inventory_path = inventory
-            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
-            if failure is not None:  # what `plan` fails on (and writes no plan file for): a plan file made so
+            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                                   allow_over_budget=allow_over_budget)
+            if failure is not None:  # what `plan` fails on: a plan file made so, or marked over budget
                 raise failure
         else:
             loaded = load_inventory(source)
@@ -135,7 +136,8 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             the_plan = replace(planned(loaded.inventory, previous=previous), base_serial=current.serial)
             changes = diff_plans(previous, the_plan) if previous else None
             render_plan(view.out, the_plan, changes, summary=summarize(the_plan, changes, "applied"))
-            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                                   allow_over_budget=allow_over_budget)
             if failure is not None:  # as `plan` fails on it: over budget, or work unplaced that must run
                 raise failure
         failovers = guard_failovers(store, current, the_plan, end_failover)

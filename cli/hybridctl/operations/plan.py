@@ -163,15 +163,19 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     # planner leaves the second core idle). Nothing is shown, saved or previewed before the
     # checker's verdict: the file is renamed into place only after it.
     forking = len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS
-    # Over budget, or work left unplaced that must run: `plan` fails (exit 1) and, as Terraform's plan does
-    # when it errors, writes no plan file: apply would refuse it for the same reason (plan_failure).
+    # Over budget, or work left unplaced that must run: `plan` fails (exit 1). Work left unplaced writes no
+    # plan file, as Terraform's plan does when it errors: apply would refuse it for the same reason
+    # (plan_failure). A plan over budget is written, marked over_budget, for show, cost and report to present
+    # (spec, "Budget"): apply refuses it without --allow-over-budget.
     failure = plan_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+    unwritten = plan_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                             allow_over_budget=True)
     with ExitStack() as children:
         checking = children.enter_context(Background(partial(planner_violations, loaded.inventory, result, options, before),
                                                           fork=forking))
         try:
             staged = writing = None
-            if out is not None and failure is None:
+            if out is not None and unwritten is None:
                 from hybridctl.drivers.state import current_serial
 
                 saved = replace(result, base_serial=current_serial(state))
@@ -209,7 +213,9 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     if failure is not None:
         view.note(f"[red]error:[/] {failure.message}")
         view.note(f"[cyan]hint:[/] {failure.hint}")
-        if out is not None:
+        if out is not None and unwritten is None:
+            view.note(f"plan written to {out}, marked over budget: apply refuses it without --allow-over-budget")
+        elif out is not None:
             view.note(f"no plan file written to {out}: apply would refuse this plan for the same reason")
         return ExitCode.FAILED
     if out is not None:

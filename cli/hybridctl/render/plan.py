@@ -19,7 +19,7 @@ from hybridctl.core.pricing.showback import (
     showback,
 )
 from hybridctl.render.listing import print_capped, print_table
-from hybridctl.render.plan_summary import idle_machine_lines, render_summary, usd
+from hybridctl.render.plan_summary import idle_machine_lines, over_budget_text, render_summary, usd
 from hybridctl.render.untrusted import echo
 from hybridctl.render.week import render_week_strip
 
@@ -138,7 +138,8 @@ def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChange
                   stack_changes=stack_changes,
                   placement_rows=list(zip(plan.placements, costs.placements, strict=True)),
                   placements_footer=placements_footer(costs), idle_machines=idle_machine_lines(plan),
-                  parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe())
+                  parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe(),
+                  over_budget=over_budget_text(summarize(plan)) if plan.over_budget else "")
 
 
 def markdown_parts(costs: CostParts) -> str:

@@ -155,6 +155,12 @@ def cloud_line(cloud: CloudChanges) -> str:
     return f"{counted} in {stacks} stack(s) ({source}; table at the end)"
 
 
+def over_budget_text(summary: PlanSummary) -> str:
+    """The mark of a plan over its budget, wherever it is shown (plan, show, cost, report)."""
+    over = round(summary.costs.total_usd_per_month, 2) - round(summary.budget_usd_per_month or 0.0, 2)
+    return f"OVER BUDGET by {usd(over)}: apply refuses this plan without --allow-over-budget"
+
+
 def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = None) -> list[tuple[str, str]]:
     """(label, text) lines of the summary, plain text: at most about 15 of them."""
     rows = [("total:", total_line(summary.costs))]
@@ -166,7 +172,8 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     if summary.budget_usd_per_month is not None:
         budget = summary.budget_usd_per_month
         share = summary.costs.total_usd_per_month / budget if budget else float("inf")
-        rows.append(("budget:", f"{usd(budget)}/month: " + ("OVER BUDGET" if summary.over_budget else f"{share:.0%} used")))
+        rows.append(("budget:", f"{usd(budget)}/month: " + (over_budget_text(summary) if summary.over_budget
+                                                            else f"{share:.0%} used")))
     rows.append(("change:", change_line(summary)))
     rows += [("prices:" if i == 0 else "", text) for i, text in enumerate(price_lines(plan))]
     if plan.unplaced:
@@ -192,7 +199,7 @@ def render_summary(console: Console, plan: Plan, summary: PlanSummary, cloud: Cl
                   f"{summary.placed_workloads} placed on {summary.gpus_placed:,} GPUs at {summary.sites_used} "
                   f"site(s), {summary.unplaced_workloads} unplaced")
     for label, value in summary_rows(plan, summary, cloud):
-        style = "red" if label == "unplaced:" or value.endswith("OVER BUDGET") else "bold"
+        style = "red" if label == "unplaced:" or (label == "budget:" and summary.over_budget) else "bold"
         # one line each, cut rather than folded: the summary must stay a screenful; a hint is folded, since a
         # hint cut short names no way out
         hint = label == "hint:"

@@ -118,6 +118,13 @@ class CostModel(StrEnum):
     AMORTIZED = "amortized"
 
 
+class BudgetAction(StrEnum):
+    """What a plan over policies.monthly_budget_usd does (spec, "Budget")."""
+
+    FAIL = "fail"
+    SHED = "shed"
+
+
 class TierChoice(StrEnum):
     AUTO = "auto"
     FIXED = "fixed"
@@ -133,7 +140,13 @@ class Policies(_Model):
     """Inventory-wide policies; all optional."""
 
     monthly_budget_usd: UsdPerMonth | None = Field(
-        None, description="The plan fails when the optimal plan costs more than this per month.")
+        None, description="The month's total under the cost model (committed pools included) may not exceed this: "
+                          "see budget_action.")
+    budget_action: BudgetAction = Field(
+        BudgetAction.FAIL, description="fail (default): a plan over monthly_budget_usd fails (exit 1), and is still "
+                                       "shown whole and written, marked over_budget, which apply refuses without "
+                                       "--allow-over-budget; shed: the planner keeps within the budget by leaving "
+                                       "the lowest tiers' work unplaced (reason: budget), never the fixed tier's.")
     spread_fixed_across: Spread = Field(
         1, description="Failure domains that a fixed-tier workload with at least 2 replicas must span.")
     allow_on_demand_for_opportunistic: StrictBool = Field(

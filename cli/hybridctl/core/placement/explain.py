@@ -8,8 +8,16 @@ from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
 from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo
 from hybridctl.core.placement.tiers import TIER_ORDER, Tier
-from hybridctl.core.pricing.rates import rate_text, replica_usd_per_month, whole_machines
-from hybridctl.core.week.machines import machine_sized
+from hybridctl.core.pricing.rates import (
+    egress_rates,
+    egress_usd_by_site,
+    machines_usd_per_month,
+    rate_text,
+    replica_hours,
+    replica_usd_per_month,
+    whole_machines,
+)
+from hybridctl.core.week.machines import machine_sized, own_machines
 
 
 def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
@@ -212,3 +220,30 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
         return f"{need}; {named} {'have' if len(pools) != 1 else 'has'} no GPUs left"
     return (f"{need}; {named} {'hold' if len(pools) != 1 else 'holds'} {capacity} GPUs, "
             f"of which {taken} are taken" + (f" ({breakdown})" if breakdown else "") + machine_note + gang_note)
+
+
+def budget_reason(demand: Demand, shed: int, index: EligibilityIndex, inventory: Inventory,
+                  used: Mapping[int, int], machines: Mapping[int, int]) -> str:
+    """Why `shed` replicas that a plan without the budget places are left out (policies.budget_action: shed),
+    and the cash they would have cost: a replica's own machines for its hours (nothing on a committed pool)
+    plus its data movement, at the cheapest pool it may use, among those with room first."""
+    eligible = [index.pools[p] for p in index.eligible(demand)]
+    egress = egress_usd_by_site(demand, index.pools, tuple(index.eligible(demand)), egress_rates(inventory.sites))
+
+    def cash(pool: PoolInfo) -> float:
+        own = 0.0 if pool.committed else machines_usd_per_month(
+            pool, own_machines(1, demand.gpu_count, pool.gpus_per_node), replica_hours(demand, pool))
+        return own + egress.get(pool.site.name, 0.0)
+
+    roomy = [p for p in eligible if has_room(demand, p, used, machines)]
+    cheapest = min(roomy or eligible, key=lambda p: (cash(p), p.name))
+    each = cash(cheapest)
+    budget = inventory.policies.monthly_budget_usd or 0.0
+    parts = "its own machines" if not cheapest.committed else "committed capacity"
+    if egress.get(cheapest.site.name):
+        parts += f" + data movement ${egress[cheapest.site.name]:,.2f}"
+    types = " or ".join(demand.gpu_types)
+    among = "with room" if roomy else "it may use"
+    return (f"budget: {shed} × {demand.gpu_count} {types} left out to keep within the monthly budget of "
+            f"${budget:,.2f} (policies.budget_action: shed); they would have cost ${shed * each:,.2f}/month of cash "
+            f"(${each:,.2f} a replica at {cheapest.name}, the cheapest pool {among}: {parts})")

@@ -48,6 +48,10 @@ class Model:
     offset: float = 0.0
     # unit -> (paying site ids, patterns: one row per PATTERN column's ref) for twins counted exactly
     patterns: dict[int, tuple[IntArray, IntArray]] = field(default_factory=dict)
+    # What each column adds to the month's total under the cost model, `offset` aside: its cost without the
+    # penalty on unplaced replicas, the stability term and the tie-break (a budget row's coefficients,
+    # solver/budget.py); None where the formulation gives none
+    spend: FloatArray | None = None
 
     @property
     def columns(self) -> int:
