@@ -64,7 +64,16 @@ def planned_pool(site: Site, pool: Pool, counted: Tally | None, cat: Catalog) ->
             f"cloud pool {site.name}/{pool.name} lacks a catalog instance type, max_gpus, region or cluster",
             hint="run `hybridctl validate` on the inventory",
         )
-    return PlannedPool(site, pool, dict(counted[0]), pool_usd_per_gpu_hour(pool, cat.instances),
+    if site.provider not in (None, "aws"):
+        # The plan may use Google Cloud and Azure pools (revision 4); their stacks are not built yet, and an
+        # EKS node group of a GKE machine type would be wrong: say so instead of writing one.
+        raise HybridctlError(
+            f"cloud pool {site.name}/{pool.name} is on {site.provider}, and hybridctl provisions AWS node groups "
+            "only: the plan places GPUs there",
+            hint=f"create the {site.provider} node pool by hand for now, or keep {site.provider} pools out of "
+                 "this plan (`sites:` on the workloads); plan, failover and drill cover every provider",
+        )
+    return PlannedPool(site, pool, dict(counted[0]), pool_usd_per_gpu_hour(pool, cat.instances, site.region),
                        frozenset(counted[1]), instance.gpus_per_node)
 
 
@@ -79,7 +88,7 @@ def onprem_planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list
         for pool in site.pools:
             on_pool: Tally | None = counted.get((site.name, pool.name))
             if on_pool is not None and any(on_pool[0].values()):
-                found.append(PlannedPool(site, pool, dict(on_pool[0]), pool_usd_per_gpu_hour(pool, cat.instances),
+                found.append(PlannedPool(site, pool, dict(on_pool[0]), pool_usd_per_gpu_hour(pool, cat.instances, site.region),
                                          frozenset(on_pool[1]), pool.gpus_per_node or min(8, pool.gpus or 8)))
     return found
 
@@ -119,7 +128,7 @@ def spill_order(inventory: Inventory, cat: Catalog) -> dict[str, SpillRank]:
         if site.kind is SiteKind.ONPREM:
             rank[site.cluster] = (0, float(i), site.cluster)
         elif site.kind is SiteKind.CLOUD:
-            prices = [pool_usd_per_gpu_hour(p, cat.instances) for p in site.pools]
+            prices = [pool_usd_per_gpu_hour(p, cat.instances, site.region) for p in site.pools]
             rank[site.cluster] = (1, min(prices, default=0.0), site.cluster)
     return rank
 

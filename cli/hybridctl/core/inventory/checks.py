@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from hybridctl.core.inventory.catalog import catalog
+from hybridctl.core.inventory.catalog import InstanceType, catalog
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.feasibility import check_feasibility
 from hybridctl.core.inventory.models import (
+    AWS_RESERVATION_ID,
+    AZURE_RESERVATION_GROUP,
     DEFAULT_REALTIME_HOURS,
+    GCP_RESERVATION_NAME,
     CapacityType,
     Inventory,
     Sensitivity,
@@ -21,7 +25,14 @@ from hybridctl.core.inventory.models import (
     WorkloadType,
 )
 from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap
-from hybridctl.core.inventory.zones import region_code, zone_of
+from hybridctl.core.inventory.zones import region_code, zone_of, zone_region
+
+PROVIDER_NAMES = {"aws": "AWS", "gcp": "Google Cloud", "azure": "Azure"}
+# what a reserved pool's reservation_id is on each provider, for the hint when it has another's form
+_RESERVATION_FORMS = {"aws": (AWS_RESERVATION_ID, "the EC2 capacity reservation's cr-... id"),
+                      "gcp": (GCP_RESERVATION_NAME, "the Compute Engine reservation's name"),
+                      "azure": (AZURE_RESERVATION_GROUP, "the capacity reservation group's resource ID "
+                                "(/subscriptions/.../capacityReservationGroups/NAME)")}
 
 
 def _suggest(name: str, known: Collection[str]) -> str | None:
@@ -236,7 +247,8 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
             present = getattr(site, field) is not None
             if cloud and not present:
                 diagnostics.error("missing-field", f"site {site.name}: a cloud site needs `{field}`", at(base),
-                                  {"provider": "add `provider: aws`", "region": "add e.g. `region: us-east-1`",
+                                  {"provider": "add `provider:` aws, gcp or azure",
+                                   "region": "add e.g. `region: us-east-1` (gcp: us-central1, azure: eastus)",
                                    "cluster": "add `cluster:` naming the Kubernetes cluster its pools join"}[field])
             # An on-prem site may name its Kubernetes cluster (revision 3): it gets queues too.
             if not cloud and present and not (field == "cluster" and site.kind is SiteKind.ONPREM):
@@ -262,7 +274,21 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("reservation-not-reserved", f"pool {pool.name}: `reservation_id` applies to "
                                   "reserved cloud pools only", at((*pbase, "reservation_id"), key=True),
                                   "remove `reservation_id`, or set `capacity_type: reserved` on a cloud pool")
-            elif (pool.reservation_id is not None and region_code(site.region or "") is not None
+            elif pool.reservation_id is not None and (reservation := _reservation_form_error(site.provider,
+                                                                                        pool.reservation_id)):
+                diagnostics.error("reservation-id-form", f"pool {pool.name}: reservation_id "
+                                  f"'{pool.reservation_id}' is not a {PROVIDER_NAMES.get(site.provider or '', '')} "
+                                  "reservation", at((*pbase, "reservation_id")), f"write {reservation}")
+            elif (pool.reservation_id is not None and site.provider == "gcp" and site.region is not None
+                  and zone_region("gcp", pool.failure_domain) != site.region):
+                # A Compute Engine reservation is zonal: the node pool must run in its zone.
+                diagnostics.error("reservation-zone", f"pool {pool.name}: reservation {pool.reservation_id} lives in "
+                                  "one zone, and the pool's `failure_domain` names none of "
+                                  f"{site.region}'s", at((*pbase, "failure_domain") if pool.failure_domain else pbase),
+                                  f"set `failure_domain:` to the reservation's zone, e.g. {site.region}-a, as "
+                                  "`gcloud compute reservations describe` shows it")
+            elif (pool.reservation_id is not None and site.provider in (None, "aws")
+                  and region_code(site.region or "") is not None
                   and zone_of(site.region, pool.failure_domain) is None):
                 # A capacity reservation lives in one availability zone: its node group must launch there.
                 # (A region not named as AWS names them has no zones to check against.)
@@ -298,11 +324,18 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 if pool.gpus is not None:
                     diagnostics.error("onprem-only-field", f"pool {pool.name}: a cloud pool's capacity is `max_gpus`, "
                                       "not `gpus`", at((*pbase, "gpus"), key=True), "rename `gpus` to `max_gpus`")
+                provider = site.provider or "aws"
+                own = {n: i for n, i in instances.items() if i.provider == provider}
                 instance = instances.get(pool.instance_type or "")
                 if pool.instance_type is not None and instance is None:
                     diagnostics.error("unknown-instance-type", f"pool {pool.name}: instance type "
                                       f"'{pool.instance_type}' is not in the catalog", at((*pbase, "instance_type")),
-                                      _unknown("instance type", pool.instance_type, instances))
+                                      _nearest_names(pool.instance_type, own, provider))
+                elif instance is not None and instance.provider != provider:
+                    diagnostics.error("instance-provider-mismatch", f"pool {pool.name}: {instance.name} is "
+                                      f"{_article(instance.provider)} instance type, and site {site.name} is on "
+                                      f"{PROVIDER_NAMES[provider]} (provider: {provider})",
+                                      at((*pbase, "instance_type")), _same_gpu_names(pool.gpu, own, provider))
                 elif instance is not None and instance.gpu != pool.gpu:
                     diagnostics.error("instance-gpu-mismatch", f"pool {pool.name}: {instance.name} carries "
                                       f"{instance.gpu} GPUs, but the pool says gpu: {pool.gpu}", at((*pbase, "gpu")),
@@ -311,14 +344,21 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                     diagnostics.warning("partial-node-quota", f"pool {pool.name}: max_gpus {pool.max_gpus} is not a "
                                         f"multiple of {instance.gpus_per_node} GPUs per {instance.name} node",
                                         at((*pbase, "max_gpus")), "the node group can only use whole nodes")
-                if instance is not None and pool.usd_per_gpu_hour is None and site.region is not None \
-                        and site.region != instance.price_region:
-                    # list prices differ by region: the plan would cost this pool at another region's
+                if instance is not None and instance.provider == provider and pool.usd_per_gpu_hour is None \
+                        and site.region is not None and site.region != (listed := instance.price_in(site.region)).region:
+                    # list prices differ by region: the plan costs this pool at the nearest listed region's
                     diagnostics.warning("price-from-another-region", f"pool {pool.name}: priced from the catalog's "
-                                        f"{instance.price_region} list price of {instance.price_read_on.isoformat()} "
+                                        f"{listed.region} list price of {listed.read_on.isoformat()} "
                                         f"for {instance.name}, and site {site.name} is in {site.region}",
                                         at((*pbase, "instance_type")),
                                         f"set usd_per_gpu_hour to what a GPU-hour costs in {site.region}")
+                zoned = zone_region(provider, pool.failure_domain)
+                if zoned is not None and site.region is not None and zoned != site.region:
+                    diagnostics.error("zone-not-in-region", f"pool {pool.name}: failure_domain {pool.failure_domain} "
+                                      f"is a zone of {zoned}, and site {site.name} is in {site.region}",
+                                      at((*pbase, "failure_domain")),
+                                      f"name a zone of {site.region} (e.g. {_zone_example(provider, site.region)}), "
+                                      "or move the pool to a site in " + zoned)
             else:
                 for field in ("instance_type", "max_gpus"):
                     if getattr(pool, field) is not None:
@@ -336,3 +376,35 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("unresolved-reference", f"host {host.name}: pool '{host.pool}' is not a pool of "
                                   f"site {site.name}", at((*base, "hosts", j, "pool")),
                                   _unknown("pool", host.pool, pool_names))
+
+
+def _article(provider: str) -> str:
+    name = PROVIDER_NAMES.get(provider, provider)
+    return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
+
+
+def _nearest_names(name: str, own: dict[str, InstanceType], provider: str) -> str:
+    """The provider's names nearest to a mistyped one (up to 3), else all of them."""
+    close = difflib.get_close_matches(name, list(own), n=3, cutoff=0.5)
+    if close:
+        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    return f"{PROVIDER_NAMES.get(provider, provider)} types in the catalog: {', '.join(sorted(own))}"
+
+
+def _same_gpu_names(gpu: str, own: dict[str, InstanceType], provider: str) -> str:
+    same = sorted(n for n, i in own.items() if i.gpu == gpu)
+    kind = {"aws": "instance type", "gcp": "machine type", "azure": "VM size"}.get(provider, "type")
+    if same:
+        return f"use a {PROVIDER_NAMES.get(provider, provider)} {kind} with {gpu} GPUs: {', '.join(same)}"
+    return f"the catalog has no {PROVIDER_NAMES.get(provider, provider)} {kind} with {gpu} GPUs: " \
+           "change the pool's `gpu`, or move it to a site of another provider"
+
+
+def _zone_example(provider: str, region: str) -> str:
+    return {"gcp": f"{region}-a", "azure": f"{region}-1"}.get(provider, f"{region}a")
+
+
+def _reservation_form_error(provider: str | None, reservation_id: str) -> str:
+    """'' when the id has the provider's form, else what the provider's form is."""
+    pattern, words = _RESERVATION_FORMS.get(provider or "aws", _RESERVATION_FORMS["aws"])
+    return "" if re.fullmatch(pattern, reservation_id) else words
