@@ -164,11 +164,3 @@ def test_a_gcp_reservation_needs_its_zone() -> None:
     [error] = errors(text, "reservation-zone")
     assert error.hint is not None and "us-central1-a" in error.hint
 
-
-def test_synthesizing_a_plan_that_uses_a_gcp_pool_says_it_is_not_provisioned_yet() -> None:
-    from hybridctl.core.deploy.stackplanned import planned_pools
-    from hybridctl.errors import HybridctlError
-
-    loaded = load(fleet())
-    with pytest.raises(HybridctlError, match="is on gcp, and hybridctl provisions AWS node groups only"):
-        planned_pools(loaded.inventory, plan(loaded.inventory), catalog())

@@ -64,15 +64,6 @@ def planned_pool(site: Site, pool: Pool, counted: Tally | None, cat: Catalog) ->
             f"cloud pool {site.name}/{pool.name} lacks a catalog instance type, max_gpus, region or cluster",
             hint="run `hybridctl validate` on the inventory",
         )
-    if site.provider not in (None, "aws"):
-        # The plan may use Google Cloud and Azure pools (revision 4); their stacks are not built yet, and an
-        # EKS node group of a GKE machine type would be wrong: say so instead of writing one.
-        raise HybridctlError(
-            f"cloud pool {site.name}/{pool.name} is on {site.provider}, and hybridctl provisions AWS node groups "
-            "only: the plan places GPUs there",
-            hint=f"create the {site.provider} node pool by hand for now, or keep {site.provider} pools out of "
-                 "this plan (`sites:` on the workloads); plan, failover and drill cover every provider",
-        )
     return PlannedPool(site, pool, dict(counted[0]), pool_usd_per_gpu_hour(pool, cat.instances, site.region),
                        frozenset(counted[1]), instance.gpus_per_node)
 
@@ -98,12 +89,14 @@ def has_onprem_clusters(inventory: Inventory) -> bool:
 
 
 def cloud_pools(inventory: Inventory) -> list[tuple[Site, Pool]]:
-    """Every pool of a cloud site, in inventory order (the order of the stacks' node groups)."""
-    return [(site, pool) for site in inventory.sites if site.kind is SiteKind.CLOUD for pool in site.pools]
+    """Every pool of an AWS cloud site, in inventory order (the order of the EKS stacks' node groups); the
+    Google Cloud and Azure sites' pools are deploy/gke_aks.py's."""
+    return [(site, pool) for site in inventory.sites if site.kind is SiteKind.CLOUD and site.provider in (None, "aws")
+            for pool in site.pools]
 
 
 def planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[PlannedPool]:
-    """Cloud pools the plan uses, in inventory order, with their GPUs per tier."""
+    """AWS cloud pools the plan uses, in inventory order, with their GPUs per tier."""
     counted = tally(plan.placements)
     planned = (planned_pool(site, pool, counted.get((site.name, pool.name)), cat) for site, pool in cloud_pools(inventory))
     return [p for p in planned if p is not None]
