@@ -164,3 +164,13 @@ def test_a_gcp_reservation_needs_its_zone() -> None:
     [error] = errors(text, "reservation-zone")
     assert error.hint is not None and "us-central1-a" in error.hint
 
+
+
+def test_the_idle_machine_hint_names_smaller_shapes_of_the_pools_own_provider() -> None:
+    from hybridctl.render.plan_summary import shape_hint_lines
+
+    text = fleet().replace("  - {name: small, type: batch_inference", "  - {name: one, type: realtime_inference, "
+                           "gpu: {types: [H100], count: 1}, sites: [gcp-usc1]}\n  - {name: small, type: batch_inference")
+    [hint] = shape_hint_lines(plan(load(text).inventory))
+    assert hint.startswith("usc1-a3: ") and "a3-highgpu-1g" in hint
+    assert "p5" not in hint and "Standard_" not in hint

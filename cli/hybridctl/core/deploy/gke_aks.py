@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from types import MappingProxyType
 
 from hybridctl.core.deploy.stackconfig import node_pool
 from hybridctl.core.deploy.stackdiff import CloudChange
@@ -27,10 +27,11 @@ PROJECT_AZURE_POOLS = "azure-gpu-pools"
 OTHER_CLOUDS = ("gcp", "azure")
 
 # The GKE accelerator type of each catalog machine type (what `gcloud compute accelerator-types list` names).
-GKE_ACCELERATORS = {"a3-highgpu-8g": "nvidia-h100-80gb", "a3-highgpu-1g": "nvidia-h100-80gb",
-                    "a3-megagpu-8g": "nvidia-h100-mega-80gb", "a2-ultragpu-8g": "nvidia-a100-80gb",
-                    "a2-highgpu-1g": "nvidia-tesla-a100", "a2-highgpu-8g": "nvidia-tesla-a100",
-                    "g2-standard-4": "nvidia-l4", "g2-standard-48": "nvidia-l4"}
+GKE_ACCELERATORS = MappingProxyType({
+    "a3-highgpu-8g": "nvidia-h100-80gb", "a3-highgpu-1g": "nvidia-h100-80gb", "a3-megagpu-8g": "nvidia-h100-mega-80gb",
+    "a2-ultragpu-8g": "nvidia-a100-80gb", "a2-highgpu-1g": "nvidia-tesla-a100", "a2-highgpu-8g": "nvidia-tesla-a100",
+    "g2-standard-4": "nvidia-l4", "g2-standard-48": "nvidia-l4"})
+STACK_PROJECTS = MappingProxyType({"gcp": PROJECT_GCP_POOLS, "azure": PROJECT_AZURE_POOLS})
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,6 @@ class CloudPoolsStackConfig:
     inventory_name: str
     site: str
     settings: dict[str, JsonValue]
-    providers: ClassVar[dict[str, str]] = {"gcp": PROJECT_GCP_POOLS, "azure": PROJECT_AZURE_POOLS}
 
     @property
     def stack_name(self) -> str:
@@ -119,7 +119,7 @@ def other_cloud_stacks(inventory: Inventory, plan: Plan, digest: str, cat: Catal
             # the AKS cluster's resource group: the one named like the cluster (stacks/README.md)
             settings = {**common, "azure-native:location": site.region or "", "resourceGroup": site.cluster or "",
                         "agentPools": rows}
-        stacks.append(CloudPoolsStackConfig(CloudPoolsStackConfig.providers[site.provider or ""], inventory.name,
+        stacks.append(CloudPoolsStackConfig(STACK_PROJECTS[site.provider or ""], inventory.name,
                                             site_name, settings))
     return tuple(stacks)
 

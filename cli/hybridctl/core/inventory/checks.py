@@ -6,6 +6,7 @@ import difflib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from hybridctl.core.inventory.catalog import InstanceType, catalog
 from hybridctl.core.inventory.diagnostics import Diagnostics
@@ -27,12 +28,13 @@ from hybridctl.core.inventory.models import (
 from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap
 from hybridctl.core.inventory.zones import region_code, zone_of, zone_region
 
-PROVIDER_NAMES = {"aws": "AWS", "gcp": "Google Cloud", "azure": "Azure"}
+PROVIDER_NAMES = MappingProxyType({"aws": "AWS", "gcp": "Google Cloud", "azure": "Azure"})
 # what a reserved pool's reservation_id is on each provider, for the hint when it has another's form
-_RESERVATION_FORMS = {"aws": (AWS_RESERVATION_ID, "the EC2 capacity reservation's cr-... id"),
-                      "gcp": (GCP_RESERVATION_NAME, "the Compute Engine reservation's name"),
-                      "azure": (AZURE_RESERVATION_GROUP, "the capacity reservation group's resource ID "
-                                "(/subscriptions/.../capacityReservationGroups/NAME)")}
+_RESERVATION_FORMS = MappingProxyType({
+    "aws": (AWS_RESERVATION_ID, "the EC2 capacity reservation's cr-... id"),
+    "gcp": (GCP_RESERVATION_NAME, "the Compute Engine reservation's name"),
+    "azure": (AZURE_RESERVATION_GROUP, "the capacity reservation group's resource ID "
+              "(/subscriptions/.../capacityReservationGroups/NAME)")})
 
 
 def _suggest(name: str, known: Collection[str]) -> str | None:
