@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from types import MappingProxyType
 
-from hybridctl.core.inventory.catalog import InstanceType, catalog
+from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.inventory.diagnostics import Diagnostics
 from hybridctl.core.inventory.documents import Locator
 from hybridctl.core.inventory.feasibility import check_feasibility
 from hybridctl.core.inventory.models import (
-    AWS_RESERVATION_ID,
-    AZURE_RESERVATION_GROUP,
     DEFAULT_REALTIME_HOURS,
-    GCP_RESERVATION_NAME,
     CapacityType,
     Inventory,
     Sensitivity,
@@ -25,16 +20,16 @@ from hybridctl.core.inventory.models import (
     Workload,
     WorkloadType,
 )
+from hybridctl.core.inventory.providers import (
+    PROVIDER_NAMES,
+    article,
+    nearest_names,
+    reservation_form_error,
+    same_gpu_names,
+    zone_example,
+)
 from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap
 from hybridctl.core.inventory.zones import region_code, zone_of, zone_region
-
-PROVIDER_NAMES = MappingProxyType({"aws": "AWS", "gcp": "Google Cloud", "azure": "Azure"})
-# what a reserved pool's reservation_id is on each provider, for the hint when it has another's form
-_RESERVATION_FORMS = MappingProxyType({
-    "aws": (AWS_RESERVATION_ID, "the EC2 capacity reservation's cr-... id"),
-    "gcp": (GCP_RESERVATION_NAME, "the Compute Engine reservation's name"),
-    "azure": (AZURE_RESERVATION_GROUP, "the capacity reservation group's resource ID "
-              "(/subscriptions/.../capacityReservationGroups/NAME)")})
 
 
 def _suggest(name: str, known: Collection[str]) -> str | None:
@@ -276,7 +271,7 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("reservation-not-reserved", f"pool {pool.name}: `reservation_id` applies to "
                                   "reserved cloud pools only", at((*pbase, "reservation_id"), key=True),
                                   "remove `reservation_id`, or set `capacity_type: reserved` on a cloud pool")
-            elif pool.reservation_id is not None and (reservation := _reservation_form_error(site.provider,
+            elif pool.reservation_id is not None and (reservation := reservation_form_error(site.provider,
                                                                                         pool.reservation_id)):
                 diagnostics.error("reservation-id-form", f"pool {pool.name}: reservation_id "
                                   f"'{pool.reservation_id}' is not a {PROVIDER_NAMES.get(site.provider or '', '')} "
@@ -332,12 +327,12 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 if pool.instance_type is not None and instance is None:
                     diagnostics.error("unknown-instance-type", f"pool {pool.name}: instance type "
                                       f"'{pool.instance_type}' is not in the catalog", at((*pbase, "instance_type")),
-                                      _nearest_names(pool.instance_type, own, provider))
+                                      nearest_names(pool.instance_type, own, provider))
                 elif instance is not None and instance.provider != provider:
                     diagnostics.error("instance-provider-mismatch", f"pool {pool.name}: {instance.name} is "
-                                      f"{_article(instance.provider)} instance type, and site {site.name} is on "
+                                      f"{article(instance.provider)} instance type, and site {site.name} is on "
                                       f"{PROVIDER_NAMES[provider]} (provider: {provider})",
-                                      at((*pbase, "instance_type")), _same_gpu_names(pool.gpu, own, provider))
+                                      at((*pbase, "instance_type")), same_gpu_names(pool.gpu, own, provider))
                 elif instance is not None and instance.gpu != pool.gpu:
                     diagnostics.error("instance-gpu-mismatch", f"pool {pool.name}: {instance.name} carries "
                                       f"{instance.gpu} GPUs, but the pool says gpu: {pool.gpu}", at((*pbase, "gpu")),
@@ -359,7 +354,7 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                     diagnostics.error("zone-not-in-region", f"pool {pool.name}: failure_domain {pool.failure_domain} "
                                       f"is a zone of {zoned}, and site {site.name} is in {site.region}",
                                       at((*pbase, "failure_domain")),
-                                      f"name a zone of {site.region} (e.g. {_zone_example(provider, site.region)}), "
+                                      f"name a zone of {site.region} (e.g. {zone_example(provider, site.region)}), "
                                       "or move the pool to a site in " + zoned)
             else:
                 for field in ("instance_type", "max_gpus"):
@@ -379,34 +374,3 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                                   f"site {site.name}", at((*base, "hosts", j, "pool")),
                                   _unknown("pool", host.pool, pool_names))
 
-
-def _article(provider: str) -> str:
-    name = PROVIDER_NAMES.get(provider, provider)
-    return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
-
-
-def _nearest_names(name: str, own: dict[str, InstanceType], provider: str) -> str:
-    """The provider's names nearest to a mistyped one (up to 3), else all of them."""
-    close = difflib.get_close_matches(name, list(own), n=3, cutoff=0.5)
-    if close:
-        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
-    return f"{PROVIDER_NAMES.get(provider, provider)} types in the catalog: {', '.join(sorted(own))}"
-
-
-def _same_gpu_names(gpu: str, own: dict[str, InstanceType], provider: str) -> str:
-    same = sorted(n for n, i in own.items() if i.gpu == gpu)
-    kind = {"aws": "instance type", "gcp": "machine type", "azure": "VM size"}.get(provider, "type")
-    if same:
-        return f"use a {PROVIDER_NAMES.get(provider, provider)} {kind} with {gpu} GPUs: {', '.join(same)}"
-    return f"the catalog has no {PROVIDER_NAMES.get(provider, provider)} {kind} with {gpu} GPUs: " \
-           "change the pool's `gpu`, or move it to a site of another provider"
-
-
-def _zone_example(provider: str, region: str) -> str:
-    return {"gcp": f"{region}-a", "azure": f"{region}-1"}.get(provider, f"{region}a")
-
-
-def _reservation_form_error(provider: str | None, reservation_id: str) -> str:
-    """'' when the id has the provider's form, else what the provider's form is."""
-    pattern, words = _RESERVATION_FORMS.get(provider or "aws", _RESERVATION_FORMS["aws"])
-    return "" if re.fullmatch(pattern, reservation_id) else words
