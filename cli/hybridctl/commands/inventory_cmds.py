@@ -66,7 +66,7 @@ def init(
     directory: Path = typer.Argument(Path("."), help="Where to write the starter inventory."),
     pattern: str = typer.Option("cloud-burst", "--pattern", "-p",
                                 help="Deployment pattern: cloud-burst, split-inference, train-onprem-serve-cloud, "
-                                     "federated, enterprise."),
+                                     "federated, enterprise, multi-cloud-inference."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing inventory.yaml."),
 ) -> None:
     """Write a starter inventory for a deployment pattern, from templates/."""

@@ -444,7 +444,7 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         runbook = rollback(the_inventory, original, applied,
                            command_run(the_inventory, current, refs, options.bundle_public_key, applied=applied,
                                        memo=run_memo),
-                           returning_sites=returning_sites(chain), base_serial=current.serial)
+                           returning_sites=returning_sites(chain, the_inventory), base_serial=current.serial)
         _emit(runbook, output_format, view, run_memo)
         if dry_run:
             return 0

@@ -135,11 +135,11 @@ def _held_below(inventory: Inventory, plan: Plan, w: Workload, rank: int, site: 
         if capacity // node - _machines(ahead, node) < extra:
             return ""
         budget = inventory.policies.monthly_budget_usd
-        if budget is not None and plan.total_usd_per_month + extra * node * w.hours * rules.price(pool) > budget:
+        if budget is not None and plan.total_usd_per_month + extra * node * w.hours * rules.price(pool, site) > budget:
             return ""
     mine = of_workload.get(w.name, [])
     if w.max_usd_per_month is not None:
-        cost = sum(pl.usd_per_month for pl in mine) + need * w.hours * rework_factor(w, site, pool, w.hours) * rules.price(pool)
+        cost = sum(pl.usd_per_month for pl in mine) + need * w.hours * rework_factor(w, site, pool, w.hours) * rules.price(pool, site)
         if cost > w.max_usd_per_month + 0.005:
             return ""
     if not _spread_keeps(inventory, w, rules, site, pool, mine):

@@ -48,6 +48,15 @@ MAX_SPREAD = 1_000
 # bound on what is read: a thousand times the price is no limit in practice)
 MAX_FAILOVER_PRICE_RATIO = 1_000.0
 
+# A reserved pool's reservation, per provider (inventory/checks.py tells which provider's form a site needs):
+# an EC2 capacity reservation id, a Compute Engine reservation name, or an Azure capacity reservation group's
+# resource ID. None holds a character a shell, a path or a template could read otherwise.
+AWS_RESERVATION_ID = r"cr-[0-9a-f]{8,17}"
+GCP_RESERVATION_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+AZURE_RESERVATION_GROUP = (r"/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[A-Za-z0-9._()-]{1,90}"
+                           r"/providers/Microsoft\.Compute/capacityReservationGroups/[A-Za-z0-9._-]{1,80}")
+RESERVATION_ID_PATTERN = f"^(?:{AWS_RESERVATION_ID}|{GCP_RESERVATION_NAME}|{AZURE_RESERVATION_GROUP})$"
+
 # Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
 Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
 MAX_SITE_TEAMS = 1000  # a site's `teams`: a bound on what is read, far above any real list
@@ -234,9 +243,11 @@ class Pool(_Model):
     failure_domain: Token | None = Field(
         None, description="Failure domain of this pool, e.g. a rack row or an availability zone; "
                           "default: the site's failure domain.")
-    reservation_id: Annotated[str, Field(strict=True, pattern=r"^cr-[0-9a-f]{8,17}$")] | None = Field(
-        None, description="Reserved cloud pools only: the EC2 capacity reservation or Capacity Block "
-                          "(cr-...) its machines launch into.")
+    reservation_id: Annotated[str, Field(strict=True, pattern=RESERVATION_ID_PATTERN)] | None = Field(
+        None, description="Reserved cloud pools only: what its machines launch into. aws: the EC2 capacity "
+                          "reservation or Capacity Block (cr-...); gcp: the reservation's name; azure: the "
+                          "capacity reservation group's resource ID (/subscriptions/.../capacityReservationGroups/"
+                          "NAME).")
     reservation_type: ReservationType | None = Field(
         None, description="With reservation_id only: what it names, capacity_reservation (an On-Demand Capacity "
                           "Reservation) or capacity_block (a Capacity Block for ML); default capacity_reservation.")
@@ -260,8 +271,10 @@ class Site(_Model):
     uplink_mbps: Annotated[float, Field(strict=True, gt=0, le=MAX_UPLINK_MBPS, allow_inf_nan=False)] | None = Field(None, description="Bandwidth in and out of the site; default unlimited.")
     provision_minutes: Annotated[float, Field(strict=True, ge=0, le=MAX_MINUTES, allow_inf_nan=False)] | None = Field(
         None, description="Time to bring capacity into service; default onprem 5, edge 5, cloud 12.")
-    provider: Literal["aws"] | None = Field(None, description="cloud only: the provider; v1 provisions aws.")
-    region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1.")
+    provider: Literal["aws", "gcp", "azure"] | None = Field(
+        None, description="cloud only: the provider, aws, gcp or azure (gcp and azure: revision 4).")
+    region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1, "
+                                 "us-central1, westeurope.")
     cluster: Name | None = Field(None, description="The Kubernetes cluster its GPU pools join: required for cloud, "
                                  "optional for onprem (revision 3: its queues take part in ordered spillover, "
                                  "on premises first); not for edge.")
