@@ -85,6 +85,8 @@ def test_one_byte_over_the_limit_is_refused_by_its_reader(tmp_path: Path, name: 
         read(path)
     message = str(getattr(refused.value, "message", refused.value))
     assert f"{limit + 1:,} bytes is larger than the {limit:,}-byte limit" in message and what in message, message
+    location = getattr(refused.value, "location", None)  # the file named where a diagnostic points
+    assert location is not None and location.file == str(path), location
 
 
 @pytest.mark.parametrize(("name", "limit", "read"), [("inventory.yaml", 64 * MIB, _inventory), ("key.pub", 64 * KIB, _key)])

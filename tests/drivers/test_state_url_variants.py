@@ -32,6 +32,12 @@ def test_masked_hides_it_in_a_url_that_does_not_parse(key: str) -> None:
     assert SECRET not in refused.value.message + (refused.value.hint or "")
 
 
+@pytest.mark.parametrize("around", [" ", "  ", "\t"])
+def test_masked_hides_the_password_of_a_url_with_spaces_around_it(around: str) -> None:
+    text = masked(f"{around}postgresql://ops:{SECRET}@db/hctl{around}")
+    assert SECRET not in text and f"ops:{MASK}@db" in text, text
+
+
 def test_two_secret_parameters_are_both_masked() -> None:
     text = masked(f"postgresql://db:5x/h?password={SECRET}&Password=other{SECRET}")
     assert SECRET not in text and text.count(MASK) == 2
