@@ -99,3 +99,14 @@ def test_exactly_at_the_limit_is_read(tmp_path: Path, name: str, limit: int, rea
         read(path)
     except Exception as error:  # any refusal but the size's
         assert "-byte limit" not in str(getattr(error, "message", error)), error
+
+
+def test_a_loop_of_links_is_refused_at_its_path_with_a_hint(tmp_path: Path) -> None:
+    from hybridctl.drivers.filereader import FileRefusedError, read_bounded
+
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(FileRefusedError, match="a loop of symbolic links") as refused:
+        read_bounded(tmp_path / "a", 10, what="a test file", hint="replace it")
+    assert refused.value.location is not None and refused.value.location.file == str(tmp_path / "a")
+    assert refused.value.hint == "replace it"

@@ -70,3 +70,23 @@ def test_environment_name_length_and_first_character(name: str, valid: bool) -> 
     else:
         with pytest.raises(UsageError, match="not a valid name"):
             StateUrl.parse(f"{BASE}?environment={name}")
+
+
+def test_an_empty_environment_is_refused_not_taken_for_the_default() -> None:
+    with pytest.raises(UsageError, match="not a valid name"):
+        StateUrl.parse(f"{BASE}?environment=")
+
+
+def test_redact_puts_the_mask_where_each_secret_was() -> None:
+    url = StateUrl.parse(f"postgresql://ops:{SECRET}@db/hctl?sslpassword=other{SECRET}")
+    assert url.redact(f"a {SECRET} b other{SECRET} c") == f"a {MASK} b {MASK} c"
+
+
+def test_the_display_keeps_a_socket_directory_readable() -> None:
+    url = StateUrl.parse("postgresql://ops@/hctl?host=/tmp/hctl-pg&environment=prod")
+    assert url.display == "postgresql://ops@/hctl?host=/tmp/hctl-pg (environment prod)"
+
+
+@pytest.mark.parametrize("text", ["postgresql://", "postgresql:///", "postgresql:"])
+def test_masked_takes_a_url_of_nothing_but_its_scheme(text: str) -> None:
+    assert masked(text) == text
