@@ -177,7 +177,10 @@ def alone_violations(inventory: Inventory, plan: Plan, alone: Plan, rules: PairR
                     f"opportunistic workloads: opportunistic work holds what it needs"]
         if got > want + _GPU_HOURS_SLACK * max(1.0, want):
             return []
-    slack = max(TOLERANCE_USD, gap * abs(alone.total_usd_per_month))
+    # Both plans are solved only within a gap of their own bounds (the option's, or the wider one a plan reports
+    # where its work ended first): either may be that far above its optimum, so the two gaps together are what
+    # the comparison can tell from a violation (one alone refused a 1,000-workload plan $186 above P, 0.012 %).
+    slack = TOLERANCE_USD + sum(max(gap, p.solver.gap) * abs(p.total_usd_per_month) for p in (plan, alone))
     if mine.cash > theirs.cash + slack:
         return [f"tier priority: the fixed and burst tiers cost ${mine.cash:,.2f} a month priced alone, "
                 f"${theirs.cash:,.2f} without the opportunistic workloads: opportunistic work moved them "

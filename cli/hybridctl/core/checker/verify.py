@@ -80,13 +80,17 @@ def opportunistic_violations(inventory: Inventory, plan: Plan, options: PlanOpti
     """The plan against P, the inventory without its opportunistic workloads planned with the same options;
     nothing to compare (and no plan made) where the plan places no opportunistic replica."""
     rules = PairRules(inventory, {d.name: d for d in inventory.datasets})
-    if not any(pl.tier == OPPORTUNISTIC for pl in plan.placements):
+    # The rule is about the plan these inputs give when the solver ends its work; one the safety net cut short
+    # is valid but not that plan (it says so, exit 5), and neither is P planned within the same cut
+    if plan.solver.status == "time_limit" or not any(pl.tier == OPPORTUNISTIC for pl in plan.placements):
         return []
     from hybridctl.core.placement.planner import plan as make_plan
 
     without = inventory.model_copy(update={"workloads": [w for w in inventory.workloads
                                                          if rules.tier(w) != OPPORTUNISTIC]})
     alone = make_plan(without, previous=previous, options=options, digest=plan.inventory_digest)
+    if alone.solver.status == "time_limit":
+        return []
     return alone_violations(inventory, plan, alone, rules, gap=options.gap)
 
 
