@@ -6,6 +6,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from operator import attrgetter
 from types import MappingProxyType
 from typing import overload
@@ -133,7 +134,9 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
             solution = kept
         else:
             # each run's work is its own (effort.py): a component's plan never depends on how long another took
-            solution = solve(model, effort=effort, gap=options.gap, previous=None if start is None else start.values)
+            # the stages solve again from the first answer where it needs them: solve() then leaves its proof to them
+            solution = solve(model, effort=effort, gap=options.gap, previous=None if start is None else start.values,
+                             restaged=partial(needs_stages, comp_units, model))
             if needs_stages(comp_units, model, solution.values):  # spec: highest tier first, then cost
                 solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
         # the hours nearest the previous plan's, all else held (a start kept inside its rows by a margin, too)

@@ -111,7 +111,8 @@ def by_priority(units: list[Unit], model: Model, first: Solution, *, effort: Eff
             statuses.append(status)
             solved_a_tier = True
         staged = with_row(staged, cols, gpu_hours[cols], -np.inf, short + _TOL * max(1.0, short))
-    if not solved_a_tier and statuses == ["optimal"] and np.array_equal(values[:model.columns], first.values):
+    if not solved_a_tier and statuses == ["optimal"] and first.status == "optimal" \
+            and np.array_equal(values[:model.columns], first.values):
         # everything placed, and the others' cash alone proven least with it: the first answer, a plan of
         # least cash, stays one under the stages' rows, and the last stage would only prove it again
         return first

@@ -45,7 +45,7 @@ def _better_or_start(model: Model, run: highs_run.Run, start: FloatArray, bound:
     """The run's answer where it beats the start, else the start (`method` + "-start"), the bound capped by
     the answer kept."""
     start_cost = float(model.cost @ start)
-    if run.values is None or run.objective > start_cost + 1e-9:
+    if run.values is None or run.objective >= start_cost - 1e-9 * max(1.0, abs(start_cost)):
         return Solution(start, start_cost, min(bound, start_cost), status or run.status, method + "-start")
     return Solution(run.values, run.objective, min(bound, run.objective), status or run.status, method)
 

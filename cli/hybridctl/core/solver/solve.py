@@ -22,6 +22,7 @@ struck). When it strikes before the solver has a solution, the plan is the greed
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,11 +130,15 @@ def neighbourhood_of(model: Model, free: BoolArray, lp_values: FloatArray, value
     return units_of(model, sharing | free)
 
 
-def solve(model: Model, *, effort: Effort, gap: float, previous: FloatArray | None = None) -> Solution:
+def solve(model: Model, *, effort: Effort, gap: float, previous: FloatArray | None = None,
+          restaged: Callable[[FloatArray], bool] | None = None) -> Solution:
     """The model's answer. `previous`: the previous plan as an answer of the model (placement/previous_hours.py),
     the start in place of the greedy one, and the answer wherever the solver finds none cheaper: with the same
-    inputs the same plan comes back, whatever the solver's work allowed (spec, "Plans are reproducible")."""
-    found = _solve(model, effort, gap, previous)
+    inputs the same plan comes back, whatever the solver's work allowed (spec, "Plans are reproducible").
+    `restaged(values)`: whether later stages solve the model again from the answer `values` (priority.py): a
+    timed model's whole MIP is then not run to prove the route's answer, since the stages prove their own from it
+    (an answer of the route is feasible, so it is a valid start)."""
+    found = _solve(model, effort, gap, previous, restaged)
     if previous is None:
         return found
     cost = float(model.cost @ previous)
@@ -142,7 +147,8 @@ def solve(model: Model, *, effort: Effort, gap: float, previous: FloatArray | No
     return Solution(previous, cost, min(found.bound, cost), found.status, found.method + "-previous", found.basis)
 
 
-def _solve(model: Model, effort: Effort, gap: float, previous: FloatArray | None) -> Solution:
+def _solve(model: Model, effort: Effort, gap: float, previous: FloatArray | None,
+           restaged: Callable[[FloatArray], bool] | None) -> Solution:
     def direct(method: str, status: str | None = None, start: FloatArray | None = None,
                basis: LpBasis | None = None, proven: float = 0.0) -> Solution:
         # the greedy start is feasible by construction: the MIP improves it, and it is the plan when the
@@ -174,7 +180,8 @@ def _solve(model: Model, effort: Effort, gap: float, previous: FloatArray | None
         # their work finding a good plan: the route's answer, within hundredths of a percent of it,
         # leaves HiGHS mostly the bound to prove (bench/plan_bench.py --scheduled 0.3, docs/performance.md).
         routed = _lp_guided(model, timed, effort, gap, TIMED_CANDIDATES_PER_UNIT)
-        if isinstance(routed, Solution) and routed.status == "optimal":
+        if isinstance(routed, Solution) and (routed.status == "optimal"
+                                             or (restaged is not None and restaged(routed.values))):
             return routed
         if isinstance(routed, Solution):
             better = previous is not None and float(model.cost @ previous) <= routed.objective
