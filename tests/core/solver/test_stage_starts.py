@@ -7,17 +7,25 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from _pytest.monkeypatch import MonkeyPatch
+from hybridctl.core.checker.check import check_plan
 from hybridctl.core.inventory.models import Inventory
+from hybridctl.core.placement import planner as planner_module
 from hybridctl.core.placement.eligibility import EligibilityIndex, demands, pool_infos
 from hybridctl.core.placement.formulation import formulate
-from hybridctl.core.placement.units import PoolTable, build_units
-from hybridctl.core.solver import highs_run
+from hybridctl.core.placement.planner import PlanOptions, plan
+from hybridctl.core.placement.tiers import Tier
+from hybridctl.core.placement.units import PoolTable, Unit, build_units
+from hybridctl.core.solver import highs_run, priority
 from hybridctl.core.solver import solve as solve_module
 from hybridctl.core.solver.effort import Effort
-from hybridctl.core.solver.milp import Model
+from hybridctl.core.solver.milp import Col, Model
 from hybridctl.core.solver.refine import improve
-from hybridctl.core.solver.solve import Solution, solve
+from hybridctl.core.solver.solve import Solution, solve, units_of
+from hybridctl.core.week.segments import IsoWeek
+from hybridctl.drivers.inventory_files import load_inventory
+from inventory_gen import generate
 from support.generated import generated
 
 
@@ -57,10 +65,42 @@ def test_a_timed_route_answer_the_stages_solve_again_is_not_proven_by_a_whole_mi
         whole_mips.append(len(args[1]))
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(solve_module, "_timed", lambda _: True)
+    monkeypatch.setattr(solve_module, "is_timed", lambda _: True)
     monkeypatch.setattr(solve_module, "TIMED_ROUTE_MIN_COLUMNS", 0)
     monkeypatch.setattr(solve_module, "_lp_guided", lambda *_: routed)
     monkeypatch.setattr(highs_run, "run", counted)
     assert solve(model, effort=Effort(), gap=0.0, restaged=lambda _: True) is routed and whole_mips == []
     assert solve(model, effort=Effort(), gap=0.0, restaged=lambda _: False).method == "mip-timed"
     assert whole_mips == [model.columns]
+
+
+def test_a_timed_models_stages_after_the_cash_alone_start_from_the_opportunistic_units_solved_alone(
+        tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    # the cash-alone stage leaves opportunistic replicas wherever (they cost nothing there) and the tier's stage
+    # leaves their cost wherever: the stage after each starts from a MIP over the opportunistic units alone
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(generate(300, 40, 1, 0.3), sort_keys=False))
+    inv = load_inventory(path).inventory
+    staged: list[tuple[list[Unit], Model]] = []
+    starts: list[tuple[Model, np.ndarray]] = []
+    stages, over = planner_module.by_priority, priority.improve_over
+
+    def watched(units: list[Unit], model: Model, first: Solution, **given: Any) -> Solution:
+        staged.append((units, model))
+        return stages(units, model, first, **given)
+
+    def recorded(model: Model, start: np.ndarray, free: np.ndarray, **given: Any) -> Solution:
+        starts.append((model, free))
+        return over(model, start, free, **given)
+
+    monkeypatch.setattr(planner_module, "by_priority", watched)
+    monkeypatch.setattr(priority, "improve_over", recorded)
+    result = plan(inv, options=PlanOptions(week=IsoWeek(2026, 48)))
+    assert check_plan(inv, result) == []
+    ((units, model),) = staged
+    opportunistic = np.array([units[u].tier is Tier.OPPORTUNISTIC if u < len(units) else False for u in model.unit])
+    theirs = units_of(model, opportunistic & (model.kind == Col.PLACE)) | (model.unit >= model.demand_rows)
+    assert len(starts) == 2  # before the opportunistic tier's stage and before the last
+    for stage_model, free in starts:
+        assert np.array_equal(free[:model.columns], theirs) and free[model.columns:].all()
+        assert stage_model.columns >= model.columns

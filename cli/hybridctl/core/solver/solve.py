@@ -172,7 +172,7 @@ def _solve(model: Model, effort: Effort, gap: float, previous: FloatArray | None
     # A timed model's hours (continuous, tied to their placement) and gang switches (tied to several units'
     # placements) break the fixing's premise that leaving the free units unplaced keeps every row: its start
     # is repaired (timed_start.py), and the MIP takes it whole where that fails.
-    timed = _timed(model)
+    timed = is_timed(model)
     if model.columns <= (TIMED_ROUTE_MIN_COLUMNS if timed else DIRECT_MIP_MAX_COLUMNS):
         return direct("mip")
     if timed and solved_whole(model):
@@ -194,14 +194,15 @@ def _solve(model: Model, effort: Effort, gap: float, previous: FloatArray | None
     return routed if isinstance(routed, Solution) else direct("mip-timed")
 
 
-def _timed(model: Model) -> bool:
+def is_timed(model: Model) -> bool:
+    """Whether the model has a week's columns (deferrable hours, gang switches, machines for gangs)."""
     return bool(np.isin(model.kind, (int(Col.HOURS), int(Col.GANG), int(Col.GANG_MACHINES))).any())
 
 
 def solved_whole(model: Model) -> bool:
     """Whether solve() ends with the model's whole MIP (smaller models), not with the LP-guided route alone:
     a later stage of the model (priority.py) is then solved the same way (refine.py)."""
-    return model.columns <= (TIMED_DIRECT_MIP_MAX_COLUMNS if _timed(model) else DIRECT_MIP_MAX_COLUMNS)
+    return model.columns <= (TIMED_DIRECT_MIP_MAX_COLUMNS if is_timed(model) else DIRECT_MIP_MAX_COLUMNS)
 
 
 _LP_TIMEOUT = "lp-timeout"
