@@ -191,12 +191,18 @@ def _describe(step: ExecStep, site: Site | None, arrivals: Mapping[str, list[str
     return "release", 0.0, (), step.title
 
 
-def _sites_of(step: ExecStep) -> list[str]:
-    """The sites a step acts on: its own, or for a cluster's queues the cloud sites the cluster admits to."""
+def step_sites(step: ExecStep, inventory: Inventory) -> list[str]:
+    """The sites a step acts on: its own; for a cluster's queues the cloud sites the cluster admits to, or,
+    when it lists none (an on-prem cluster's, or a destroyed cluster's), the sites whose hosts form that
+    cluster: a lost data centre takes its own cluster's API with it."""
     if step.site is not None:
         return [step.site]
     sites = step.params.get("sites")
-    return [str(s) for s in sites] if isinstance(sites, list) else []
+    listed = [str(s) for s in sites] if isinstance(sites, list) else []
+    cluster = step.params.get("cluster")
+    if listed or not isinstance(cluster, str):
+        return listed
+    return [s.name for s in inventory.sites if s.cluster == cluster]
 
 
 def select_steps(before: StepGraph, after: StepGraph) -> list[ExecStep]:
@@ -226,9 +232,9 @@ def build_runbook(inventory: Inventory, *, kind: RunbookKind, incident: str, eve
     chosen: list[ExecStep] = []
     deferred: list[Deferred] = []
     for step in select_steps(before_steps, after_steps):
-        where = _sites_of(step)
+        where = step_sites(step, inventory)
         if where and all(site in unreachable for site in where):
-            deferred.append(Deferred(step.id, where[0], unreachable[where[0]]))
+            deferred.append(Deferred(step.id, where[0], f"{unreachable[where[0]]}; once it is back: {step.title}"))
         else:
             chosen.append(step)
     chosen_ids = {s.id for s in chosen}
