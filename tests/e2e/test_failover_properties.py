@@ -150,7 +150,7 @@ def check_failover_and_rollback(applied: dict[str, Applied], tmp_path: Path, exa
     words = [w for e in events for w in str(e).split(" ", 1)]
     runbook_file = tmp_path / "runbook.json"
     done = run_cli("failover", *words, "--state", str(state), "-i", str(base.inventory_file), "--execute",
-                   "--auto-approve", "--format", "json", "--out", str(runbook_file))
+                   "--auto-approve", "--manual-steps-done", "--format", "json", "--out", str(runbook_file))
     assert done.code == 0, done.output
     runbook = json.loads(runbook_file.read_text())
     failover_run = run_ids_of(store)[-1]

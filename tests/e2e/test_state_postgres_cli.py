@@ -90,7 +90,7 @@ class TestLoop:
         # the state is in the database: nothing of it on this machine but the working files
         assert not list(lab.root.rglob("state.json")) and not list(lab.root.rglob("journal.jsonl"))
 
-        failover = lab.cli("failover", "site-lost", "aws-euc1", "--execute", "--auto-approve", "--state", lab.url)
+        failover = lab.cli("failover", "site-lost", "aws-euc1", "--execute", "--auto-approve", "--manual-steps-done", "--state", lab.url)
         assert failover.returncode in (0, 1), failover.stdout + failover.stderr
         assert lab.store().read().last_run.operation == "runbook"  # type: ignore[union-attr]
         # another operator, on another machine (another working directory), sees the failover and rolls it back

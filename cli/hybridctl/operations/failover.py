@@ -51,6 +51,12 @@ class ExecOptions:
     ssh_key: Path | None = None
     lock_timeout_s: float = 0.0
     parallelism: int = 4
+    # the operator did the manual steps (fencing, a link's check) by hand: record them done without asking.
+    # Never implied by auto_approve, which approves the automated groups only
+    manual_steps_done: bool = False
+
+
+MANUAL_FLAG = "--manual-steps-done"
 
 
 # --- shared pieces -------------------------------------------------------------------------------
@@ -187,14 +193,26 @@ def _check_before(store: StateStore, state: State, runbook: Runbook) -> None:
 # --- execution -----------------------------------------------------------------------------------
 
 
-def _confirm_runner(auto_approve: bool, view: Terminal) -> StepRunner:
+def _confirm_runner(options: ExecOptions, view: Terminal) -> StepRunner:
+    """Asks the operator at each group's confirmation and each manual step. --auto-approve approves the
+    groups; a manual step (an operator's own action: fencing a site) is asked for even then, unless
+    --manual-steps-done says the operator did them. The journal records who approved and how."""
+    from hybridctl.drivers.lockholder import operator_name
     from hybridctl.executor import StepContext, StepOutcome, StepStatus
+
+    who = operator_name()
+
+    def approved(how: str, summary: str) -> StepOutcome:
+        return StepOutcome(StepStatus.DONE, f"{summary} ({who})", detail={"approved_by": who, "how": how})
 
     def run(step: Step, context: StepContext) -> StepOutcome:
         del context
-        if auto_approve:
-            return StepOutcome(StepStatus.DONE, "approved by --auto-approve", detail={"approved_by": "--auto-approve"})
-        if step.kind == MANUAL_KIND:
+        manual = step.kind == MANUAL_KIND
+        if manual and options.manual_steps_done:
+            return approved(MANUAL_FLAG, f"done by hand, as {MANUAL_FLAG} says")
+        if not manual and options.auto_approve:
+            return approved("--auto-approve", "approved by --auto-approve")
+        if manual:
             shown, question = f"manual step: {step.params.get('instruction')}", "Done?"
         else:
             listed = step.params.get("steps")
@@ -203,11 +221,32 @@ def _confirm_runner(auto_approve: bool, view: Terminal) -> StepRunner:
             question = "Go ahead?"
         view.say(shown, markup=False)
         if view.confirm(question):
-            return StepOutcome(StepStatus.DONE, "approved by the operator", detail={"approved_by": "operator"})
+            return approved("asked on the terminal", "approved by the operator")
         return StepOutcome(StepStatus.FAILED, "declined", "declined by the operator: `hybridctl runbook resume` "
                            "asks again")
 
     return run
+
+
+def _check_unattended(runbook: Runbook, options: ExecOptions, done: Mapping[str, str]) -> None:
+    """Without a terminal nobody can be asked: refused unless the flags answer every question the runbook still
+    asks (`done`: its steps done in earlier runs, by id, with their keys)."""
+    left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
+    manual = [s.id for s in left if s.step.kind == MANUAL_KIND]
+    groups = not options.auto_approve and any(s.step.kind == CONFIRM_KIND for s in left)
+    if not groups and (not manual or options.manual_steps_done):
+        return
+    asks = []
+    if groups:
+        asks.append("an approval for each group of steps (--auto-approve gives it for the automated steps)")
+    if manual and not options.manual_steps_done:
+        asks.append(f"a human for its manual step(s) {', '.join(manual)}: --auto-approve never approves those; "
+                    f"do them yourself, then pass {MANUAL_FLAG} (the journal records you as having done them)")
+    raise RefusedError(f"executing runbook {runbook.id} needs {' and '.join(asks)}, and there is no terminal to ask on",
+                       hint="review the runbook above, then run it on a terminal, or pass "
+                            + " and ".join(f for f, needed in (("--auto-approve", groups),
+                                                                (MANUAL_FLAG, bool(manual) and not
+                                                                 options.manual_steps_done)) if needed))
 
 
 def _on_success(store: StateStore, runbook: Runbook,
@@ -241,11 +280,11 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     from hybridctl.operations.run import execute_and_report, prepare_cloud, runners_for, ssh_options
     from hybridctl.render.apply import PlainProgress, progress_for
 
-    if not options.auto_approve and not sys.stdin.isatty():
-        raise RefusedError("executing a runbook needs approval for each group of steps, and there is no terminal "
-                           "to ask on", hint="review the runbook above, then pass --auto-approve (e.g. in CI)")
     current = store.read()
     pending = pending_for(current, OPERATION)
+    if not sys.stdin.isatty():
+        done = store.journal.done_keys(pending.run_ids) if pending is not None and pending.target == runbook.id else {}
+        _check_unattended(runbook, options, done)
     if pending is not None and pending.target != runbook.id:
         raise RefusedError(f"runbook {pending.target} is unfinished in {store.location}",
                            hint="finish it first with `hybridctl runbook resume`")
@@ -257,8 +296,8 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     graph = runbook.graph
     driver, skip = prepare_cloud(store, graph, options.skip_cloud, view)
     ssh = ssh_options(store, options.known_hosts, options.ssh_key)
-    runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: _confirm_runner(options.auto_approve, view),
-               MANUAL_KIND: _confirm_runner(options.auto_approve, view)}
+    confirm = _confirm_runner(options, view)
+    runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: confirm, MANUAL_KIND: confirm}
     name = _save(store, runbook, run_memo)
     code = execute_and_report(store, graph, runners, view, operation=OPERATION, target=runbook.id, skip=skip,
                               parallelism=options.parallelism, on_success=_on_success(store, runbook, run_memo),
