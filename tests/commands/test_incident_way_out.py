@@ -43,3 +43,74 @@ class TestManualStepsStayManual:
         fence = done["manual/fence/aws-a"]
         assert fence.detail["how"] == "--manual-steps-done" and "@" in str(fence.detail["approved_by"])
         assert done["confirm/capacity"].detail["how"] == "--auto-approve"
+
+
+def _failed_mid_runbook(state: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """site-lost aws-a executed, its cloud step in aws-b failing: the runbook is left unfinished."""
+    with monkeypatch.context() as patch:
+        patch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
+        result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+                     "--state", state)
+    assert result.code == 1, result.output
+    pending = StateStore(state).read().pending
+    assert pending is not None
+    return pending.target
+
+
+class TestAWayOutOfEveryRunbook:
+    def test_a_runbook_whose_cloud_step_failed_rolls_back_to_the_plan_before_it(
+            self, lab: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+        _, state = lab
+        before = StateStore(state).read().applied_plan
+        unfinished = _failed_mid_runbook(state, monkeypatch)
+        shown = run("runbook", "rollback", "--dry-run", "--format", "json", "--state", state)
+        assert shown.code == 0, shown.output
+        assert f"runbook {unfinished} is unfinished; its steps that ran: cloud-pools/aws-b" in flat(shown.stderr)
+        # aws-b's pools were being made for the failover: they are destroyed; nothing at the lost aws-a is touched
+        assert [s["id"] for s in json.loads(shown.stdout)["steps"]] == ["confirm/release", "destroy/cloud-pools/aws-b"]
+        back = run("runbook", "rollback", "--auto-approve", "--state", state)
+        assert back.code == 0, back.output
+        after = StateStore(state).read()
+        assert after.pending is None and after.applied_plan == before
+        assert "no failover is in effect" in run("runbook", "show", "--state", state).stdout
+        # the way is free again: a new failover runs
+        again = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+                    "--state", state)
+        assert again.code == 0, again.output
+
+    def test_every_refusal_names_the_way_out(self, lab: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+        _, state = lab
+        _failed_mid_runbook(state, monkeypatch)
+        refused = run("failover", "site-lost", "aws-b", "--execute", "--auto-approve", "--manual-steps-done",
+                      "--state", state)
+        said = flat(refused.stderr)
+        assert refused.code == 4, refused.output
+        assert f"hybridctl runbook rollback --state {state}" in said
+        assert f"hybridctl runbook abandon --state {state} --reason TEXT" in said
+
+    def test_an_abandoned_runbook_is_journaled_with_why_and_what_it_left(
+            self, lab: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+        _, state = lab
+        unfinished = _failed_mid_runbook(state, monkeypatch)
+        done = run("runbook", "abandon", "--reason", "aws-b quota; moving by hand", "--state", state)
+        assert done.code == 0, done.output
+        assert f"runbook {unfinished} abandoned" in flat(done.stdout) and "cloud-pools/aws-b" in flat(done.stdout)
+        store = StateStore(state)
+        assert store.read().pending is None
+        record = store.journal.records()[-1]
+        assert record.summary == "abandoned" and record.detail is not None
+        assert record.detail["why"] == "aws-b quota; moving by hand" and record.detail["left_changed"] == [
+            "cloud-pools/aws-b"]
+        assert "@" in record.detail["by"]
+
+
+class TestAMistypedStateDirectory:
+    @pytest.mark.parametrize("command", [("runbook", "resume"), ("runbook", "rollback"),
+                                         ("runbook", "abandon", "--reason", "x")])
+    def test_fails_and_creates_nothing(self, tmp_path: Path, command: tuple[str, ...]) -> None:
+        typo = tmp_path / "sate"
+        result = run(*command, "--auto-approve", "--state", typo) if command[1] != "abandon" else run(
+            *command, "--state", typo)
+        assert result.code == 2, result.output
+        assert "is --state mistyped?" in flat(result.stderr)
+        assert not typo.exists()

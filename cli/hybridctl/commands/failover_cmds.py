@@ -20,7 +20,8 @@ from hybridctl.commands.app import app
 from hybridctl.commands.moments import WEEK_HELP
 from hybridctl.operations.common import SAFETY_SECONDS, ReportFormat
 
-runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
+runbook_app = typer.Typer(name="runbook", help="Resume, roll back, abandon or show a failover runbook.",
+                          no_args_is_help=True)
 app.add_typer(runbook_app)
 
 STATE_HELP = "State directory (default: $HYBRIDCTL_STATE, else ./.hybridctl/state)."
@@ -170,6 +171,23 @@ def rollback(
     code = run_rollback(state, inventory, dry_run=dry_run, output_format=output_format.value,
                         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts,
                                             ssh_key, parse_duration(lock_timeout), parallelism, manual_steps_done), view=Terminal())
+    if code:
+        raise typer.Exit(code)
+
+
+@runbook_app.command("abandon")
+def abandon(
+    reason: str = typer.Option(..., "--reason", help="Why it is abandoned: journaled, with who and what its steps "
+                               "left changed."),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
+    lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock."),
+) -> None:
+    """End the unfinished runbook as it is: nothing is run or undone (`runbook rollback` undoes it instead)."""
+    from hybridctl.commands.apply_cmds import parse_duration
+    from hybridctl.operations.failover import ExecOptions, run_abandon
+    from hybridctl.render.terminal import Terminal
+
+    code = run_abandon(state, reason, ExecOptions(lock_timeout_s=parse_duration(lock_timeout)), Terminal())
     if code:
         raise typer.Exit(code)
 

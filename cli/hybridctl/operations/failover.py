@@ -184,10 +184,49 @@ def _plan_content(plan: Plan | Mapping[str, Any]) -> str:
 def _check_before(store: StateStore, state: State, runbook: Runbook) -> None:
     """A runbook runs from the plan the state records as applied: refuse one whose before_plan is another
     (an edited runbook file, resumed or rolled back from)."""
-    if state.applied_plan is not None and _plan_content(runbook.before) != _plan_content(state.applied_plan):
+    if state.applied_plan is None or _undoes_unfinished(runbook, state):
+        return
+    if _plan_content(runbook.before) != _plan_content(state.applied_plan):
         raise RefusedError(f"runbook {runbook.id} starts from another plan than the one applied in {store.location}: "
                            "its before_plan was changed, or the state has moved on since it was computed",
                            hint="compute a new runbook: hybridctl failover EVENT… (or `runbook rollback` again)")
+
+
+def _undoes_unfinished(runbook: Runbook, state: State) -> bool:
+    """Whether `runbook` is the rollback of a failover left unfinished (pipeline.undo): it returns to the plan
+    the state still records as applied, from wherever that failover's steps stopped."""
+    return (runbook.kind is RunbookKind.ROLLBACK and state.applied_plan is not None
+            and _plan_content(runbook.after) == _plan_content(state.applied_plan))
+
+
+def _started_steps(store: StateStore, run_ids: Sequence[str]) -> list[str]:
+    """The steps these runs started (done, failed or cut off), confirmations and manual steps aside: what
+    they may have changed."""
+    from hybridctl.drivers.state import JournalEvent
+
+    wanted = set(run_ids)
+    started = {r.step for r in store.journal.records()
+               if r.run in wanted and r.event == JournalEvent.STEP_STARTED and r.step}
+    return sorted(s for s in started if not s.startswith(("confirm/", "manual/")))
+
+
+def _drop_unfinished(store: StateStore, why: str, detail: Mapping[str, object]) -> None:
+    """Ends the unfinished runbook without running anything: journaled as a run of its own (who, why, what it
+    left changed), its runs marked abandoned in the history."""
+    from hybridctl.drivers.lockholder import operator_name
+    from hybridctl.drivers.state import JournalEvent, new_run_id
+
+    state = store.read()
+    pending = state.pending
+    assert pending is not None
+    run_id = new_run_id()
+    store.journal.append(run_id, JournalEvent.RUN_STARTED, summary="runbook abandon",
+                         detail={"target": pending.target, "resumed_from": [], "already_done": []})
+    store.journal.append(run_id, JournalEvent.RUN_FINISHED, summary="abandoned",
+                         detail={"runbook": pending.target, "by": operator_name(), "why": why, **detail})
+    history = tuple(replace(r, status="abandoned") if r.run_id in pending.run_ids and r.status != "succeeded" else r
+                    for r in state.history)
+    store.write(replace(state, pending=None, history=history))
 
 
 # --- execution -----------------------------------------------------------------------------------
@@ -260,6 +299,8 @@ def _on_success(store: StateStore, runbook: Runbook,
     def record(state: State, report: RunReport) -> State:
         del report
         chain = active_failovers(store)
+        if _undoes_unfinished(runbook, state):
+            return state  # back where the unfinished failover started: the plan applied, the failovers in effect
         if runbook.kind is RunbookKind.FAILOVER:
             # the first failover of a chain records the plan it leaves, as the state holds it: what a
             # rollback returns to (run_rollback checks the runbook's before_plan against it)
@@ -274,8 +315,10 @@ def _on_success(store: StateStore, runbook: Runbook,
 
 
 def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Terminal,
-             run_memo: RunMemo | None = None) -> int:
-    """`run_memo`: the run's that built `runbook` (its text and its failover plan's digest are kept there)."""
+             run_memo: RunMemo | None = None, supersedes: Mapping[str, object] | None = None) -> int:
+    """`run_memo`: the run's that built `runbook` (its text and its failover plan's digest are kept there).
+    `supersedes`: the unfinished runbook is ended first (_drop_unfinished, with this detail): the rollback
+    that undoes it, or a runbook that replaces a rollback declined before it changed anything."""
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import execute_and_report, prepare_cloud, runners_for, ssh_options
     from hybridctl.render.apply import PlainProgress, progress_for
@@ -285,9 +328,11 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     if not sys.stdin.isatty():
         done = store.journal.done_keys(pending.run_ids) if pending is not None and pending.target == runbook.id else {}
         _check_unattended(runbook, options, done)
-    if pending is not None and pending.target != runbook.id:
+    if pending is not None and pending.target != runbook.id and supersedes is None:
         raise RefusedError(f"runbook {pending.target} is unfinished in {store.location}",
-                           hint="finish it first with `hybridctl runbook resume`")
+                           hint=f"finish it with `{_command('runbook resume', store)}`, undo what it did with "
+                                f"`{_command('runbook rollback', store)}`, or end it as it is with "
+                                f"`{_command('runbook abandon', store)} --reason TEXT`")
     if run_memo is None:  # read back from its file (resume); one built by this run starts from the state's plan
         _check_before(store, current, runbook)
     active_failovers(store)  # read now: a damaged list is refused before any step, not once they all ran
@@ -299,6 +344,8 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     confirm = _confirm_runner(options, view)
     runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: confirm, MANUAL_KIND: confirm}
     name = _save(store, runbook, run_memo)
+    if supersedes is not None and pending is not None and pending.target != runbook.id:
+        _drop_unfinished(store, f"superseded by {runbook.kind.value} runbook {runbook.id}", supersedes)
     code = execute_and_report(store, graph, runners, view, operation=OPERATION, target=runbook.id, skip=skip,
                               parallelism=options.parallelism, on_success=_on_success(store, runbook, run_memo),
                               detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": name},
@@ -309,8 +356,15 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
-        view.say(f"failover done. Once the site is back: hybridctl runbook rollback --state {store.option}")
+        view.say(f"failover done. Once the site is back: {_command('runbook rollback', store)}")
     return 0
+
+
+def _command(words: str, store: StateStore) -> str:
+    """A complete command for this state: `hybridctl WORDS --state LOCATION`."""
+    import shlex
+
+    return f"hybridctl {words} --state {shlex.quote(str(store.option))}"
 
 
 # --- the commands --------------------------------------------------------------------------------
@@ -400,7 +454,7 @@ def run_resume(state: str | None, options: ExecOptions, view: Terminal) -> int:
     from hybridctl.operations.run import locked, open_store
     from hybridctl.render.failover import render_runbook
 
-    store = open_store(state, view)
+    store = open_store(state, view, must_exist=True)
     with locked(store, "runbook resume", options.lock_timeout_s, view):
         pending = pending_for(store.read(), OPERATION)
         if pending is None:
@@ -422,12 +476,24 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import open_store
 
-    store = open_store(state, view)
+    store = open_store(state, view, must_exist=True)
     with _maybe_locked(store, "runbook rollback", options.lock_timeout_s, not dry_run, view):
         current = store.read()
         pending = pending_for(current, OPERATION)
-        if pending is not None and not dry_run:
-            raise RefusedError(f"runbook {pending.target} is unfinished", hint="finish it first: hybridctl runbook resume")
+        supersedes: dict[str, object] | None = None
+        if pending is not None:
+            unfinished = _read(store, pending.target)
+            started = _started_steps(store, pending.run_ids)
+            if unfinished.kind is RunbookKind.FAILOVER:
+                return _undo_unfinished(store, current, unfinished, started, inventory, dry_run=dry_run,
+                                        output_format=output_format, options=options, view=view)
+            if started:
+                raise RefusedError(f"rollback {unfinished.id} is unfinished in {store.location}: it already changed "
+                                   f"{', '.join(started)}",
+                                   hint=f"finish it with `{_command('runbook resume', store)}`, or end it as it is "
+                                        f"with `{_command('runbook abandon', store)} --reason TEXT`")
+            # declined before it changed anything: no rollback happened, and this one replaces it
+            supersedes = {"left_changed": []}
         chain = [_read(store, rid) for rid in active_failovers(store)]
         if not chain:
             raise RefusedError(f"no failover is in effect in {store.location}: there is nothing to roll back")
@@ -457,7 +523,61 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         if dry_run:
             return 0
         return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
-                        run_memo)
+                        run_memo, supersedes)
+
+
+def _undo_unfinished(store: StateStore, current: State, unfinished: Runbook, started: Sequence[str],
+                     inventory: Path | None, *, dry_run: bool, output_format: str, options: ExecOptions,
+                     view: Terminal) -> int:
+    """`runbook rollback` of a failover left unfinished: undo what its started steps changed (pipeline.undo),
+    back to the plan before it, which the state still records as applied."""
+    from hybridctl.core.failover.pipeline import undo
+
+    _check_before(store, current, unfinished)
+    the_inventory = _load_inventory(inventory, current)
+    refs = _refs(options, {w.name for w in the_inventory.workloads}, view)
+    applied = _applied(current, store)
+    run_memo = RunMemo()
+    # a step that failed or was cut off may have made part of what it makes, whatever the state recorded: its
+    # undo takes it as made (a stack the plan before has not is destroyed, one it has is brought back to it)
+    from hybridctl.drivers.statemodel import Deployed
+
+    made = {s.id: Deployed(s.id, s.step.kind, s.step.key, s.step.site, "", dict(s.step.params))
+            for s in unfinished.steps if s.id in started and s.step.deploys}
+    unsure = replace(current, deployed={**current.deployed, **made})
+    runbook = undo(the_inventory, unfinished, started,
+                   command_run(the_inventory, unsure, refs, options.bundle_public_key, applied=applied, memo=run_memo),
+                   base_serial=current.serial)
+    view.note(f"runbook {unfinished.id} is unfinished; its steps that ran: {', '.join(started) or 'none'}. "
+              f"This rollback undoes them and returns to the plan before it")
+    _emit(runbook, output_format, view, run_memo)
+    if dry_run:
+        return 0
+    return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
+                    run_memo, {"left_changed": [], "undone_by": runbook.id, "steps_that_ran": list(started)})
+
+
+def run_abandon(state: str | None, reason: str, options: ExecOptions, view: Terminal) -> int:
+    """`runbook abandon --reason TEXT`: end the unfinished runbook as it is, nothing run, the reason and what its
+    steps left changed journaled; the failovers in effect and the applied plan stay as the state records them."""
+    from hybridctl.executor import pending_for
+    from hybridctl.operations.run import locked, open_store
+
+    if not reason.strip():
+        raise UsageError("--reason must say why the runbook is abandoned: the journal keeps it for the post-mortem")
+    store = open_store(state, view, must_exist=True)
+    with locked(store, "runbook abandon", options.lock_timeout_s, view):
+        pending = pending_for(store.read(), OPERATION)
+        if pending is None:
+            view.say(f"no unfinished runbook in {store.location}: nothing to abandon")
+            return 0
+        started = _started_steps(store, pending.run_ids)
+        _drop_unfinished(store, reason, {"left_changed": list(started)})
+        view.say(f"runbook {pending.target} abandoned: {reason}", markup=False)
+        if started:
+            view.say(f"left as its steps made them (not undone): {', '.join(started)}; "
+                     f"`{_command('status', store)}` shows the drift, `hybridctl apply` converges it", markup=False)
+        return 0
 
 
 def run_show(state: str | None, output_format: str, view: Terminal) -> int:

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.deploy.steps import StepGraphError
+from hybridctl.core.deploy.steps import StepGraph, StepGraphError
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.events import SITE_EVENTS, Event
 from hybridctl.core.failover.impact import impacts
@@ -156,8 +156,30 @@ def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
     return sorted(sites)
 
 
+def step_target(step_id: str) -> str:
+    """What a step acts on, whether it makes or destroys it: a rollback destroys what a failover made."""
+    return step_id.removeprefix("destroy/")
+
+
+def undo(inventory: Inventory, unfinished: Runbook, touched: Sequence[str], run: FailoverRun, *,
+         base_serial: int | None = None) -> Runbook:
+    """The rollback of a failover runbook left unfinished (a step failed, or it was cut off): back to the plan
+    before it, only where the steps it started (`touched`, done or not: a failed cloud step may have changed
+    part of its stack) acted. Nothing else changed, and nothing at a site still lost is touched."""
+    targets = {step_target(t) for t in touched if "/" in t and not t.startswith(("confirm/", "manual/"))}
+    return rollback(inventory, unfinished, unfinished.after, run, returning_sites=(), base_serial=base_serial,
+                    only=targets, undoing=sorted(t for t in touched if step_target(t) in targets))
+
+
+def _only(graph: StepGraph, targets: set[str]) -> StepGraph:
+    kept = {s.id for s in graph if step_target(s.id) in targets}
+    return StepGraph.of(dataclasses.replace(s, depends_on=tuple(d for d in s.depends_on if d in kept))
+                        for s in graph if s.id in kept)
+
+
 def rollback(inventory: Inventory, failover: Runbook, current: Plan, run: FailoverRun, *,
-             returning_sites: Sequence[str], base_serial: int | None = None) -> Runbook:
+             returning_sites: Sequence[str], base_serial: int | None = None,
+             only: set[str] | None = None, undoing: Sequence[str] = ()) -> Runbook:
     """Back from the failover plan (`current`) to the plan that ran before the failover (`run.memo`: a drill's
     holds what the failover's impacts tallied of the two plans)."""
     target = failover.before
@@ -165,10 +187,14 @@ def rollback(inventory: Inventory, failover: Runbook, current: Plan, run: Failov
     back = Replan(quiet, current, target, {}, 0)
     steps_for = run.steps_for or plain_steps(inventory, run.memo)
     before_steps, after_steps = steps_for(current), steps_for(target)
+    target_graph = after_steps.graph if only is None else _only(after_steps.graph, only)
+    returns = f"returns to the plan that ran before {failover.id} ({', '.join(failover.events)})"
+    if only is not None:
+        returns = (f"undoes what the unfinished {failover.id} changed ({', '.join(undoing) or 'nothing'}) and "
+                   f"{returns}; the sites it fenced stay as they are")
     return build_runbook(
         inventory, kind=RunbookKind.ROLLBACK, incident=failover.incident, events=failover.events,
         before=current, after=target, impacts=impacts(inventory, back, returning=True, run_memo=run.memo),
-        before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable={},
+        before_steps=before_steps.graph, after_steps=target_graph, unreachable={},
         verify_sites=sorted(returning_sites), base_serial=base_serial,
-        notes=[f"returns to the plan that ran before {failover.id} ({', '.join(failover.events)})",
-               *after_steps.notes])
+        notes=[returns, *after_steps.notes])
