@@ -114,3 +114,27 @@ class TestAMistypedStateDirectory:
         assert result.code == 2, result.output
         assert "is --state mistyped?" in flat(result.stderr)
         assert not typo.exists()
+
+
+class TestStatusKnowsTheIncident:
+    def test_status_names_the_failover_in_effect_and_checks_no_fenced_site(self, lab: tuple[Path, Path]) -> None:
+        _, state = lab
+        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+                   "--state", state).code == 0
+        text = run("status", "--state", state)
+        said = flat(text.stdout)
+        assert text.code == 0, text.output
+        assert "failover in effect: rb-" in said and "(site-lost aws-a)" in said and "fenced: aws-a since 20" in said
+        assert f"once the sites are back: `hybridctl runbook rollback --state {state}`" in said
+        document = json.loads(run("status", "--state", state, "--format", "json").stdout)
+        incident = document["failover"]
+        assert [f["events"] for f in incident["failovers"]] == [["site-lost aws-a"]]
+        assert [s["site"] for s in incident["fenced_sites"]] == ["aws-a"] and incident["link_down_sites"] == []
+        assert incident["rollback"] == f"hybridctl runbook rollback --state {state}"
+        aws_a = next(s for s in document["sites"] if s["site"] == "aws-a")
+        assert all(step["drift"] is None for step in aws_a["steps"])
+        assert any(n.startswith("drift of aws-a not checked: fenced by failover rb-") for n in document["drift"]["notes"])
+
+    def test_no_failover_in_effect_is_null(self, lab: tuple[Path, Path]) -> None:
+        _, state = lab
+        assert json.loads(run("status", "--state", state, "--format", "json").stdout)["failover"] is None

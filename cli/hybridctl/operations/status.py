@@ -114,10 +114,18 @@ def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions, notes
     return items
 
 
-def check_drift(store: StateStore, state: State, ssh: SshOptions) -> DriftReport:
+def check_drift(store: StateStore, state: State, ssh: SshOptions,
+                unreachable: dict[str, str] | None = None) -> DriftReport:
+    """`unreachable`: site -> why (fenced or cut off by a failover in effect): its stacks and hosts are not
+    checked (a host of a dark site would only time out, or be reported in sync from stale answers)."""
     notes: list[str] = []
-    cloud = [d for d in state.deployed.values() if d.kind in _CLOUD]
-    nodes = [d for d in state.deployed.values() if d.kind == StepKind.NODE_BASELINE]
+    unreachable = unreachable or {}
+    for site, why in sorted(unreachable.items()):
+        if any(d.site == site for d in state.deployed.values()):
+            notes.append(f"drift of {site} not checked: {why}")
+    reachable = [d for d in state.deployed.values() if d.site not in unreachable]
+    cloud = [d for d in reachable if d.kind in _CLOUD]
+    nodes = [d for d in reachable if d.kind == StepKind.NODE_BASELINE]
     items = _cloud_drift(store, sorted(cloud, key=lambda d: d.step_id), notes)
     items += _node_drift(store, sorted(nodes, key=lambda d: d.step_id), ssh, notes)
     return DriftReport(tuple(items), tuple(notes))
@@ -177,6 +185,48 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
     }
 
 
+def incident_document(store: StateStore, state: State) -> dict[str, object] | None:
+    """The failovers in effect (oldest first), the sites they fenced or cut off and since when, and the command
+    that returns from them; None when none is in effect."""
+    import shlex
+
+    from hybridctl.core.failover.events import EventKind
+    from hybridctl.operations.failover import _read
+    from hybridctl.operations.run import active_failovers
+
+    try:
+        chain = [_read(store, rid) for rid in active_failovers(store)]
+    except HybridctlError as exc:  # status still shows the rest of the state, and says why not this
+        return {"error": exc.message}
+    if not chain:
+        return None
+    since = {r.target: r.finished_at for r in state.history if r.operation == "runbook" and r.status == "succeeded"}
+    failovers, fenced, cut_off = [], [], []
+    for runbook in chain:
+        failovers.append({"runbook": runbook.id, "incident": runbook.incident, "events": list(runbook.events),
+                          "since": since.get(runbook.id)})
+        for event in runbook.events:
+            kind, _, site = event.partition(" ")
+            entry = {"site": site, "since": since.get(runbook.id), "runbook": runbook.id}
+            if kind == EventKind.SITE_LOST.value:
+                fenced.append(entry)
+            elif kind == EventKind.LINK_DOWN.value:
+                cut_off.append(entry)
+    return {"failovers": failovers, "fenced_sites": fenced, "link_down_sites": cut_off,
+            "rollback": f"hybridctl runbook rollback --state {shlex.quote(str(store.option))}"}
+
+
+def unreachable_sites(incident: dict[str, object] | None) -> dict[str, str]:
+    """site -> why, of the sites a failover in effect fenced or cut off."""
+    if not incident or "error" in incident:
+        return {}
+    sites: dict[str, str] = {}
+    for key, what in (("fenced_sites", "fenced by"), ("link_down_sites", "its link is down, since")):
+        for entry in incident[key]:  # type: ignore[attr-defined]
+            sites[entry["site"]] = f"{what} failover {entry['runbook']}"
+    return sites
+
+
 def resume_command(operation: str, state_option: str, command: str | None) -> str:
     """The command that resumes an unfinished operation (a dead holder's own command line when known)."""
     if operation == "runbook":
@@ -228,6 +278,7 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
                            hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
     state = store.read()
     report = None
+    incident = incident_document(store, state)
     models: list[dict[str, object]] | None = None  # per host: active model version against the plan's
     if drift and state.deployed:
         from hybridctl.operations.model_versions import check_model_versions, model_versions_document
@@ -236,9 +287,10 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
         ssh = ssh_factory(store)
         with locked(store, "status --drift", lock_timeout_s, view):
             state = store.read()
-            report = check_drift(store, state, ssh)
+            report = check_drift(store, state, ssh, unreachable_sites(incident))
             models = model_versions_document(check_model_versions(store, state, ssh))
     doc = status_document(store, state, report)
+    doc["failover"] = incident
     if models is not None:
         doc["models"] = models
     now = _running_now(state, at or datetime.now(UTC))
