@@ -138,3 +138,14 @@ class TestStatusKnowsTheIncident:
     def test_no_failover_in_effect_is_null(self, lab: tuple[Path, Path]) -> None:
         _, state = lab
         assert json.loads(run("status", "--state", state, "--format", "json").stdout)["failover"] is None
+
+
+def test_a_no_op_price_failover_leaves_apply_free(lab: tuple[Path, Path]) -> None:
+    inventory, state = lab
+    done = run("failover", "price", "aws-a-g6=x1.01", "--execute", "--auto-approve", "--state", state)
+    assert done.code == 0, done.output
+    assert "has no steps: nothing to run, and no failover is recorded" in flat(done.stdout)
+    assert "once the site is back" not in flat(done.stdout).lower()
+    assert "no failover is in effect" in run("runbook", "show", "--state", state).stdout
+    applied = run("apply", inventory, "--auto-approve", "--state", state)
+    assert applied.code == 0, applied.output

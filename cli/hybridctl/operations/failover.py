@@ -323,6 +323,11 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     from hybridctl.operations.run import execute_and_report, prepare_cloud, runners_for, ssh_options
     from hybridctl.render.apply import PlainProgress, progress_for
 
+    if runbook.kind is RunbookKind.FAILOVER and not runbook.steps:
+        # nothing to run: no failover is recorded, so apply stays free (a price event that moves nothing)
+        view.say(f"runbook {runbook.id} has no steps: nothing to run, and no failover is recorded in "
+                 f"{store.location}; `hybridctl apply` stays as it was")
+        return 0
     current = store.read()
     pending = pending_for(current, OPERATION)
     if not sys.stdin.isatty():
@@ -356,7 +361,11 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
-        view.say(f"failover done. Once the site is back: {_command('runbook rollback', store)}")
+        from hybridctl.core.failover.pipeline import returning_sites
+
+        sites = returning_sites([runbook])
+        when = f"Once {', '.join(sites)} {'is' if len(sites) == 1 else 'are'} back" if sites else "Once it is over"
+        view.say(f"failover done. {when}: {_command('runbook rollback', store)}")
     return 0
 
 
