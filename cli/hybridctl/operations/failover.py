@@ -12,7 +12,9 @@ An unfinished runbook is the state's pending run of operation "runbook"; its tar
 from __future__ import annotations
 
 import contextlib
+import queue
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -245,7 +247,6 @@ def _confirm_runner(options: ExecOptions, view: Terminal) -> StepRunner:
         return StepOutcome(StepStatus.DONE, f"{summary} ({who})", detail={"approved_by": who, "how": how})
 
     def run(step: Step, context: StepContext) -> StepOutcome:
-        del context
         manual = step.kind == MANUAL_KIND
         if manual and options.manual_steps_done:
             return approved(MANUAL_FLAG, f"done by hand, as {MANUAL_FLAG} says")
@@ -259,12 +260,28 @@ def _confirm_runner(options: ExecOptions, view: Terminal) -> StepRunner:
             shown = f"next: {step.params.get('title', step.id)} ({len(names)} step(s): {', '.join(names)})"
             question = "Go ahead?"
         view.say(shown, markup=False)
-        if view.confirm(question):
+        answer = _asked(view, question, context.cancel)
+        if answer is None:
+            return StepOutcome(StepStatus.CANCELED, "cut off at the prompt: nothing was done")
+        if answer:
             return approved("asked on the terminal", "approved by the operator")
         return StepOutcome(StepStatus.FAILED, "declined", "declined by the operator: `hybridctl runbook resume` "
                            "asks again")
 
     return run
+
+
+def _asked(view: Terminal, question: str, cancel: threading.Event) -> bool | None:
+    """The operator's answer; None as soon as the run is interrupted (Ctrl-C at the prompt cancels at once:
+    the question is asked on a thread of its own, left waiting for a line that no longer matters)."""
+    answers: queue.Queue[bool] = queue.Queue()
+    threading.Thread(target=lambda: answers.put(view.confirm(question)), daemon=True, name="prompt").start()
+    while True:
+        try:
+            return answers.get(timeout=0.1)
+        except queue.Empty:
+            if cancel.is_set():
+                return None
 
 
 def _check_unattended(runbook: Runbook, options: ExecOptions, done: Mapping[str, str]) -> None:
