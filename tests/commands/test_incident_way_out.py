@@ -149,3 +149,18 @@ def test_a_no_op_price_failover_leaves_apply_free(lab: tuple[Path, Path]) -> Non
     assert "no failover is in effect" in run("runbook", "show", "--state", state).stdout
     applied = run("apply", inventory, "--auto-approve", "--state", state)
     assert applied.code == 0, applied.output
+
+
+def test_runbook_show_has_a_status_per_step(lab: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, state = lab
+    _failed_mid_runbook(state, monkeypatch)
+    shown = run("runbook", "show", "--format", "json", "--state", state)
+    assert shown.code == 0, shown.output
+    progress = {r["step"]: r for r in json.loads(shown.stdout)["progress"]}
+    assert {k: r["status"] for k, r in progress.items()} == {
+        "confirm/contain": "done", "manual/fence/aws-a": "done", "confirm/capacity": "done",
+        "cloud-pools/aws-b": "failed", "confirm/admission": "pending", "cluster-queues/k8s-aws-b": "pending",
+        "destroy/cluster-queues/k8s-aws-a": "deferred", "destroy/cloud-pools/aws-a": "deferred"}
+    assert progress["manual/fence/aws-a"]["how"] == "--manual-steps-done" and progress["confirm/contain"]["at"]
+    text = flat(run("runbook", "show", "--state", state).output)
+    assert "Progress" in text and "runbook abandon" in text and "runbook rollback" in text

@@ -116,7 +116,7 @@ def _emit(runbook: Runbook, output_format: str, view: Terminal, run_memo: RunMem
 
     if output_format == "json":
         view.document(runbook_to_json(runbook, run_memo))
-    elif output_format == "markdown":
+    elif output_format == "markdown" and not view.out.is_terminal:  # on a terminal: rendered, not raw markdown
         view.document(runbook_markdown(runbook))
     else:
         render_runbook(view.out, runbook)
@@ -614,12 +614,30 @@ def run_show(state: str | None, output_format: str, view: Terminal) -> int:
     current = store.read()
     pending = pending_for(current, OPERATION)
     if pending is not None:
-        _emit(_read(store, pending.target), output_format, view)
-        view.note(f"runbook {pending.target} is unfinished: `hybridctl runbook resume` finishes it")
+        _show(store, current, _read(store, pending.target), output_format, view)
+        view.note(f"runbook {pending.target} is unfinished: `{_command('runbook resume', store)}` finishes it, "
+                  f"`{_command('runbook rollback', store)}` undoes it, `{_command('runbook abandon', store)} "
+                  "--reason TEXT` ends it as it is")
         return 0
     chain = active_failovers(store)
     if not chain:
         view.say(f"no failover is in effect in {store.location}")
         return 0
-    _emit(_read(store, chain[-1]), output_format, view)
+    _show(store, current, _read(store, chain[-1]), output_format, view)
     return 0
+
+
+def _show(store: StateStore, state: State, runbook: Runbook, output_format: str, view: Terminal) -> None:
+    """The runbook, and where each of its steps stands (a `progress` list in its JSON)."""
+    import json
+
+    from hybridctl.core.failover.serialize import runbook_to_json
+    from hybridctl.operations.runbook_progress import runbook_runs, step_progress
+    from hybridctl.render.failover import render_progress
+
+    progress = step_progress(store, runbook, runbook_runs(state, runbook.id))
+    if output_format == "json":
+        view.document(json.dumps({**json.loads(runbook_to_json(runbook)), "progress": progress}, indent=2))
+        return
+    _emit(runbook, output_format, view)
+    render_progress(view.out, progress)

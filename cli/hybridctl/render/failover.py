@@ -151,6 +151,24 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
                   + (f"; [red]RTO missed: {', '.join(missed)}[/]" if missed else ""))
 
 
+_PROGRESS_STYLE = {"done": "green", "failed": "red", "declined": "yellow", "cut off": "red", "running": "cyan",
+                   "deferred": "magenta", "pending": ""}
+
+
+def render_progress(console: Console, rows: list[dict[str, object]]) -> None:
+    """Where each step of a runbook stands (operations/runbook_progress.py)."""
+    table = Table(title="Progress", title_justify="left")
+    for column in ("step", "status", "when (UTC)", "approved by", "note"):
+        table.add_column(column)
+    for r in rows:
+        status = str(r["status"])
+        style = _PROGRESS_STYLE.get(status, "")
+        by = f"{r['by']} ({r['how']})" if r["by"] else ""
+        table.add_row(escape(str(r["step"])), f"[{style}]{status}[/]" if style else status,
+                      str(r["at"] or "").replace("T", " ")[:19], escape(by), escape(str(r["note"] or "")))
+    console.print(table)
+
+
 def runbook_markdown(runbook: Runbook) -> str:
     return render("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
                   cash_text=cash_text, unlisted_text=unlisted_text, teams_text=teams_text,
