@@ -229,6 +229,11 @@ def build_runbook(inventory: Inventory, *, kind: RunbookKind, incident: str, eve
     arrivals = _arrivals_by_site(impacts)
     used_before = {(p.site, p.pool): p.used_gpus for p in before.pools}
     growing = {p.site for p in after.pools if p.used_gpus > used_before.get((p.site, p.pool), 0)}
+    if kind is RunbookKind.ROLLBACK:
+        # make before break: a cloud site that gives GPUs back releases them only once the queues that take its
+        # work back have admitted it (the release group comes after admission), even if another of its pools grows
+        used_after = {(p.site, p.pool): p.used_gpus for p in after.pools}
+        growing -= {site for (site, pool), used in used_before.items() if used > used_after.get((site, pool), 0)}
     chosen: list[ExecStep] = []
     deferred: list[Deferred] = []
     for step in select_steps(before_steps, after_steps):
