@@ -86,7 +86,7 @@ class TestAgainstInventory:
         assert caught.value.hint == "did you mean 'dc-a'?"
 
     def test_a_pool_is_not_a_site(self, small) -> None:
-        with pytest.raises(EventSyntaxError, match="a-l4 is a pool \(of site dc-a\), not a site"):
+        with pytest.raises(EventSyntaxError, match=r"a-l4 is a pool \(of site dc-a\), not a site"):
             check_events([Event(EventKind.LINK_DOWN, "a-l4")], small)
 
     def test_spot_reclaim_needs_a_spot_pool(self, small) -> None:
