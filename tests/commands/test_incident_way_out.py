@@ -164,3 +164,19 @@ def test_runbook_show_has_a_status_per_step(lab: tuple[Path, Path], monkeypatch:
     assert progress["manual/fence/aws-a"]["how"] == "--manual-steps-done" and progress["confirm/contain"]["at"]
     text = flat(run("runbook", "show", "--state", state).output)
     assert "Progress" in text and "runbook abandon" in text and "runbook rollback" in text
+
+
+def test_statuss_resume_hint_is_a_complete_command_that_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    from support.hostile import cloud_document, write_json
+
+    inventory = write_json(tmp_path / "inventory.json.yaml", cloud_document())
+    state = tmp_path / "state"
+    with monkeypatch.context() as patch:
+        patch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-a")
+        assert run("apply", inventory, "--state", state, "--auto-approve").code == 1
+    hint = json.loads(run("status", "--state", state, "--format", "json").stdout)["pending"]["resume"]
+    assert hint == f"hybridctl apply {inventory} --state {state}"
+    again = run(*shlex.split(hint)[1:], "--auto-approve")
+    assert again.code == 0, again.output

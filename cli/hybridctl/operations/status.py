@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -176,8 +176,11 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
         "sites": sites,
         "last_run": last,
         "pending": None if not state.pending else {
-            **state.pending.to_dict(), "resume": resume_command(state.pending.operation, store.option,
-                                                                holder.command if holder and not alive else None)},
+            **state.pending.to_dict(), "resume": resume_command(
+                state.pending.operation, store.option,
+                holder.command if holder and not alive else _recorded_command(state.pending.detail)),
+            # another operator's run holds the lock: resuming now would only wait for it
+            "held_by": holder.describe() if holder is not None and alive is not False else None},
         # A dead holder's record is not a lock; the token stays out: it would let a reader pose as the holder.
         "lock": {**holder.public(), "alive": alive} if holder is not None and alive is not False else None,
         "drift": None if drift is None else {"found": drift.found, "errors": drift.errors, "notes": list(drift.notes),
@@ -227,11 +230,22 @@ def unreachable_sites(incident: dict[str, object] | None) -> dict[str, str]:
     return sites
 
 
+def _recorded_command(detail: Mapping[str, object]) -> str | None:
+    command = detail.get("command")
+    return command if isinstance(command, str) else None
+
+
 def resume_command(operation: str, state_option: str, command: str | None) -> str:
-    """The command that resumes an unfinished operation (a dead holder's own command line when known)."""
+    """The command that resumes an unfinished operation: complete, so that it runs (a dead holder's own command
+    line, else the one the run recorded; an apply from before it recorded one names its argument)."""
+    import shlex
+
+    where = shlex.quote(str(state_option))
     if operation == "runbook":
-        return f"hybridctl runbook resume --state {state_option}"
-    return f"hybridctl {command or operation} --state {state_option}"
+        return f"hybridctl runbook resume --state {where}"
+    if command is None and operation == "apply":
+        command = "apply PLAN_OR_INVENTORY"  # recorded by no older run: the argument it was given is not known
+    return f"hybridctl {command or operation} --state {where}"
 
 
 def _running_now(state: State, at: datetime) -> dict[str, object] | None:

@@ -52,7 +52,10 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
         out.print(f"last run: {last['operation']} {last['run_id']} {last['status']} (started {last['started_at']}, "
                   f"finished {last['finished_at'] or '-'}): {last['summary'] or '-'}")
     pending = doc["pending"]
-    if isinstance(pending, dict):
+    if isinstance(pending, dict) and pending.get("held_by"):
+        out.print(f"[yellow]{pending['operation']} in progress[/]: {escape(str(pending['held_by']))} is running it; "
+                  "wait for it to finish (status shows its progress)")
+    elif isinstance(pending, dict):
         out.print(f"[yellow]unfinished {pending['operation']}[/] ({len(pending['run_ids'])} run(s)), resumable: "
                   f"run `{escape(str(pending['resume']))}` with the same options; finished steps are not repeated")
     lock = doc["lock"]
