@@ -180,3 +180,17 @@ def test_statuss_resume_hint_is_a_complete_command_that_runs(tmp_path: Path, mon
     assert hint == f"hybridctl apply {inventory} --state {state}"
     again = run(*shlex.split(hint)[1:], "--auto-approve")
     assert again.code == 0, again.output
+
+
+def test_plan_with_the_state_of_a_failover_in_effect_says_so(lab: tuple[Path, Path]) -> None:
+    inventory, state = lab
+    quiet = run("plan", inventory, "--state", state)
+    assert quiet.code == 0, quiet.output
+    assert "is in effect" not in quiet.stderr
+    assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+               "--state", state).code == 0
+    planned = run("plan", inventory, "--state", state)
+    assert planned.code == 0, planned.output
+    said = flat(planned.stderr)
+    assert "is in effect in" in said and "this plan ignores it" in said
+    assert f"hybridctl runbook rollback --state {state}" in said
