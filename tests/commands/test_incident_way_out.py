@@ -194,3 +194,18 @@ def test_plan_with_the_state_of_a_failover_in_effect_says_so(lab: tuple[Path, Pa
     said = flat(planned.stderr)
     assert "is in effect in" in said and "this plan ignores it" in said
     assert f"hybridctl runbook rollback --state {state}" in said
+
+
+def test_resume_and_rollback_reuse_the_runs_ssh_options(lab: tuple[Path, Path], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _, state = lab
+    known_hosts, key = tmp_path / "known_hosts", tmp_path / "id_ed25519"
+    known_hosts.write_text("")
+    key.write_text("")
+    with monkeypatch.context() as patch:
+        patch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
+        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+                   "--known-hosts", known_hosts, "--ssh-key", key, "--state", state).code == 1
+    for command in (("runbook", "rollback", "--dry-run"), ("runbook", "resume", "--auto-approve")):
+        said = flat(run(*command, "--state", state).stderr)
+        assert f"with the SSH options of the run before: --known-hosts {known_hosts} --ssh-key {key}" in said

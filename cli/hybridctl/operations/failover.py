@@ -231,6 +231,44 @@ def _drop_unfinished(store: StateStore, why: str, detail: Mapping[str, object]) 
     store.write(replace(state, pending=None, history=history))
 
 
+_SSH_DOCUMENT = "runbooks/ssh.json"  # the SSH options the last runbook ran with: resume and rollback reuse them
+
+
+def _remember_ssh(store: StateStore, options: ExecOptions) -> None:
+    import json
+
+    if options.known_hosts is None and options.ssh_key is None:
+        return
+    store.write_document(_SSH_DOCUMENT, json.dumps({
+        "known_hosts": str(options.known_hosts.resolve()) if options.known_hosts else None,
+        "ssh_key": str(options.ssh_key.resolve()) if options.ssh_key else None}, indent=2))
+
+
+def _run_ssh(store: StateStore, options: ExecOptions, view: Terminal) -> ExecOptions:
+    """`options`, with the SSH options of the run before (_remember_ssh) when none are given: a resume or
+    rollback reaches the hosts as the failover did. Read from the state, so each must be an absolute path to
+    a file, or it is not used."""
+    import json
+
+    if options.known_hosts is not None or options.ssh_key is not None:
+        return options
+    text = store.read_document(_SSH_DOCUMENT)
+    try:
+        raw = json.loads(text) if text else {}
+    except ValueError:
+        raw = {}
+    paths: dict[str, Path] = {}
+    for key in ("known_hosts", "ssh_key"):
+        value = raw.get(key) if isinstance(raw, dict) else None
+        if isinstance(value, str) and value.startswith("/") and value.isprintable() and Path(value).is_file():
+            paths[key] = Path(value)
+    if not paths:
+        return options
+    view.note("note: with the SSH options of the run before: " + " ".join(
+        f"--{key.replace('_', '-')} {path}" for key, path in paths.items()), markup=False)
+    return replace(options, known_hosts=paths.get("known_hosts"), ssh_key=paths.get("ssh_key"))
+
+
 # --- execution -----------------------------------------------------------------------------------
 
 
@@ -366,6 +404,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     confirm = _confirm_runner(options, view)
     runners = {**runners_for(store, driver, ssh), CONFIRM_KIND: confirm, MANUAL_KIND: confirm}
     name = _save(store, runbook, run_memo)
+    _remember_ssh(store, options)
     if supersedes is not None and pending is not None and pending.target != runbook.id:
         _drop_unfinished(store, f"superseded by {runbook.kind.value} runbook {runbook.id}", supersedes)
     code = execute_and_report(store, graph, runners, view, operation=OPERATION, target=runbook.id, skip=skip,
@@ -481,6 +520,7 @@ def run_resume(state: str | None, options: ExecOptions, view: Terminal) -> int:
     from hybridctl.render.failover import render_runbook
 
     store = open_store(state, view, must_exist=True)
+    options = _run_ssh(store, options, view)
     with locked(store, "runbook resume", options.lock_timeout_s, view):
         pending = pending_for(store.read(), OPERATION)
         if pending is None:
@@ -503,6 +543,7 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
     from hybridctl.operations.run import open_store
 
     store = open_store(state, view, must_exist=True)
+    options = _run_ssh(store, options, view)
     with _maybe_locked(store, "runbook rollback", options.lock_timeout_s, not dry_run, view):
         current = store.read()
         pending = pending_for(current, OPERATION)
