@@ -209,3 +209,26 @@ def test_resume_and_rollback_reuse_the_runs_ssh_options(lab: tuple[Path, Path], 
     for command in (("runbook", "rollback", "--dry-run"), ("runbook", "resume", "--auto-approve")):
         said = flat(run(*command, "--state", state).stderr)
         assert f"with the SSH options of the run before: --known-hosts {known_hosts} --ssh-key {key}" in said
+
+
+def test_a_declined_rollback_is_not_an_unfinished_failover(lab: tuple[Path, Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import typer
+
+    _, state = lab
+    assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+               "--state", state).code == 0
+    with monkeypatch.context() as patch:
+        patch.setattr(sys.stdin, "isatty", lambda: True)
+        patch.setattr(typer, "confirm", lambda question, default=False: False)  # "the site is not back"
+        declined = run("runbook", "rollback", "--state", state)
+    assert declined.code == 1, declined.output
+    said = flat(declined.stdout)
+    assert f"stopped: confirm/capacity declined; `hybridctl runbook resume --state {state}` asks again" in said
+    assert "fix the cause" not in said
+    # a new failover runs: the declined rollback changed nothing, and blocks nothing
+    again = run("failover", "capacity", "aws-b-g6=1", "--execute", "--auto-approve", "--manual-steps-done",
+                "--state", state)
+    assert again.code == 0, again.output

@@ -212,6 +212,15 @@ def _started_steps(store: StateStore, run_ids: Sequence[str]) -> list[str]:
     return sorted(s for s in started if not s.startswith(("confirm/", "manual/")))
 
 
+def _declined_rollback(store: StateStore, state: State) -> dict[str, object] | None:
+    """The detail that supersedes the unfinished runbook when it is a rollback declined before it changed
+    anything (no rollback happened: a new failover may run); None otherwise."""
+    pending = state.pending
+    if pending is None or pending.operation != OPERATION or _started_steps(store, pending.run_ids):
+        return None
+    return {"left_changed": []} if _read(store, pending.target).kind is RunbookKind.ROLLBACK else None
+
+
 def _drop_unfinished(store: StateStore, why: str, detail: Mapping[str, object]) -> None:
     """Ends the unfinished runbook without running anything: journaled as a run of its own (who, why, what it
     left changed), its runs marked abandoned in the history."""
@@ -412,8 +421,8 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
                               detail={"runbook": runbook.id, "kind": runbook.kind.value, "file": name},
                               observer=progress_for(view.out) if options.auto_approve else PlainProgress(view.out),
                               subject=f"runbook {runbook.id}",
-                              when_interrupted="`hybridctl runbook resume` finishes it",
-                              retry="`hybridctl runbook resume`")
+                              when_interrupted=f"`{_command('runbook resume', store)}` finishes it",
+                              retry=f"`{_command('runbook resume', store)}`")
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
@@ -478,7 +487,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         if not execute:
             return 0
         return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
-                        run_memo)
+                        run_memo, _declined_rollback(store, current))
 
 
 def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: str | None,
@@ -559,8 +568,7 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
                                    f"{', '.join(started)}",
                                    hint=f"finish it with `{_command('runbook resume', store)}`, or end it as it is "
                                         f"with `{_command('runbook abandon', store)} --reason TEXT`")
-            # declined before it changed anything: no rollback happened, and this one replaces it
-            supersedes = {"left_changed": []}
+            supersedes = _declined_rollback(store, current)  # declined before it changed anything: replaced
         chain = [_read(store, rid) for rid in active_failovers(store)]
         if not chain:
             raise RefusedError(f"no failover is in effect in {store.location}: there is nothing to roll back")

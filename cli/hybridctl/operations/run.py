@@ -149,6 +149,10 @@ def execute_and_report(store: StateStore, graph: StepGraph, runners: dict[str, S
     if report.status == "interrupted":
         view.say(f"{subject} interrupted: {when_interrupted or f'run `hybridctl {operation}` again to resume'}")
         return INTERRUPTED
+    declined = [r.step.id for r in report.steps if r.status is StepStatus.FAILED and r.summary == "declined"]
+    if declined:  # the operator said no: nothing to fix
+        view.say(f"{subject} stopped: {', '.join(declined)} declined; {retry} asks again")
+        return 1
     if not report.succeeded:
         view.say(f"{subject} failed: fix the cause, then {retry}; finished steps are not repeated")
         return 1
