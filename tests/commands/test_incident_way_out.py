@@ -232,3 +232,14 @@ def test_a_declined_rollback_is_not_an_unfinished_failover(lab: tuple[Path, Path
     again = run("failover", "capacity", "aws-b-g6=1", "--execute", "--auto-approve", "--manual-steps-done",
                 "--state", state)
     assert again.code == 0, again.output
+
+
+def test_a_second_failover_of_the_same_site_is_recognised(lab: tuple[Path, Path]) -> None:
+    _, state = lab
+    assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+               "--state", state).code == 0
+    again = run("failover", "site-lost", "aws-a", "--state", state)
+    said = flat(again.stderr)
+    assert again.code == 4, again.output
+    assert "site-lost aws-a: already in effect, by failover rb-" in said
+    assert f"hybridctl runbook rollback --state {state}" in said

@@ -473,6 +473,7 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
         _require_applied(current, store, _rehearsal_hint(words, inventory, current))
         the_inventory = _load_inventory(inventory, current)
         check_events(events, the_inventory)
+        _check_not_in_effect(store, events)
         refs = _refs(options, {w.name for w in the_inventory.workloads}, view)
         runbook = failover_of_state(the_inventory, current, partial(_applied, current, store), events, refs=refs,
                                     public_key=options.bundle_public_key,
@@ -488,6 +489,20 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
             return 0
         return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
                         run_memo, _declined_rollback(store, current))
+
+
+def _check_not_in_effect(store: StateStore, events: Sequence[Event]) -> None:
+    """A site event already in effect (the same site lost twice) is recognised, not failed over again."""
+    from hybridctl.core.failover.events import SITE_EVENTS
+
+    for runbook_id in active_failovers(store):
+        already = set(_read(store, runbook_id).events)
+        repeated = [str(e) for e in events if e.kind in SITE_EVENTS and str(e) in already]
+        if repeated:
+            raise RefusedError(f"{', '.join(repeated)}: already in effect, by failover {runbook_id} in "
+                               f"{store.location}: its site is fenced and its work moved",
+                               hint=f"see it with `{_command('runbook show', store)}`; once the site is back, "
+                                    f"`{_command('runbook rollback', store)}` returns from it")
 
 
 def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path | None, *, state: str | None,
