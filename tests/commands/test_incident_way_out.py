@@ -243,3 +243,14 @@ def test_a_second_failover_of_the_same_site_is_recognised(lab: tuple[Path, Path]
     assert again.code == 4, again.output
     assert "site-lost aws-a: already in effect, by failover rb-" in said
     assert f"hybridctl runbook rollback --state {state}" in said
+
+
+def test_each_incident_has_an_id_of_its_own(lab: tuple[Path, Path]) -> None:
+    _, state = lab
+    incidents = []
+    for _ in range(2):  # the same site lost, rolled back, lost again: two incidents
+        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
+                   "--state", state).code == 0
+        incidents.append(json.loads(run("runbook", "show", "--format", "json", "--state", state).stdout)["incident"])
+        assert run("runbook", "rollback", "--auto-approve", "--state", state).code == 0
+    assert incidents[0] != incidents[1]

@@ -595,7 +595,8 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
                                f"as the state recorded it ({recorded[:19]}…): the runbook file was edited",
                                hint="restore the runbook from a backup; or make a new plan (hybridctl plan "
                                     "INVENTORY --previous …) and apply it with --end-failover")
-        if original.kind is RunbookKind.FAILOVER and incident_id(original.before, original.events) != original.incident:
+        if original.kind is RunbookKind.FAILOVER and incident_id(original.before, original.events,
+                                                                   serial=original.base_serial) != original.incident:
             raise RefusedError(f"runbook {original.id}'s before_plan is not the plan its incident was computed from: "
                                "the runbook file was edited",
                                hint="restore the runbook from a backup, or make and apply a new plan (--end-failover)")

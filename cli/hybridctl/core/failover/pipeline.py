@@ -123,7 +123,8 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
                          "`hybridctl runbook rollback` restores them, or `hybridctl destroy --site` removes them")
     if result.after.solver.status not in ("optimal", "no_demand"):  # no_demand: the events left nothing to place
         notes.append(f"the solver stopped at {result.after.solver.status} (gap {result.after.solver.gap:.2%})")
-    incident, changes = incident_id(applied, events, fingerprint), impacts(inventory, result, run_memo=memo)
+    incident = incident_id(applied, events, fingerprint, base_serial)
+    changes = impacts(inventory, result, run_memo=memo)
     # the failover plan's steps last: the command works out its digest, which they are tagged with, meanwhile
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]

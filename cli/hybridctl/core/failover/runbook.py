@@ -148,10 +148,14 @@ def applied_fingerprint(applied: Plan) -> str:
     return hashlib.sha256(text).hexdigest()
 
 
-def incident_id(applied: Plan, events: Iterable[Event | str], fingerprint: str | None = None) -> str:
+def incident_id(applied: Plan, events: Iterable[Event | str], fingerprint: str | None = None,
+                serial: int | None = None) -> str:
     """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known); the
-    events as written (a runbook's) give the same id."""
-    text = canonical_json([fingerprint or applied_fingerprint(applied), [str(e) for e in events]])
+    events as written (a runbook's) give the same id. `serial`: the state serial the failover was computed at
+    (its runbook's base_serial), so that the same site lost again after a rollback is another incident; a
+    rehearsal or a drill has none."""
+    ident: list[object] = [fingerprint or applied_fingerprint(applied), [str(e) for e in events]]
+    text = canonical_json(ident if serial is None else [*ident, serial])
     return "inc-" + hashlib.sha256(text).hexdigest()[:12]
 
 
