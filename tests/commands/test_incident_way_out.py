@@ -67,7 +67,10 @@ class TestAWayOutOfEveryRunbook:
         assert shown.code == 0, shown.output
         assert f"runbook {unfinished} is unfinished; its steps that ran: cloud-pools/aws-b" in flat(shown.stderr)
         # aws-b's pools were being made for the failover: they are destroyed; nothing at the lost aws-a is touched
-        assert [s["id"] for s in json.loads(shown.stdout)["steps"]] == ["confirm/release", "destroy/cloud-pools/aws-b"]
+        undo = json.loads(shown.stdout)
+        assert [s["id"] for s in undo["steps"]] == ["confirm/release", "destroy/cloud-pools/aws-b"]
+        # no workload moved, so none moves back, and no money changes: the money text says what changed
+        assert undo["summary"]["usd_per_month_delta"] == 0 and undo["workloads"] == []
         back = run("runbook", "rollback", "--auto-approve", "--state", state)
         assert back.code == 0, back.output
         after = StateStore(state).read()

@@ -180,7 +180,12 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
                 state.pending.operation, store.option,
                 holder.command if holder and not alive else _recorded_command(state.pending.detail)),
             # another operator's run holds the lock: resuming now would only wait for it
-            "held_by": holder.describe() if holder is not None and alive is not False else None},
+            "held_by": holder.describe() if holder is not None and alive is not False else None,
+            # an unfinished runbook has two more ways out than finishing it
+            "or": [] if state.pending.operation != "runbook" else [
+                resume_command(state.pending.operation, store.option, None).replace(" resume ", " rollback "),
+                resume_command(state.pending.operation, store.option, None).replace(" resume ", " abandon ")
+                + " --reason TEXT"]},
         # A dead holder's record is not a lock; the token stays out: it would let a reader pose as the holder.
         "lock": {**holder.public(), "alive": alive} if holder is not None and alive is not False else None,
         "drift": None if drift is None else {"found": drift.found, "errors": drift.errors, "notes": list(drift.notes),

@@ -158,14 +158,18 @@ _PROGRESS_STYLE = {"done": "green", "failed": "red", "declined": "yellow", "cut 
 def render_progress(console: Console, rows: list[dict[str, object]]) -> None:
     """Where each step of a runbook stands (operations/runbook_progress.py)."""
     table = Table(title="Progress", title_justify="left")
-    for column in ("step", "status", "when (UTC)", "approved by", "note"):
-        table.add_column(column)
+    table.add_column("step", overflow="fold", min_width=18)
+    table.add_column("status", no_wrap=True)
+    table.add_column("when (UTC)", no_wrap=True)
+    table.add_column("by (how)", overflow="fold")
+    table.add_column("note", overflow="fold")
     for r in rows:
         status = str(r["status"])
         style = _PROGRESS_STYLE.get(status, "")
         by = f"{r['by']} ({r['how']})" if r["by"] else ""
+        note = "" if r["by"] else str(r["note"] or "")  # an approval's note only repeats who and how
         table.add_row(escape(str(r["step"])), f"[{style}]{status}[/]" if style else status,
-                      str(r["at"] or "").replace("T", " ")[:19], escape(by), escape(str(r["note"] or "")))
+                      str(r["at"] or "").replace("T", " ")[:19], escape(by), escape(note))
     console.print(table)
 
 

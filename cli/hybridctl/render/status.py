@@ -58,6 +58,9 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
     elif isinstance(pending, dict):
         out.print(f"[yellow]unfinished {pending['operation']}[/] ({len(pending['run_ids'])} run(s)), resumable: "
                   f"run `{escape(str(pending['resume']))}` with the same options; finished steps are not repeated")
+        ways = pending.get("or") or []
+        if ways:
+            out.print(f"  or undo what it did: `{escape(str(ways[0]))}`; or end it as it is: `{escape(str(ways[1]))}`")
     lock = doc["lock"]
     if isinstance(lock, dict):
         unsure = " (on another host: not checked whether it still runs)" if lock["alive"] is None else ""

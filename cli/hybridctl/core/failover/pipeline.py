@@ -185,7 +185,6 @@ def rollback(inventory: Inventory, failover: Runbook, current: Plan, run: Failov
     holds what the failover's impacts tallied of the two plans)."""
     target = failover.before
     quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
-    back = Replan(quiet, current, target, {}, 0)
     steps_for = run.steps_for or plain_steps(inventory, run.memo)
     before_steps, after_steps = steps_for(current), steps_for(target)
     target_graph = after_steps.graph if only is None else _only(after_steps.graph, only)
@@ -193,6 +192,10 @@ def rollback(inventory: Inventory, failover: Runbook, current: Plan, run: Failov
     if only is not None:
         returns = (f"undoes what the unfinished {failover.id} changed ({', '.join(undoing) or 'nothing'}) and "
                    f"{returns}; the sites it fenced stay as they are")
+        # no workload moved: the unfinished runbook's plan never ran, so the undo runs from the plan before to it
+        # (its steps, from the failover plan's, do what is to be undone), and its money and effect are nil
+        current = target
+    back = Replan(quiet, current, target, {}, 0)
     return build_runbook(
         inventory, kind=RunbookKind.ROLLBACK, incident=failover.incident, events=failover.events,
         before=current, after=target, impacts=impacts(inventory, back, returning=True, run_memo=run.memo),
