@@ -422,7 +422,9 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
                               observer=progress_for(view.out) if options.auto_approve else PlainProgress(view.out),
                               subject=f"runbook {runbook.id}",
                               when_interrupted=f"`{_command('runbook resume', store)}` finishes it",
-                              retry=f"`{_command('runbook resume', store)}`")
+                              retry=f"`{_command('runbook resume', store)}`" + (
+                                  f" (or undo what it did: `{_command('runbook rollback', store)}`)"
+                                  if runbook.kind is RunbookKind.FAILOVER else ""))
     if code:
         return code
     if runbook.kind is RunbookKind.FAILOVER:
