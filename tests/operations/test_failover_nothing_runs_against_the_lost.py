@@ -68,3 +68,16 @@ def test_losing_dc_ashburn_defers_the_queues_of_its_own_cluster() -> None:
     deferred = {d.step_id: d for d in runbook.deferred}
     assert "destroy/cluster-queues/ash-k8s" in deferred
     assert deferred["destroy/cluster-queues/ash-k8s"].site == "dc-ashburn"
+
+
+def test_a_price_event_over_the_budget_advises_what_to_pause_with_what_it_saves() -> None:  # issue 46, item 6
+    from hybridctl.render.failover import unlisted_text
+
+    inventory = load_inventory(EXAMPLE_PATHS[0].parent / "cloud-burst.yaml").inventory
+    applied = plan(inventory)
+    runbook, _ = failed_over(inventory, applied, parse_events(["price ash-h100=x3"]),
+                             steps_for=_as_applied(inventory, applied))
+    over = next(n for n in runbook.notes if n.startswith("over budget: "))
+    assert "to come back under it: pause or defer foundation-pretrain (burst) on ash-h100: saves $" in over
+    # nothing moved: the money text says the change is the new price of what stays, not work that moved
+    assert "work that moved" not in unlisted_text(runbook)

@@ -62,8 +62,15 @@ def teams_text(runbook: Runbook) -> str:
 def unlisted_text(runbook: Runbook) -> str:
     """The part of the cash change no row shows, so that the rows add up to it; empty when there is none."""
     rest = runbook.unlisted_usd_per_month_delta
-    return (f"{signed_usd(rest)}/month: workloads that stay where they are (machines shared with work that moved, "
-            "or data read from elsewhere)") if rest else ""
+    if not rest:
+        return ""
+    repriced = [e for e in runbook.events if e.startswith("price ")]
+    if not runbook.impacts and repriced:  # nothing moved: the change is the new price of what stays
+        return f"{signed_usd(rest)}/month: workloads that stay where they are, at the prices of {', '.join(repriced)}"
+    why = "machines shared with work that moved, or data read from elsewhere"
+    if repriced:
+        why = f"the prices of {', '.join(repriced)}; {why}"
+    return f"{signed_usd(rest)}/month: workloads that stay where they are ({why})"
 
 
 def placement_text(replicas: dict[str, int]) -> str:

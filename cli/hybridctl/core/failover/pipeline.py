@@ -115,7 +115,8 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
     notes: list[str] = []
     over = budget_violation(result.after)
     if over:
-        notes.append(f"over budget: {over}")
+        advice = _budget_advice(applied, result.after, events)
+        notes.append(f"over budget: {over}" + (f"; to come back under it: {'; '.join(advice)}" if advice else ""))
     for site in sorted(disruption.lost_sites):
         kind = next(s.kind.value for s in inventory.sites if s.name == site)
         if kind == "cloud":
@@ -134,6 +135,26 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
         before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable=unreachable,
         manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
         base_serial=base_serial, notes=notes)
+
+
+def _budget_advice(before: Plan, after: Plan, events: Sequence[Event]) -> list[str]:
+    """What to pause, defer or move to come back under the budget after a price event, dearest first, each with
+    what it saves: work that may wait (not fixed) on a repriced pool saves all it costs there; fixed work
+    moved off it saves at most what the event added to it."""
+    from hybridctl.core.failover.events import EventKind
+
+    repriced = {e.target for e in events if e.kind is EventKind.PRICE}
+    old = {(p.workload, p.pool): p.usd_per_month for p in before.placements}
+    advice = []
+    for p in sorted((p for p in after.placements if p.pool in repriced), key=lambda p: (-p.usd_per_month, p.workload)):
+        if p.tier == "fixed":
+            added = p.usd_per_month - old.get((p.workload, p.pool), p.usd_per_month)
+            if added > 0.005:
+                advice.append(f"move {p.workload} (fixed) off {p.pool}: saves up to ${added:,.2f}/month, what the "
+                              f"price event added (`hybridctl failover pool-lost {p.pool}` replans it elsewhere)")
+        else:
+            advice.append(f"pause or defer {p.workload} ({p.tier}) on {p.pool}: saves ${p.usd_per_month:,.2f}/month")
+    return advice
 
 
 def _stamped(result: Replan, digest: str) -> Replan:
