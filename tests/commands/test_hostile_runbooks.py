@@ -85,7 +85,7 @@ class TestRollbackChecksTheRunbooksBeforePlan:
         active.write_text(json.dumps({"failovers": json.loads(active.read_text())["failovers"]}))
         edit_runbook(runbook, more_replicas)
         result = run("runbook", "rollback", "--dry-run", "--state", state)
-        assert_refused(result, "before_plan is not the plan its incident was computed from", codes=frozenset({4}))
+        assert_refused(result, "before_plan or base_serial is not what its incident was computed from", codes=frozenset({4}))
 
     def test_an_edited_incident_changes_the_runbooks_id(self, failed_over: tuple[Path, Path, str],
                                                        tmp_path: Path) -> None:

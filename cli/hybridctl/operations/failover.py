@@ -599,8 +599,11 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
                                     "INVENTORY --previous …) and apply it with --end-failover")
         if original.kind is RunbookKind.FAILOVER and incident_id(original.before, original.events,
                                                                    serial=original.base_serial) != original.incident:
-            raise RefusedError(f"runbook {original.id}'s before_plan is not the plan its incident was computed from: "
-                               "the runbook file was edited",
+            from hybridctl.operations.run import document_location
+
+            raise RefusedError(f"{document_location(store, _runbook_name(original.id))}: runbook {original.id}'s "
+                               "before_plan or base_serial is not what its incident was computed from: the runbook "
+                               "file was edited",
                                hint="restore the runbook from a backup, or make and apply a new plan (--end-failover)")
         if original.before.inventory_digest != inventory_digest(the_inventory):
             raise RefusedError("the inventory changed since the failover: the pre-failover plan no longer fits it",
