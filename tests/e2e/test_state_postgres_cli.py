@@ -178,7 +178,8 @@ class TestCrashes:
         assert status.returncode == 0, status.stderr
         text = flat(status.stdout)
         assert "interrupted" in text and "held by" not in text and "resumable" in text
-        assert f"hybridctl apply {lab.plan} --state postgresql://" in text
+        # quoted for a shell: the URL holds `&` and `?` (issue 46: every hint is a command that runs)
+        assert f"hybridctl apply {lab.plan} --state 'postgresql://" in text
         resumed = lab.cli(*lab.apply_args())
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         second_run = [r for r in journal.records() if r.run == lab.store().read().history[-1].run_id]
