@@ -26,7 +26,17 @@ CLOUD_POOLS = [  # gpu, instance type, usd/GPU-h on demand, spot usd/GPU-h
     ("L40S", "g6e.12xlarge", 2.62, 0.95), ("L4", "g6.xlarge", 0.81, 0.32), ("L4", "g6.12xlarge", 1.15, 0.42),
     ("A10G", "g5.xlarge", 1.01, 0.40), ("T4", "g4dn.xlarge", 0.53, 0.20),
 ]
-PER_NODE = {"p5.48xlarge": 8, "p4de.24xlarge": 8, "p4d.24xlarge": 8, "g6e.12xlarge": 4, "g6.12xlarge": 4}
+PER_NODE = {"p5.48xlarge": 8, "p4de.24xlarge": 8, "p4d.24xlarge": 8, "g6e.12xlarge": 4, "g6.12xlarge": 4,
+            "a3-highgpu-8g": 8, "a2-ultragpu-8g": 8, "a2-highgpu-8g": 8, "g2-standard-48": 4,
+            "Standard_ND96isr_H100_v5": 8, "Standard_ND96amsr_A100_v4": 8}
+# A cloud region on Google Cloud or Azure (inventory revision 4) offers the catalog's types of that provider in
+# place of the AWS ones; a shape it has none of is left out of the region.
+PROVIDER_TYPES = {"gcp": {"p5.48xlarge": "a3-highgpu-8g", "p4de.24xlarge": "a2-ultragpu-8g",
+                          "p4d.24xlarge": "a2-highgpu-8g", "g6.xlarge": "g2-standard-4", "g6.12xlarge": "g2-standard-48"},
+                  "azure": {"p5.48xlarge": "Standard_ND96isr_H100_v5", "p4de.24xlarge": "Standard_ND96amsr_A100_v4",
+                            "g4dn.xlarge": "Standard_NC4as_T4_v3"}}
+_AZURE_GROUP = ("/subscriptions/00000000-0000-0000-0000-{i:012d}/resourceGroups/bench/providers/"
+                "Microsoft.Compute/capacityReservationGroups/h100-{i}")
 ONPREM_POOLS = [("H100", 1.9), ("A100-80GB", 1.1), ("L40S", 0.75), ("L4", 0.5), ("H200", 2.4)]
 TEAMS = ["search", "ads", "support-ai", "fraud-ml", "recommendations", "research", "vision", "platform"]
 ARCHETYPES = [  # type, gpu types, count, replicas range, hours choices, weight
@@ -52,9 +62,10 @@ WEEKEND = [{"days": ["sat", "sun"], "from": "00:00", "to": "24:00"}]
 DEFERRED_SHARE = 0.8
 
 
-def generate(workloads: int, pools: int, seed: int = 1, scheduled: float = 0.0) -> dict[str, Any]:
+def generate(workloads: int, pools: int, seed: int = 1, scheduled: float = 0.0,
+             providers: tuple[str, ...] = ("aws",)) -> dict[str, Any]:
     """A fleet; with `scheduled` > 0, that share of its services and jobs (by template: twins stay twins)
-    get windows, the jobs with deferrable hours inside them."""
+    get windows, the jobs with deferrable hours inside them. Cloud region i is on providers[i % len]."""
     rng = random.Random(seed)
     sites: list[dict[str, Any]] = []
     pool_count = 0
@@ -73,10 +84,15 @@ def generate(workloads: int, pools: int, seed: int = 1, scheduled: float = 0.0) 
         pool_count += len(site_pools)
     for i in range(n_cloud):
         j = JURISDICTIONS[i % len(JURISDICTIONS)]
+        provider = providers[i % len(providers)]
+        region = {"gcp": f"gcp-region{i}", "azure": f"azureregion{i}"}.get(provider, f"region-{i}")
         uplift = rng.uniform(1.0, 1.2)
         site_pools = []
-        for gpu, instance, od, spot in CLOUD_POOLS:
-            short = instance.replace(".", "-").replace("xlarge", "xl")
+        for gpu, aws_instance, od, spot in CLOUD_POOLS:
+            instance = PROVIDER_TYPES[provider].get(aws_instance, "") if provider != "aws" else aws_instance
+            if not instance:
+                continue
+            short = aws_instance.replace(".", "-").replace("xlarge", "xl")
             od_pool = {"name": f"c{i}-{short}-od", "gpu": gpu, "instance_type": instance,
                        "max_gpus": rng.choice([64, 128, 256]), "capacity_type": "on_demand",
                        "usd_per_gpu_hour": round(od * uplift, 3)}
@@ -92,10 +108,16 @@ def generate(workloads: int, pools: int, seed: int = 1, scheduled: float = 0.0) 
                                    "max_gpus": rng.choice([32, 64, 128]), "capacity_type": "spot",
                                    "usd_per_gpu_hour": round(spot * uplift * rng.uniform(0.8, 1.2), 3),
                                    "interruptions_per_day": round(rng.uniform(0.1, 1.0), 2)})
-        site_pools.append({"name": f"c{i}-p5-reserved", "gpu": "H100", "instance_type": "p5.48xlarge", "max_gpus": 16,
-                           "capacity_type": "reserved", "usd_per_gpu_hour": round(3.9 * uplift, 3),
-                           "reservation_id": f"cr-{rng.getrandbits(68):017x}"})
-        sites.append({"name": f"cloud-{i}", "kind": "cloud", "provider": "aws", "region": f"region-{i}",
+        reserved = {"name": f"c{i}-p5-reserved", "gpu": "H100",
+                    "instance_type": "p5.48xlarge" if provider == "aws" else PROVIDER_TYPES[provider]["p5.48xlarge"],
+                    "max_gpus": 16, "capacity_type": "reserved", "usd_per_gpu_hour": round(3.9 * uplift, 3),
+                    "reservation_id": f"cr-{rng.getrandbits(68):017x}"}
+        if provider == "gcp":  # a Compute Engine reservation, zonal
+            reserved.update(reservation_id=f"h100-{i}", failure_domain=f"{region}-a")
+        elif provider == "azure":
+            reserved["reservation_id"] = _AZURE_GROUP.format(i=i)
+        site_pools.append(reserved)
+        sites.append({"name": f"cloud-{i}", "kind": "cloud", "provider": provider, "region": region,
                       "cluster": f"k8s-{i}", "jurisdiction": j, "egress_usd_per_gb": 0.09,
                       "latency_ms": _latencies(rng, j, 15), "pools": site_pools})
         pool_count += len(site_pools)

@@ -86,7 +86,8 @@ def _lp_bound(inventory: object) -> float:
                           for group in components(units))
 
 
-def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0, gap: float | None = None) -> dict[str, object]:
+def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0, gap: float | None = None,
+        providers: tuple[str, ...] = ("aws",)) -> dict[str, object]:
     """Measure one instance in this process (run in a fresh interpreter per instance)."""
     from greedy import greedy
     from hybridctl.core.checker.check import check_plan
@@ -96,7 +97,7 @@ def one(workloads: int, pools: int, seed: int, scheduled: float = 0.0, gap: floa
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "inventory.yaml"
-        path.write_text(to_yaml(generate(workloads, pools, seed, scheduled)))
+        path.write_text(to_yaml(generate(workloads, pools, seed, scheduled, providers)))
         began = time.perf_counter()
         inventory = load_inventory(path).inventory
         validate_s = time.perf_counter() - began
@@ -195,11 +196,15 @@ def main() -> None:
                         help="for each scheduled share above 0: the fleet planned with and without its windows")
     parser.add_argument("--gap", type=float, default=None,
                         help="the planner's relative MIP gap, as `plan --gap` (default: the planner's own)")
+    parser.add_argument("--providers", nargs="+", default=["aws"], choices=["aws", "gcp", "azure"],
+                        help="the cloud regions' providers, region i on the i-th (mod their number): "
+                             "`--providers aws gcp azure` for a three-cloud fleet (inventory revision 4)")
     parser.add_argument("--time-cost-one", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=4, metavar=("WORKLOADS", "POOLS", "SEED", "SCHEDULED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(int(args.one[0]), int(args.one[1]), int(args.one[2]), float(args.one[3]), args.gap)))
+        print(json.dumps(one(int(args.one[0]), int(args.one[1]), int(args.one[2]), float(args.one[3]), args.gap,
+                             tuple(args.providers))))
         return
     if args.time_cost_one:
         print(json.dumps(cost_of_time(int(args.time_cost_one[0]), int(args.time_cost_one[1]),
@@ -223,7 +228,8 @@ def main() -> None:
             for seed in args.seeds:
                 gap = [] if args.gap is None else ["--gap", str(args.gap)]
                 out = subprocess.run([sys.executable, __file__, "--one", str(workloads), str(pools), str(seed),
-                                      str(share), *gap], check=True, capture_output=True, text=True).stdout
+                                      str(share), *gap, "--providers", *args.providers], check=True,
+                                     capture_output=True, text=True).stdout
                 rows.append(json.loads(out.strip().splitlines()[-1]))
                 print(f"measured {workloads} x {pools} seed {seed} scheduled {share}", file=sys.stderr)
     print("| workloads × pools | scheduled (segments) | seed | plan s (wall) | plan s (CPU) | objective | LP bound | gap to LP | "

@@ -2,7 +2,8 @@
 a plan over the monthly budget, or one that leaves fixed-tier work unplaced (any work, with
 --fail-on-unplaced; none, with --allow-unplaced), is refused with exit 1 — whether apply planned it
 from an inventory or read it from a plan file. And as Terraform's `plan -out` does when the plan
-errors, `plan --out` then writes no plan file: it exits 1 and says why.
+errors, `plan --out` then writes no plan file for unplaced work: it exits 1 and says why (a plan over
+budget is written, marked over_budget, since inventory revision 4: test_over_budget_plans.py).
 
 Before, `apply PLAN` skipped both checks, `plan --out` wrote the file it then refused, and
 `apply INVENTORY` applied a plan with fixed-tier work unplaced.
@@ -39,12 +40,13 @@ def error_line(output: str) -> str:
     return next(line for line in output.splitlines() if line.startswith("error:"))
 
 
-@pytest.mark.parametrize(("document", "message"), [(over_budget, BUDGET), (fixed_unplaced, UNPLACED)])
-def test_plan_out_fails_and_writes_no_file(tmp_path: Path, document: Any, message: str) -> None:
-    inventory = write_json(tmp_path / "inventory.yaml", document())
+def test_plan_out_fails_and_writes_no_file(tmp_path: Path) -> None:
+    """Fixed-tier work left unplaced: no plan file (a plan over budget is written, marked so:
+    tests/commands/test_over_budget_plans.py)."""
+    inventory = write_json(tmp_path / "inventory.yaml", fixed_unplaced())
     out = tmp_path / "plan.json"
     result = run("plan", inventory, "--out", out, "--state", tmp_path / "state")
-    assert_refused(result, message, f"no plan file written to {out}: apply would refuse this plan for the same reason",
+    assert_refused(result, UNPLACED, f"no plan file written to {out}: apply would refuse this plan for the same reason",
                    codes=frozenset({1}))
     assert not out.exists() and not list(tmp_path.glob(".plan.json*"))
 

@@ -44,21 +44,21 @@ def test_the_cost_is_of_the_named_weeks_plan(tmp_path: Path) -> None:
     assert costs[PLAN_WEEK_TEXT] > costs[SUMMER]  # winter's overlap hour rents
 
 
-def _schedule(inventory: Path, week: str, out: Path) -> set[str]:
+def _schedule(inventory: Path, week: str, out: Path) -> set[tuple[str, str]]:
     done = run_cli("synth", str(inventory), "--week", week, "--out", str(out))
     assert done.code == 0, done.output
     actions = (out / "week-shop-aws" / "aws" / "autoscaling.Schedule").glob("*.json")
-    return {json.loads(action.read_text())["recurrence"] for action in actions}
+    return {(json.loads(a.read_text())["recurrence"], json.loads(a.read_text())["timeZone"]) for a in actions}
 
 
-def test_synth_scales_at_the_named_weeks_utc_times(tmp_path: Path) -> None:
+def test_synth_scales_on_the_windows_own_clock_in_any_week(tmp_path: Path) -> None:
     inventory = write(tmp_path, RENTED_BY_DAY, "week-shop.yaml")
     summer, winter = _schedule(inventory, SUMMER, tmp_path / "summer"), _schedule(inventory, PLAN_WEEK_TEXT,
                                                                                    tmp_path / "winter")
-    # up 12 minutes (aws's provision_minutes) before 08:00 Amsterdam time, down at 20:00: an hour earlier in UTC in
-    # summer; Monday to Friday, cron's days 1-5
-    assert summer == {f"{m} {h} * * {d}" for d in range(1, 6) for m, h in (("48", "5"), ("0", "18"))}
-    assert winter == {f"{m} {h} * * {d}" for d in range(1, 6) for m, h in (("48", "6"), ("0", "19"))}
+    # up 12 minutes (aws's provision_minutes) before 08:00 Amsterdam time, down at 20:00, Monday to Friday (cron's
+    # days 1-5), written in Amsterdam's zone: a plan made in winter is right in summer (an hour earlier in UTC)
+    expected = {(f"{m} {h} * * {d}", "Europe/Amsterdam") for d in range(1, 6) for m, h in (("48", "7"), ("0", "20"))}
+    assert summer == winter == expected
 
 
 @pytest.mark.parametrize("command", ["cost", "synth"])

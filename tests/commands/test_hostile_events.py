@@ -80,6 +80,19 @@ class TestEventsOnTheCommandLine:
         result = run("failover", *words.split(), "--plan", plan, "--inventory", inventory)
         assert_refused(result, EVENTS[words], codes=frozenset({2}))
 
+    @pytest.mark.parametrize("argument", ["aws-a\nsite-lost aws-b", "aws-a\rsite-lost aws-b", "aws-a\tsite-lost aws-b",
+                                          "aws-a\x1b[2J", "aws-a\x85site-lost aws-b"],
+                             ids=["newline", "cr", "tab", "esc", "nel"])
+    def test_a_line_break_inside_an_argument_is_not_a_second_event(self, applied: tuple[Path, Path],
+                                                                   argument: str) -> None:
+        """`site-lost $'aws-a\\nsite-lost aws-b'` lost both sites: a word was split at every whitespace."""
+        _, state = applied
+        before = snapshot(state)
+        for extra in ((), ("--execute", "--auto-approve")):
+            result = run("failover", "site-lost", argument, "--state", state, *extra)
+            assert_refused(result, "argument 2:", "holds a line break or a control character", codes=frozenset({2}))
+            assert snapshot(state) == before
+
     @pytest.mark.parametrize("words", FINE)
     def test_values_within_the_bounds_are_replanned(self, plan_file: tuple[Path, Path], words: str) -> None:
         inventory, plan = plan_file

@@ -313,3 +313,23 @@ def test_applied_state_helper_is_usable(tmp_path: Path) -> None:
     """The fixture other hostile tests build on (support/hostile.py) applies with the recording cloud."""
     _, state = applied_state(tmp_path)
     assert (state / "state.json").is_file()
+
+
+def test_apply_takes_teams_and_workload_types_from_the_inventory_not_the_plan_file(tmp_path: Path) -> None:
+    """A forged plan's `teams` moved a workload's showback to another team (and `workload_types` to another
+    type): both are the inventory's on apply, as `plan` wrote them, whatever the file says."""
+    document = cloud_document()
+    document["workloads"][0]["team"] = "search"
+    inventory = write_json(tmp_path / "inventory.yaml", document)
+    assert run("plan", inventory, "--out", tmp_path / "plan.json", "--state", tmp_path / "empty").code == 0
+    honest = json.loads((tmp_path / "plan.json").read_text())
+    assert honest["teams"] == {"api": "search"} and honest["workload_types"] == {"api": "realtime_inference"}
+
+    def forgery(d: dict[str, Any]) -> None:
+        d["teams"], d["workload_types"] = {"api": "finance"}, {"api": "training"}
+
+    path = write_json(tmp_path / "forged.json", forged(honest, forgery))
+    result = run("apply", path, "--inventory", inventory, "--state", tmp_path / "state", "--auto-approve")
+    assert result.code == 0, result.output
+    applied = json.loads((tmp_path / "state" / "state.json").read_text())["applied_plan"]
+    assert applied["teams"] == {"api": "search"} and applied["workload_types"] == {"api": "realtime_inference"}

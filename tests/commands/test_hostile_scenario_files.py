@@ -117,3 +117,26 @@ class TestTheGateOnAHospitalFleet:
     def test_over_budget_is_a_column_of_the_table(self) -> None:
         result = run("drill", CLINICS, "--scenario", DRILLS)
         assert "over budget" in result.stdout and "(not gated)" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize("character", ["\x1b", "\x9b", "\x7f", "\r"], ids=["esc", "c1-csi", "del", "cr"])
+def test_a_description_with_a_control_character_is_refused_at_its_line(tmp_path: Path, character: str) -> None:
+    """The drill report carries the description, and a report holding a control character is refused when it is
+    read back: the drill accepted what its own report then refused."""
+    scenarios = tmp_path / "drills.yaml"
+    scenarios.write_text("version: 1\nscenarios:\n  - name: dark\n"
+                         f"    description: {json.dumps('lights ' + character + ']52;c;aGk= out')}\n"
+                         "    events: [site-lost clinic-a]\n", encoding="utf-8")
+    result = run("drill", CLINICS, "--scenario", scenarios, "--json-out", tmp_path / "drill.json")
+    assert_refused(result, f"{scenarios}:4:", "scenario 'dark': `description` holds a control character "
+                   f"(\\u{ord(character):04x})", codes=frozenset({1}))
+    assert not (tmp_path / "drill.json").exists()
+
+
+def test_a_description_over_lines_and_tabs_is_fine(tmp_path: Path) -> None:
+    scenarios = tmp_path / "drills.yaml"
+    scenarios.write_text("version: 1\nscenarios:\n  - name: dark\n    description: \"lights\\n\\tout\"\n"
+                         "    events: [site-lost clinic-a]\n", encoding="utf-8")
+    result = run("drill", CLINICS, "--scenario", scenarios, "--json-out", tmp_path / "drill.json")
+    assert result.code in (0, 1) and "control character" not in result.output, result.output
+    assert (tmp_path / "drill.json").exists()

@@ -29,6 +29,11 @@ CASES = [
      "not a supported inventory format version (supported: 1)", "version: 1"),
     ("name-pattern", BASE.replace("name: test", "name: Test_Inv"), "invalid-name", "name: Test_Inv",
      "not a valid name", "lowercase"),
+    # a DNS label like every other name: these two once validated, planned and reached apply
+    ("name-leading-and-trailing-dash", BASE.replace("name: test", "name: -cloud-burst-"), "invalid-name",
+     "name: -cloud-burst-", "not a valid name", "DNS label"),
+    ("name-all-dashes", BASE.replace("name: test", "name: '---'"), "invalid-name", "name: '---'",
+     "not a valid name", "DNS label"),
     ("unknown-top-level", BASE + "sitez: []\n", "unknown-field", "sitez:", "unknown field 'sitez'",
      "did you mean 'sites'?"),
     ("unknown-pool-field", BASE.replace("usd_per_gpu_hour: 2.0}", "usd_per_gpu_hour: 2.0, interuptions_per_day: 1}"),

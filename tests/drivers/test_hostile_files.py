@@ -94,7 +94,12 @@ def untouched(root: Path, *owned: str) -> Iterator[None]:
     assert foreign(after) == foreign(before)
 
 
-def cli(tmp_path: Path, *args: str | Path, seconds: float = 60) -> Result:
+# What tells a command that blocks (reads a FIFO) from one that works: generous, for a loaded machine, since a
+# blocked command never ends and a working one ends well within it
+BLOCKED_AFTER_S = 120
+
+
+def cli(tmp_path: Path, *args: str | Path, seconds: float = BLOCKED_AFTER_S) -> Result:
     with within(seconds):
         return run_cli(*map(str, args))
 
@@ -161,12 +166,12 @@ def test_an_inventory_path_that_is_not_a_regular_file(tmp_path: Path, kind: str)
     path = tmp_path / "inventory.yaml"
     HOSTILE[kind](path)
     with untouched(tmp_path):
-        result = cli(tmp_path, "validate", path, seconds=20)
+        result = cli(tmp_path, "validate", path)
     refused(result, path, WORDS[kind], codes={2})
 
 
 def test_dev_zero_itself_is_refused_before_a_byte_is_read(tmp_path: Path) -> None:
-    refused(cli(tmp_path, "validate", "/dev/zero", seconds=20), "/dev/zero", "a character device", codes={2})
+    refused(cli(tmp_path, "validate", "/dev/zero"), "/dev/zero", "a character device", codes={2})
 
 
 @FUZZ
@@ -204,7 +209,7 @@ def test_a_plan_file_that_is_not_one(tmp_path: Path, kind: str) -> None:
     else:
         HOSTILE[kind](path)
     with untouched(tmp_path):
-        result = cli(tmp_path, "show", path, seconds=20)
+        result = cli(tmp_path, "show", path)
     refused(result, path)
 
 
@@ -266,7 +271,7 @@ def test_a_state_file_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> N
     state.mkdir()
     HOSTILE[kind](state / "state.json")
     with untouched(tmp_path, "state/lock", "state/lock.holder.json"):
-        result = cli(tmp_path, "status", "--no-drift", "--state", state, seconds=20)
+        result = cli(tmp_path, "status", "--no-drift", "--state", state)
     refused(result, state / "state.json", WORDS[kind], codes={2})
 
 
@@ -415,7 +420,7 @@ def test_a_runbook_document_that_is_not_a_regular_file(tmp_path: Path, kind: str
     (state / "runbooks").mkdir(parents=True)
     HOSTILE[kind](state / "runbooks" / "active.json")
     with untouched(tmp_path, "state/lock", "state/lock.holder.json"):
-        result = cli(tmp_path, "runbook", "rollback", "--dry-run", "--state", state, seconds=20)
+        result = cli(tmp_path, "runbook", "rollback", "--dry-run", "--state", state)
     refused(result, state / "runbooks" / "active.json", WORDS[kind], codes={2})
 
 
@@ -447,7 +452,7 @@ def test_a_scenario_file_that_is_not_one(tmp_path: Path, kind: str) -> None:
         HOSTILE[kind](path)
     inventory = base_file(tmp_path)
     with untouched(tmp_path):
-        result = cli(tmp_path, "drill", inventory, "--scenario", path, seconds=30)
+        result = cli(tmp_path, "drill", inventory, "--scenario", path)
     refused(result, path, codes={1, 2})
 
 
@@ -497,7 +502,7 @@ def test_a_bundles_own_file_that_is_not_a_regular_file(tmp_path: Path, signed: t
         path.unlink()
         HOSTILE[kind](path)
     with untouched(tmp_path):
-        result = cli(tmp_path, "bundle", "verify", bundle, key, seconds=20)
+        result = cli(tmp_path, "bundle", "verify", bundle, key)
     words = {"link-to-itself": "a symbolic link, which hybridctl does not follow here", "device": "a symbolic link",
              "fifo": "a FIFO", "directory": "a directory"}[kind]
     refused(result, path, words, codes={1, 4})
@@ -517,7 +522,7 @@ def test_a_key_that_is_a_device_is_refused(tmp_path: Path, signed: tuple[Path, P
     bundle, _ = signed
     (tmp_path / "zero.pub").symlink_to("/dev/zero")
     with untouched(tmp_path):
-        result = cli(tmp_path, "bundle", "verify", bundle, tmp_path / "zero.pub", seconds=20)
+        result = cli(tmp_path, "bundle", "verify", bundle, tmp_path / "zero.pub")
     refused(result, tmp_path / "zero.pub", "a character device", codes={2})
 
 
@@ -595,10 +600,11 @@ def _run(stack: str) -> object:
     return ProgramRun("aws-gpu-pools", stack, [Registered("aws:eks/nodeGroup:NodeGroup", "ng", {"x": 1}, {})], [])
 
 
-def _synth(out: Path, *stacks: str) -> Path:
+def _synth(out: Path, *stacks: str, note: Callable[[str], None] | None = None) -> Path:
     from hybridctl.drivers.synth_write import write_synth
 
-    return write_synth(out, [_run(s) for s in stacks], plan_digest="sha256:x", inventory="test")  # type: ignore[misc]
+    return write_synth(out, [_run(s) for s in stacks], plan_digest="sha256:x", inventory="test",  # type: ignore[misc]
+                       note=note)
 
 
 def _earlier_index(out: Path, *names: object) -> None:
@@ -671,10 +677,26 @@ def test_an_interrupted_synth_is_still_synths(tmp_path: Path) -> None:
     files missing) leaves a directory the next synth still knows as its own."""
     out = tmp_path / "synth"
     _synth(out, "test-aws", "half")
-    (out / "half" / "aws" / "eks.NodeGroup" / "ng.json").rename(out / "half" / "aws" / "eks.NodeGroup" / ".ng.json.abc_1234.tmp")
+    writer = json.loads((out / "half" / ".hybridctl-synth").read_text())["writer"]  # the temp file's name has it
+    (out / "half" / "aws" / "eks.NodeGroup" / "ng.json").rename(out / "half" / "aws" / "eks.NodeGroup" / f".ng.json.{writer}.tmp")
     _earlier_index(out, "test-aws", "half")
     _synth(out, "test-aws")
     assert not (out / "half").exists()
+
+
+@pytest.mark.parametrize("name", [".ng.json.abcd1234.tmp", ".ng.json.abc_1234.tmp", ".ng.json.0123456789abcdef.tmp"])
+def test_a_users_file_shaped_like_a_temp_file_is_not_synths(tmp_path: Path, name: str) -> None:
+    """Any `.NAME.xxxxxxxx.tmp` beside a listed file was taken for an interrupted write and deleted: only the
+    marker's own writer's temp files are synth's."""
+    out = tmp_path / "synth"
+    _synth(out, "test-aws", "half")
+    users = out / "half" / "aws" / "eks.NodeGroup" / name
+    users.write_text("the user's notes")
+    _earlier_index(out, "test-aws", "half")
+    notes: list[str] = []
+    _synth(out, "test-aws", note=notes.append)
+    assert users.read_text() == "the user's notes"
+    assert any("holds files synth did not write" in n and name in n for n in notes), notes
 
 
 @pytest.mark.parametrize("kind", ["link-out", "foreign-files", "file", "unmarked", "marker-of-another", "edited"])
@@ -734,3 +756,31 @@ def test_the_snapshot_never_opens_what_it_lists(tmp_path: Path) -> None:
     with within(5):
         entries = tree(tmp_path)
     assert set(entries) >= {"fifo", "device", "link-loop"}
+
+
+def test_concurrent_synths_into_one_out_leave_every_stack_directory_marked(tmp_path: Path) -> None:
+    """Two synths into one --out at once: one removed a stack directory's marker while the other wrote its
+    files, and the directory without its marker was refused by every later synth. --out is locked now: they
+    take turns, and what they leave is a synth's."""
+    import threading
+
+    out = tmp_path / "synth"
+    _synth(out, "test-aws", "half")
+    problems: list[BaseException] = []
+
+    def synths(stacks: tuple[str, ...]) -> None:
+        try:
+            for _ in range(15):
+                _synth(out, *stacks)
+        except BaseException as error:  # a refusal, or a directory gone from under a removal
+            problems.append(error)
+
+    runs = [threading.Thread(target=synths, args=(stacks,)) for stacks in (("test-aws", "half"), ("test-aws",))]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=300)
+    assert not problems, problems
+    for directory in (p for p in out.iterdir() if p.is_dir()):
+        assert (directory / ".hybridctl-synth").is_file(), f"{directory} has no marker"
+    _synth(out, "test-aws", "half")  # and a later synth takes them

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -193,14 +192,14 @@ class TestLock:
             waiting.lock.acquire(command="too early")
         process.kill()
         process.wait()
-        started = time.monotonic()
-        recovered = waiting.lock.acquire(command="apply resume", timeout_s=30)
-        assert time.monotonic() - started < 5  # the server dropped the lock with the connection
+        # the server drops the lock with the connection: nothing else frees it (no lease expires), so taking it
+        # at all is the proof; the bound is generous for a loaded machine, not a measure of "at once"
+        recovered = waiting.lock.acquire(command="apply resume", timeout_s=120)
         assert recovered is not None and recovered.pid == process.pid and recovered.command == "apply doomed"
         assert recovered.leftovers_stopped >= 1
         wait_for(lambda: not Path(f"/proc/{child_pid}").exists()
                  or Path(f"/proc/{child_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX",
-                 "the dead holder's child to be stopped", timeout_s=10)
+                 "the dead holder's child to be stopped", timeout_s=60)
         waiting.lock.release()
 
     def test_a_dead_holders_row_is_not_shown_as_a_live_lock(self, url: str) -> None:

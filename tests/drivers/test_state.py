@@ -248,6 +248,13 @@ class TestLock:
         assert holder.stdout is not None
         child_pid = int(holder.stdout.readline())
         dead_pid = holder.pid
+        # the child is the holder's once it carries the token (until then it may be mid-exec, which the scan
+        # waits for only so long): wait for that state, not for the machine to be quick
+        token = json.loads((tmp_path / "lock.holder.json").read_text())["token"]
+        deadline = time.monotonic() + 60
+        while f"{HOLDER_ENV}={token}".encode() not in Path(f"/proc/{child_pid}/environ").read_bytes().split(b"\0"):
+            assert time.monotonic() < deadline, "the holder's child never carried its token"
+            time.sleep(0.01)
         holder.kill()
         holder.wait()
         assert (tmp_path / "lock.holder.json").exists()  # the dead holder's record is still there
@@ -258,30 +265,61 @@ class TestLock:
         assert not _alive(child_pid), "the dead holder's child should have been stopped"
         lock.release()
 
-    def test_a_child_caught_in_exec_is_stopped_too(self) -> None:
+    def test_a_child_caught_in_exec_is_stopped_too(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         # Right after Popen returns, a child may still be inside execve(): its /proc environ reads empty
         # for a moment (two reads in three, read at once, on this machine). A dead holder's child in that
         # state was missed: how the test above once saw 0 leftovers stopped instead of 1. The moment is
-        # stretched here to 0.3 s: a shell with no environment at all that then execs into the holder's
-        # child, token and all.
+        # held open here: a shell with no environment at all, waiting on a FIFO, that then execs straight
+        # into the holder's child, token and all (an `exec env TOKEN=... cmd` passed through `env` with the
+        # shell's PWD and no token: a scan reading it then rightly dropped it, 4 runs in 6 on a loaded machine).
+        # The test waits for each state it means (the scan has read the shell as unsettled), never a fixed
+        # time, and the settling bound is stretched so that a loaded machine's slow exec still fits in it.
+        from hybridctl.drivers import lockholder
+
         token = uuid.uuid4().hex
-        child = subprocess.Popen(["env", "-i", "/bin/sh", "-c", f"sleep 0.3; exec env {HOLDER_ENV}={token} sleep 600"])
+        go = tmp_path / "go"
+        os.mkfifo(go)
+        monkeypatch.setattr(lockholder, "_EXEC_SETTLE_S", 120.0)
+        seen_unsettled = threading.Event()
+        real_mid_exec = lockholder._mid_exec
+
+        def mid_exec(pid: int) -> bool:
+            unsettled = real_mid_exec(pid)
+            if pid == child.pid and unsettled:
+                seen_unsettled.set()
+            return unsettled
+
+        monkeypatch.setattr(lockholder, "_mid_exec", mid_exec)
+        child = subprocess.Popen(["env", "-i", "/bin/sh", "-c",
+                                  f"read line < {go}; export {HOLDER_ENV}={token}; exec sleep 600"])
+        stopped: list[int] = []
+        scan = threading.Thread(target=lambda: stopped.append(stop_leftover_processes(token)))
         try:
             # Popen returns once `env` runs, with this test's environment: the moment under test begins when
             # it has become the shell with none (read before that, it is a process of no holder's, rightly left)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while Path(f"/proc/{child.pid}/environ").read_bytes() and time.monotonic() < deadline:
-                time.sleep(0.001)
-            assert stop_leftover_processes(token) == 1
-            assert child.wait(timeout=10) == -signal.SIGKILL
+                time.sleep(0.01)
+            scan.start()
+            assert seen_unsettled.wait(timeout=60), "the scan never read the shell as a process mid-exec"
+            # the shell waits in open() for a writer, and reads the line: it becomes the holder's child (a
+            # shell that died instead is ENXIO here, not a test that hangs)
+            writer = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(writer, b"exec now\n")
+            os.close(writer)
+            scan.join(timeout=180)
+            assert not scan.is_alive() and stopped == [1]
+            assert child.wait(timeout=60) == -signal.SIGKILL
         finally:
             child.kill()
             child.wait()
+            scan.join(timeout=180)
 
 
 def _alive(pid: int) -> bool:
-    """Running, and not merely a zombie waiting for init to reap it."""
-    deadline = time.monotonic() + 10
+    """Running, and not merely a zombie waiting for init to reap it (asked until it is not, for up to a minute:
+    a SIGKILLed process on a loaded machine may wait seconds for a CPU to die on)."""
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

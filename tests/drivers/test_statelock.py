@@ -164,7 +164,7 @@ class TestRecovery:
         try:
             assert recovered is not None and recovered.command == "apply killed"
             assert recovered.leftovers_stopped >= 1
-            wait_for(lambda: master.poll() is not None, "the leftover ssh master to be stopped", timeout_s=10)
+            wait_for(lambda: master.poll() is not None, "the leftover ssh master to be stopped", timeout_s=60)
             assert not control.exists()
         finally:
             master.kill()

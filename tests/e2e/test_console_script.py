@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hybridctl.core.plan.model import FORMAT_VERSION
 from support.examples import EXAMPLE_PATHS
 
 BIN = Path(sys.executable).parent
@@ -90,7 +91,7 @@ def test_plan_json_and_plan_file(tmp_path: Path) -> None:
     result = hybridctl("plan", str(EXAMPLE_PATHS[0]), "--format", "json", "--out", str(out))
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert document["format_version"] == 3
+    assert document["format_version"] == FORMAT_VERSION
     assert {"total_usd_per_month", "placements", "unplaced", "solver"} <= set(document)
     assert set(document["placements"][0]) >= {"workload", "tier", "site", "pool", "replicas", "gpus", "usd_per_month"}
     assert set(document["solver"]) >= {"status", "objective", "bound", "gap", "seconds"}

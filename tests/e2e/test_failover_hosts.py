@@ -182,7 +182,7 @@ class TestLinkDownFailover:
         assert {"confirm/contain", "manual/link-down/edge-shop", "node-baseline/dc-lab"} <= done_before
         assert shop.store().read().pending is not None
 
-        resumed = shop.cli("runbook", "resume", "--auto-approve")
+        resumed = shop.cli("runbook", "resume", "--auto-approve", *shop.with_bundles)  # its model sync: verified again
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         second = journal.records()[len(first):]
         started_again = {r.step for r in second if r.event == JournalEvent.STEP_STARTED}
@@ -217,7 +217,7 @@ class TestSiteLostDuringModelSync:
 
         for host in shop.onprem:
             host.link_up()
-        resumed = shop.cli("runbook", "resume", "--auto-approve")
+        resumed = shop.cli("runbook", "resume", "--auto-approve", *shop.with_bundles)  # its model sync: verified again
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         second = journal.records()[len(first):]
         started_again = {r.step for r in second if r.event == JournalEvent.STEP_STARTED}

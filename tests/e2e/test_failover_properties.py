@@ -22,7 +22,7 @@ import hybridctl.commands.apply_cmds
 import hybridctl.commands.failover_cmds  # noqa: F401  (registers the commands run_cli calls)
 import pytest
 import yaml
-from hybridctl.core.failover.events import Event, EventKind
+from hybridctl.core.failover.events import Event, EventKind, provider_sites
 from hybridctl.core.failover.runbook import MANUAL_KIND
 from hybridctl.core.failover.scenario import standard_scenarios
 from hybridctl.core.inventory.models import Inventory
@@ -120,12 +120,19 @@ def done_steps(store: StateStore, run_id: str) -> set[str]:
             and r.step is not None}
 
 
+def lost_sites(inventory: Inventory, events: tuple[Event, ...]) -> set[str]:
+    """The sites the events lose: site-lost's, and every site of a provider-lost's provider (revision 4)."""
+    return ({e.target for e in events if e.kind is EventKind.SITE_LOST}
+            | {s for e in events if e.kind is EventKind.PROVIDER_LOST for s in provider_sites(inventory, e.target)})
+
+
 def untouched(inventory: Inventory, events: tuple[Event, ...], before: dict[tuple[str, str, str], int],
               after: dict[tuple[str, str, str], int]) -> set[str]:
     """Workloads with nothing on a pool the events touched, no data at a lost site, all replicas placed."""
-    sites = {e.target for e in events if e.kind in (EventKind.SITE_LOST, EventKind.LINK_DOWN)}
-    lost = {e.target for e in events if e.kind is EventKind.SITE_LOST}
-    pools = {e.target for e in events if e.kind not in (EventKind.SITE_LOST, EventKind.LINK_DOWN)}
+    lost = lost_sites(inventory, events)
+    sites = lost | {e.target for e in events if e.kind is EventKind.LINK_DOWN}
+    pools = {e.target for e in events if e.kind not in (EventKind.SITE_LOST, EventKind.LINK_DOWN,
+                                                          EventKind.PROVIDER_LOST)}
     pools |= {p.name for s in inventory.sites if s.name in sites for p in s.pools}
     held = {d.name for d in inventory.datasets if set(d.holders) & lost}
     wanted = {w.name: w.replicas for w in inventory.workloads}
@@ -162,7 +169,7 @@ def check_failover_and_rollback(applied: dict[str, Applied], tmp_path: Path, exa
     failover_run = run_ids_of(store)[-1]
     assert done_steps(store, failover_run) == {s["id"] for s in runbook["steps"]}
 
-    lost = {e.target for e in events if e.kind is EventKind.SITE_LOST}
+    lost = lost_sites(base.inventory, events)
     for step in runbook["steps"]:
         if step["kind"] == MANUAL_KIND:
             continue  # the operator fencing the lost site

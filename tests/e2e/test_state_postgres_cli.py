@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -169,10 +168,9 @@ class TestCrashes:
         process.send_signal(signal.SIGKILL)
         process.wait()
         done_before = {r.step for r in journal.records() if r.event == JournalEvent.STEP_DONE}
-        killed_at = time.monotonic()
-        # free at once: the server saw the connection end (the holder's row stays, for status to explain)
-        wait_for(lambda: lab.store().lock.holder_status()[1] is False, "the lock to be released", timeout_s=30)
-        assert time.monotonic() - killed_at < 5
+        # free once the server saw the connection end (the holder's row stays, for status to explain): nothing
+        # else frees it (no lease expires), so the wait's bound is generous for a loaded machine, not a measure
+        wait_for(lambda: lab.store().lock.holder_status()[1] is False, "the lock to be released", timeout_s=120)
 
         status = lab.cli("status", "--state", lab.url, "--no-drift")
         assert status.returncode == 0, status.stderr
@@ -241,3 +239,21 @@ class TestMigrate:
         assert StateStore(lab.root / "back").journal.records() == lab.store().journal.records()
         refused = lab.cli("state", "migrate", "--from", local, "--to", lab.url)
         assert refused.returncode == 4 and "already holds a state" in flat(refused.stderr)
+
+    def test_a_document_named_outside_the_state_is_refused(self, lab: Lab) -> None:
+        """Issue 45, item 3: a database row named `../x.json` (any name can be inserted) exited 70; now exit 1
+        naming it, before anything is written."""
+        local = lab.root / "state"
+        applied = run_cli("apply", lab.inventory, "--state", local, "--auto-approve",
+                          env=cli_env(HYBRIDCTL_RECORDING_CLOUD_DIR=str(lab.cloud_dir)), cwd=lab.root)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert lab.cli("state", "migrate", "--from", local, "--to", lab.url).returncode == 0
+        store = lab.store()
+        store.backend.session.execute(  # type: ignore[attr-defined]
+            "INSERT INTO hybridctl_document (environment, name, body) VALUES (%(env)s, '../x.json', '{}')",
+            store.backend.session.key_params, doing="planting a document")  # type: ignore[attr-defined]
+        target = lab.root / "back" / "state"
+        done = lab.cli("state", "migrate", "--from", lab.url, "--to", target)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr and "a document named '../x.json'" in flat(done.stderr)
+        assert not (lab.root / "back" / "x.json").exists() and not (target / "state.json").exists()

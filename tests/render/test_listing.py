@@ -64,3 +64,11 @@ def test_capped_tables_say_how_many_rows_they_leave_out_and_styled_cells_keep_th
     assert lines[0] == f"Cloud changes ({RICH_ROWS + 50:,} rows)"
     assert lines[3].split() == ["queue-0", "update"] and lines[4].split() == ["queue-1", "delete"]
     assert lines[-1] == f"… and {RICH_ROWS * 3 - RICH_ROWS - 50:,} more cloud changes (--max-rows 0 shows all; --format json has everything)"
+
+
+def test_beyond_the_rich_limit_a_cell_prints_no_control_character() -> None:
+    """The plain columns are written past rich's console: each cell is escaped on its own (render/untrusted.py)."""
+    rows = [(*row[:3], f"why\x1b]52;c;aGk=\x07 {i}\x9b2J") for i, row in enumerate(_rows(RICH_ROWS + 1))]
+    out = _rendered(rows)
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert out.splitlines()[-1].endswith(f"why\\u001b]52;c;aGk=\\u0007 {RICH_ROWS}\\u009b2J")

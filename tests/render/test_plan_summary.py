@@ -45,7 +45,8 @@ class TestSummaryFigures:
                                      "+ data $500.00)")
         assert rows[1] == ("", "$4,380.00 of the committed cost pays for GPUs no workload uses (idle; in the "
                                "committed part)")
-        assert dict(rows)["budget:"] == "$10,000.00/month: OVER BUDGET"
+        assert dict(rows)["budget:"] == ("$10,000.00/month: OVER BUDGET by $340.00: apply refuses this plan without "
+                                         "--allow-over-budget")
         header = render_markdown(_plan()).splitlines()[1]
         assert ("committed $5,840.00 · pay-per-use $4,000.00 · data movement $500.00 (idle committed $4,380.00)"
                 in header)

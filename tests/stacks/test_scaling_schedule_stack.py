@@ -167,3 +167,17 @@ def test_a_deployment_mid_day_keeps_the_minimum_the_schedule_set() -> None:
     scaling = run_.one(NODE_GROUP, "p5-spot").inputs["scalingConfig"]
     assert (scaling["minSize"], scaling["desiredSize"], scaling["maxSize"]) == (1, 3, 4)
     assert "aws:autoscaling/getGroup:getGroup" in [i.token for i in run_.invokes]
+
+
+def _schedule_of(count: int) -> list[dict[str, Any]]:
+    times = [f"{m} {h} * * {d}" for d in range(7) for h in range(24) for m in (0, 30)][:count]
+    return [{"recurrence": t, "timeZone": "UTC", "minSize": i % 2, "maxSize": 4} for i, t in enumerate(times)]
+
+
+def test_the_stack_takes_125_scheduled_sizes_and_refuses_126() -> None:
+    """AWS's limit as a boundary pair (issue 45 item 8): the pair to the planner's in
+    tests/core/deploy/test_scaling_action_limit.py."""
+    pool = {**SPOT, "desiredSize": 1}
+    assert len(gpu_pools.parse_node_pool({**pool, "schedule": _schedule_of(125)}, "hybridctl:nodePools[0]").schedule) == 125
+    with pytest.raises(gpu_pools.ConfigError, match="126 scheduled sizes, AWS allows 125"):
+        gpu_pools.parse_node_pool({**pool, "schedule": _schedule_of(126)}, "hybridctl:nodePools[0]")

@@ -172,6 +172,9 @@ def resummarize(document: dict[str, Any]) -> dict[str, Any]:
     document["total_usd_per_month"] = round(
         committed + pay_per_use + document["data_usd_per_month"] if document["cost_model"] == "cash"
         else document["compute_usd_per_month"] + document["data_usd_per_month"], 2)
+    budget = document.get("budget_usd_per_month")
+    if "over_budget" in document:  # format 4 marks a plan over its budget
+        document["over_budget"] = budget is not None and document["total_usd_per_month"] > budget + 0.005
     document["content_digest"] = content_digest(document)
     return document
 

@@ -106,7 +106,9 @@ def run(argv: list[str] | None = None) -> None:
     except Exception as error:  # a bug: say so plainly, keep the traceback for those who ask
         if os.environ.get("HYBRIDCTL_DEBUG"):
             raise
-        print(f"hybridctl: internal error: {type(error).__name__}: {error}\n"
+        from hybridctl.render.untrusted import printable
+
+        print(f"hybridctl: internal error: {type(error).__name__}: {printable(str(error), lines=True)}\n"
               "hint: this is a bug in hybridctl; rerun with HYBRIDCTL_DEBUG=1 and report the traceback",
               file=sys.stderr)
         sys.exit(_error_exit(INTERNAL_ERROR, detailed))

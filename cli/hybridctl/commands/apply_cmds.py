@@ -65,6 +65,9 @@ def apply(
                                         "unplaced (as `plan --allow-unplaced` accepts it)."),
     fail_on_unplaced: bool = typer.Option(False, "--fail-on-unplaced", help="Refuse (exit 1) when any workload, "
                                           "of any tier, is left unplaced."),
+    allow_over_budget: bool = typer.Option(False, "--allow-over-budget", help="Apply a plan over "
+                                           "policies.monthly_budget_usd (marked over_budget; refused, exit 1, "
+                                           "without this)."),
 ) -> None:
     """Make a plan real: cloud pools and queues (Pulumi), then on-prem/edge hosts (Ansible), journaled and resumable."""
     from hybridctl.operations.apply import run_apply
@@ -78,7 +81,8 @@ def apply(
                      bundle_public_key=bundle_public_key, known_hosts=known_hosts, ssh_key=ssh_key,
                      parallelism=parallelism, end_failover=end_failover,
                      allow_machine_removal=allow_machine_removal, verify_full=verify_full,
-                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced, view=Terminal())
+                     allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                     allow_over_budget=allow_over_budget, view=Terminal())
     if code:
         raise typer.Exit(code)
 
@@ -122,6 +126,8 @@ def destroy(
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help=KNOWN_HOSTS_HELP),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help=SSH_KEY_HELP),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory the state was applied "
+                                          "from (default: the state's): only its stacks are destroyed."),
 ) -> None:
     """Take down what hybridctl made, in reverse dependency order; journaled and resumable like apply."""
     from hybridctl.operations.apply import run_destroy
@@ -129,7 +135,7 @@ def destroy(
 
     code = run_destroy(site=site, state=state, lock_timeout_s=parse_duration(lock_timeout), auto_approve=auto_approve,
                        skip_cloud=skip_cloud, known_hosts=known_hosts, ssh_key=ssh_key, parallelism=parallelism,
-                       view=Terminal())
+                       view=Terminal(), inventory=inventory)
     if code:
         raise typer.Exit(code)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.app import app
+from hybridctl.render.untrusted import echo
 
 bundle_app = typer.Typer(help="Make and check signed model bundles (artifacts + manifest.json + manifest.sig).",
                          no_args_is_help=True)
@@ -32,7 +33,7 @@ def keygen(
     from hybridctl.operations.bundle import keygen as make_keys
 
     info = make_keys(private_key, public_key, _passphrase())
-    typer.echo(f"wrote {info.private_key_path} (private, 0600) and {info.public_key_path}; "
+    echo(f"wrote {info.private_key_path} (private, 0600) and {info.public_key_path}; "
                f"key fingerprint {info.fingerprint}")
 
 
@@ -53,7 +54,7 @@ def create(
 
     manifest = create_bundle(bundle_dir, model=model, version=version, source_commit=source_commit, datasets=dataset,
                              metrics=metric, rollback_to=rollback_to, source_dir=from_dir)
-    typer.echo(f"wrote {bundle_dir / 'manifest.json'}: {manifest.model} {manifest.version}, "
+    echo(f"wrote {bundle_dir / 'manifest.json'}: {manifest.model} {manifest.version}, "
                f"{len(manifest.files)} file(s), {manifest.total_size_bytes:,} bytes; next: hybridctl bundle sign "
                f"{bundle_dir} KEY")
 
@@ -67,7 +68,7 @@ def sign(
     from hybridctl.operations.bundle import sign as sign_bundle
 
     info = sign_bundle(bundle_dir, private_key, _passphrase())
-    typer.echo(f"signed {info.bundle}: manifest sha256 {info.manifest_sha256}, key {info.key_fingerprint}")
+    echo(f"signed {info.bundle}: manifest sha256 {info.manifest_sha256}, key {info.key_fingerprint}")
 
 
 @bundle_app.command("verify")
@@ -84,7 +85,7 @@ def verify(
     verification = check_bundle(bundle_dir, public_key)
     error = verification.error()
     if output_format == "json":
-        typer.echo(json.dumps({"format_version": 1, "bundle": str(bundle_dir), "trusted": error is None,
+        echo(json.dumps({"format_version": 1, "bundle": str(bundle_dir), "trusted": error is None,
                                "signature": verification.signature.value,
                                "key_fingerprint": verification.key_fingerprint,
                                "manifest_sha256": verification.manifest_sha256,
@@ -93,12 +94,12 @@ def verify(
     elif error is None:
         manifest = verification.manifest
         assert manifest is not None
-        typer.echo(f"trusted: {manifest.model} {manifest.version} ({len(manifest.files)} files), signed by "
+        echo(f"trusted: {manifest.model} {manifest.version} ({len(manifest.files)} files), signed by "
                    f"{verification.key_fingerprint}")
     else:
-        typer.echo(f"NOT trusted: {error.message}", err=True)
+        echo(f"NOT trusted: {error.message}", err=True)
         if error.hint:
-            typer.echo(f"hint: {error.hint}", err=True)
+            echo(f"hint: {error.hint}", err=True)
     if error is not None:
         raise typer.Exit(ExitCode.FAILED)
 

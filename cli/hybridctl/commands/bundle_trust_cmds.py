@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from hybridctl.commands.bundle_cmds import bundle_app
+from hybridctl.render.untrusted import echo
 
 trust_app = typer.Typer(help="Pin, unpin and list the model-signing keys the hosts trust (by key ID).",
                         no_args_is_help=True)
@@ -40,7 +41,7 @@ def _run(action: str, extravars: dict[str, str], key: str | None, inventory: Pat
         raise UsageError(f"--format {output_format!r}: expected table or json")
     run = run_trust(action, extravars, key, inventory, site, state, known_hosts, ssh_key, lock_timeout, Terminal())
     if output_format == "json":
-        typer.echo(json.dumps({"format_version": 1, "action": action, "key_id": key, "run_id": run.run_id,
+        echo(json.dumps({"format_version": 1, "action": action, "key_id": key, "run_id": run.run_id,
                                "hosts": [asdict(r) for r in run.rows]}, indent=2))
     else:
         render_trust(stdout(), run)

@@ -10,6 +10,7 @@ import typer
 
 from hybridctl.commands.app import app
 from hybridctl.errors import ExitCode
+from hybridctl.render.untrusted import echo
 
 
 @app.command()
@@ -31,7 +32,7 @@ def discover(
 
     found = discover_hosts(inventory, site, state=state, known_hosts=known_hosts, ssh_key=ssh_key, view=Terminal())
     if output_format == "json":
-        typer.echo(json.dumps({"format_version": 1, "hosts": [asdict(h) for h in found]}, indent=2))
+        echo(json.dumps({"format_version": 1, "hosts": [asdict(h) for h in found]}, indent=2))
     else:
         render_discovery(stdout(), found)
     if any(h.state != "ok" for h in found):

@@ -135,14 +135,21 @@ def resume(
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),
     lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock."),
     parallelism: int = typer.Option(4, "--parallelism", min=1, max=64, help="Steps run at once, at most."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory its steps are checked "
+                                          "against (default: the state's)."),
+    bundles: Path | None = typer.Option(None, "--bundles", help="The signed model bundles the failover was given: "
+                                        "its model sync steps run only with them (verified again)."),
+    bundle_public_key: Path | None = typer.Option(None, "--bundle-public-key", help="Key the bundles are signed with."),
 ) -> None:
-    """Finish an interrupted or failed runbook: steps already done are not run again."""
+    """Finish an interrupted or failed runbook: steps already done are not run again; every step left is checked
+    against what the inventory and the runbook's plan make before any runs."""
     from hybridctl.commands.apply_cmds import parse_duration
     from hybridctl.operations.failover import ExecOptions, run_resume
     from hybridctl.render.terminal import Terminal
 
-    code = run_resume(state, ExecOptions(auto_approve, skip_cloud, None, None, known_hosts, ssh_key,
-                                         parse_duration(lock_timeout), parallelism, manual_steps_done), Terminal())
+    code = run_resume(state, ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
+                                         parse_duration(lock_timeout), parallelism, manual_steps_done), Terminal(),
+                      inventory)
     if code:
         raise typer.Exit(code)
 

@@ -9,6 +9,7 @@ import typer
 
 from hybridctl.commands.app import app
 from hybridctl.errors import ExitCode
+from hybridctl.render.untrusted import echo
 
 
 class ValidateFormat(StrEnum):
@@ -35,13 +36,13 @@ def validate(
 
     reports, usage_failed = validate_inventories(paths)
     if output_format is ValidateFormat.json:
-        typer.echo(render.render_json(reports))
+        echo(render.render_json(reports))
     elif output_format is ValidateFormat.github:
         text = render.render_github(reports)
         if text:
-            typer.echo(text)
+            echo(text)
     elif output_format is ValidateFormat.sarif:
-        typer.echo(render.render_sarif(reports))
+        echo(render.render_sarif(reports))
     else:
         render.render_text(stdout(), reports)
     if usage_failed:
@@ -57,7 +58,7 @@ def schema() -> None:
 
     from hybridctl.operations.inventory import inventory_schema
 
-    typer.echo(json.dumps(inventory_schema(), indent=2))
+    echo(json.dumps(inventory_schema(), indent=2))
 
 
 @app.command()
@@ -65,11 +66,11 @@ def init(
     directory: Path = typer.Argument(Path("."), help="Where to write the starter inventory."),
     pattern: str = typer.Option("cloud-burst", "--pattern", "-p",
                                 help="Deployment pattern: cloud-burst, split-inference, train-onprem-serve-cloud, "
-                                     "federated, enterprise."),
+                                     "federated, enterprise, multi-cloud-inference."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing inventory.yaml."),
 ) -> None:
     """Write a starter inventory for a deployment pattern, from templates/."""
     from hybridctl.render.starter import write_starter
 
     target = write_starter(directory, pattern, force=force)
-    typer.echo(f"wrote {target}; next: hybridctl validate {target}")
+    echo(f"wrote {target}; next: hybridctl validate {target}")

@@ -12,6 +12,7 @@ from hybridctl.commands.moments import WEEK_HELP
 from hybridctl.errors import UsageError
 from hybridctl.operations.common import SAFETY_SECONDS, ReportFormat, read_plan
 from hybridctl.operations.cost import CostDimension
+from hybridctl.render.untrusted import echo
 
 
 class TableOrJson(StrEnum):
@@ -39,7 +40,7 @@ def classify(
 
     decisions = classify_inventory(inventory)
     if output_format is TableOrJson.json:
-        typer.echo(json.dumps({"format_version": 1, "workloads": [
+        echo(json.dumps({"format_version": 1, "workloads": [
             {"workload": d.workload, "tier": d.tier.value, "rule": d.rule, "reason": d.reason,
              "capacity_types": [c.value for c in d.capacity_types]} for d in decisions]}, indent=2))
     else:
@@ -115,4 +116,4 @@ def cost(
     from hybridctl.render.cost import show_cost
 
     planned, lines = cost_by(source, by, week)
-    show_cost(by, planned.total_usd_per_month, lines, output_format.value)
+    show_cost(by, planned, lines, output_format.value)

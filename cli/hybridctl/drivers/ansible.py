@@ -54,7 +54,7 @@ from hybridctl.drivers.ansible_events import (
     RunStatus,
     dispatch,
 )
-from hybridctl.drivers.lockholder import control_dir_prefix
+from hybridctl.drivers.lockholder import HOLDER_ENV, control_dir_prefix
 from hybridctl.errors import HybridctlError, PrerequisiteError, UsageError
 
 __all__ = [
@@ -344,6 +344,12 @@ def _environment(
         "ANSIBLE_STRATEGY": "free",
         cleanup.RUN_MARKER: marker,
     }
+    # The state lock's token, which every process of a run carries (drivers/lockholder.py): a run SIGKILLed
+    # mid-playbook leaves ansible-playbook and its workers running, and the next holder's recovery finds them by
+    # it. Cut from the environment below with the rest of this process's, it left them unfound (1 kill in 4).
+    token = os.environ.get(HOLDER_ENV)
+    if token:
+        env[HOLDER_ENV] = token
     if ssh.private_key is not None:
         env["ANSIBLE_PRIVATE_KEY_FILE"] = str(ssh.private_key)
     return env

@@ -172,9 +172,10 @@ def file_sha256(path: Path) -> str:
 MAX_DEPTH = 32
 
 
-def _walk(root: Path) -> Iterable[tuple[str, Path]]:
-    """Every entry below ``root`` except directories, as (bundle-relative posix path, path), depth first, each
-    directory's entries by name. A symlinked directory is an entry, never entered."""
+def _walk(root: Path, *, directories: bool = False) -> Iterable[tuple[str, Path]]:
+    """Every entry below ``root`` except directories (with `directories`, those too, each before what it holds),
+    as (bundle-relative posix path, path), depth first, each directory's entries by name. A symlinked directory is
+    an entry, never entered."""
     pending: list[tuple[Path, int]] = [(root, 0)]
     while pending:
         directory, depth = pending.pop()
@@ -184,7 +185,7 @@ def _walk(root: Path) -> Iterable[tuple[str, Path]]:
         with os.scandir(directory) as entries:
             found = sorted(entries, key=lambda e: e.name)
         for entry in found:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_dir(follow_symlinks=False) and not directories:
                 continue
             path = Path(entry.path)
             yield path.relative_to(root).as_posix(), path
@@ -227,9 +228,7 @@ def create_bundle(bundle_dir: Path, *, model: str, version: str, source_commit: 
             raise UsageError(f"artifact directory {source_dir} does not exist")
         if bundle_dir.exists() and any(bundle_dir.iterdir()):
             raise UsageError(f"{bundle_dir} is not empty", hint="create the bundle in a new directory")
-        shutil.copytree(source_dir, bundle_dir, symlinks=True, dirs_exist_ok=True)
-        for name in RESERVED_NAMES:
-            (bundle_dir / name).unlink(missing_ok=True)
+        _copy_source(_source_entries(source_dir), bundle_dir)
     _require_dir(bundle_dir)
     files: list[BundleFile] = []
     for relative, path in _walk(bundle_dir):
@@ -259,6 +258,50 @@ def create_bundle(bundle_dir: Path, *, model: str, version: str, source_commit: 
     (bundle_dir / SIGNATURE_NAME).unlink(missing_ok=True)
     atomic_write_bytes(bundle_dir / MANIFEST_NAME, canonical_manifest_bytes(manifest))
     return manifest
+
+
+def _source_entries(source_dir: Path) -> list[tuple[str, Path, os.stat_result]]:
+    """What `--from` holds, walked as a bundle is (bounded at MAX_DEPTH, never through a link) and checked whole
+    before a byte is copied: only regular files and directories, at paths a manifest may list. A device (a
+    character device copied without bound), a FIFO, a socket or a symbolic link is refused, named."""
+    entries: list[tuple[str, Path, os.stat_result]] = []
+    for relative, path in _walk(source_dir, directories=True):
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            entries.append((relative, path, info))
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"cannot bundle {path}: {describe_mode(info.st_mode)}, not a regular file or a "
+                             "directory; nothing was copied",
+                             hint="copy the file itself in its place, or move it out of the --from directory")
+        if relative in RESERVED_NAMES:
+            continue  # the bundle's own files are made again below
+        problem = artifact_path_problem(relative)
+        if problem is not None:
+            raise UsageError(f"cannot bundle {path}: {problem}; nothing was copied")
+        entries.append((relative, path, info))
+    return entries
+
+
+def _copy_source(entries: Iterable[tuple[str, Path, os.stat_result]], bundle_dir: Path) -> None:
+    """Copy the checked entries: each file opened without following a link and checked again once open (an
+    entry swapped for a FIFO or a device since the walk is refused, not read)."""
+    bundle_dir.mkdir(parents=True, exist_ok=True)
+    for relative, path, info in entries:
+        target = bundle_dir / relative
+        if stat.S_ISDIR(info.st_mode):
+            target.mkdir(exist_ok=True)
+            continue
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(descriptor, "rb") as source:
+            mode = os.fstat(descriptor).st_mode
+            if not stat.S_ISREG(mode):
+                raise UsageError(f"cannot bundle {path}: {describe_mode(mode)}, not a regular file",
+                                 location=Location(str(path)))
+            written = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                              stat.S_IMODE(info.st_mode) | stat.S_IWUSR)
+            with os.fdopen(written, "wb") as out:
+                shutil.copyfileobj(source, out, _CHUNK_BYTES)
 
 
 _CREATE_OPTIONS = {"model": "--model", "version": "--version", "source_commit": "--source-commit",

@@ -174,7 +174,23 @@ def _kill_matching(field: str, matches: Callable[[bytes], bool]) -> int:
         else:
             break
         time.sleep(0.05)
+    _wait_gone(killed)
     return len(killed)
+
+
+# How long recovery waits for what it SIGKILLed to be gone: a signalled process on a loaded machine may not have
+# run to its exit yet, and the resumed run must not touch a host while the dead run's processes still hold it
+_GONE_WITHIN_S = 30.0
+
+
+def _wait_gone(killed: set[tuple[int, str]]) -> None:
+    """Until each killed process has ended (gone, or a zombie: it runs no more), for at most _GONE_WITHIN_S."""
+    deadline = time.monotonic() + _GONE_WITHIN_S
+    waiting = {pid for pid, start in killed if start}
+    while waiting and time.monotonic() < deadline:
+        waiting = {pid for pid, start in killed if pid in waiting and process_start(pid) == start}
+        if waiting:
+            time.sleep(0.01)
 
 
 def control_dir_prefix() -> str:

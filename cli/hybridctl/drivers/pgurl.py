@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit
 
 from hybridctl.errors import UsageError
 
@@ -32,7 +32,7 @@ class StateUrl:
     environment: str
     display: str  # for people: no password
     option: str  # what to pass to --state to reach the same state again: no password either
-    password: str  # only so that `redact` can remove it from messages
+    secrets: tuple[str, ...]  # the password and password parameters: only so that `redact` can remove them
 
     @staticmethod
     def parse(url: str) -> StateUrl:
@@ -59,15 +59,16 @@ class StateUrl:
         host = parts.hostname or ""
         netloc = (f"{unquote(parts.username)}@" if parts.username else "") + host \
             + (f":{parts.port}" if parts.port else "")
-        shown = [(k, v) for k, v in rest if k.lower() not in ("password", "sslpassword")]
+        shown = [(k, v) for k, v in rest if not _is_secret(k)]
         display = _unsplit(parts.scheme, netloc, parts.path, urlencode(shown, safe="/"))
         option = _unsplit(parts.scheme, netloc, parts.path,
                           urlencode([*shown, *([(ENVIRONMENT_PARAM, environment)] if environments else [])], safe="/"))
+        secrets = (unquote(parts.password or ""), *(v for k, v in rest if _is_secret(k)))
         return StateUrl(conninfo, environment, f"{display} (environment {environment})", option,
-                        unquote(parts.password or ""))
+                        tuple(s for s in secrets if s))
 
     def redact(self, text: str) -> str:
-        for secret in {self.password, os.environ.get("PGPASSWORD", "")}:
+        for secret in sorted({*self.secrets, os.environ.get("PGPASSWORD", "")}, key=len, reverse=True):
             if secret:
                 text = text.replace(secret, "********")
         return text
@@ -86,7 +87,10 @@ DATABASE_SCHEMES = ("postgresql", "postgres")
 # directory that really is called so is reached as ./NAME.
 _URL_LIKE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*:/")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-_SECRET_PARAMS = re.compile(r"((?:^|[?&;])\s*(?:ssl)?password\s*=)([^&#;]*)", re.IGNORECASE)
+# A query parameter, its name as typed: whether it is a secret is decided on the name decoded
+# (`pass%77ord`, `PASSWORD`, `password+` are all spellings of it that a message must not show).
+_QUERY_PARAM = re.compile(r"((?:^|[?&;])([^=&#;?]*)=)([^&#;]*)")
+_SECRET_NAMES = ("password", "sslpassword")
 MASK = "********"
 ENCODE_HINT = "percent-encode / @ : ? # and spaces in a user name or password (%2F %40 %3A %3F %23 %20)"
 
@@ -134,10 +138,18 @@ def _masked(url: str) -> tuple[str, list[str]]:
         rest = f"{userinfo}@{host}"
 
     def param(match: re.Match[str]) -> str:
-        secrets.append(match.group(2))
+        if not _is_secret(match.group(2)):
+            return match.group(0)
+        secrets.append(match.group(3))
         return match.group(1) + MASK
 
-    return head + _SECRET_PARAMS.sub(param, rest), [s for s in secrets if s]
+    return head + _QUERY_PARAM.sub(param, rest), [s for s in secrets if s]
+
+
+def _is_secret(name: str) -> bool:
+    """A password parameter in any case and spelling: the name decoded (parse_qsl's, with `+` a space),
+    spaces around it ignored."""
+    return unquote_plus(name).strip().lower() in _SECRET_NAMES
 
 
 def _after_scheme(url: str) -> tuple[str, str]:

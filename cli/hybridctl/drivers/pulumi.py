@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from hybridctl.drivers.cloud_credentials import check_azure_credentials, check_gcp_credentials
 from hybridctl.errors import HybridctlError, PrerequisiteError, StateLockedError
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ def check_eks_access(env: Mapping[str, str] | None = None, home: Path | None = N
 CREDENTIAL_CHECKS: Mapping[str, Callable[[Mapping[str, str] | None, Path | None], None]] = {
     "aws-gpu-pools": check_aws_credentials,
     "k8s-queues": check_eks_access,
+    "gcp-gpu-pools": check_gcp_credentials,
+    "azure-gpu-pools": check_azure_credentials,
 }
 
 

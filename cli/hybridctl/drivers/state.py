@@ -318,7 +318,16 @@ class StateStore:
         read: Callable[[str], str | None] = backend.read_document
         if isinstance(backend, DirectoryBackend):
             read = functools.partial(backend.read_document, follow_symlinks=False)
-        found = {name: read(name) for name in backend.document_names()}
+        names = backend.document_names()
+        for name in names:
+            try:
+                check_document_name(name)
+            except ValueError:
+                # a database row's name is whatever was inserted (`../x.json`): refused before anything is read
+                raise StateFileError(f"{self.location}: the state holds a document named {name!r:.200}, which is not "
+                                     "a name hybridctl writes (runbooks/<name>.json): nothing was read or copied",
+                                     hint="remove that document from the state: hybridctl never writes it") from None
+        found = {name: read(name) for name in names}
         return {name: text for name, text in found.items() if text is not None}
 
     @contextlib.contextmanager

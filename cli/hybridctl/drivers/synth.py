@@ -24,7 +24,11 @@ from hybridctl.errors import HybridctlError
 PROGRAMS = {
     "aws-gpu-pools": ("gpu_pools", "gpu_pools", "load_config"),
     "k8s-queues": ("kueue_queues", "queues_config", "load_config"),
+    "gcp-gpu-pools": ("gke_pools", "gke_pools", "load_config"),
+    "azure-gpu-pools": ("aks_pools", "aks_pools", "load_config"),
 }
+# The provider SDKs that are extras, and the extra that installs each.
+EXTRAS = {"pulumi_gcp": "gcp", "pulumi_azure_native": "azure"}
 GET_CLUSTER = "aws:eks/getCluster:getCluster"
 GET_SUBNETS = "aws:ec2/getSubnets:getSubnets"
 GET_NODE_GROUPS = "aws:eks/getNodeGroups:getNodeGroups"
@@ -213,7 +217,14 @@ def stack_program(project: str, stacks_root: Path) -> Callable[[], Mapping[str, 
     if project not in PROGRAMS:
         raise HybridctlError(f"no stack program for project {project!r}")
     program_module, config_module, loader = PROGRAMS[project]
-    program = import_stack_module(project, program_module, stacks_root).program
+    try:
+        program = import_stack_module(project, program_module, stacks_root).program
+    except ModuleNotFoundError as exc:  # the gcp and azure SDKs are extras (pyproject.toml)
+        extra = EXTRAS.get(exc.name or "")
+        if extra is None:
+            raise
+        raise HybridctlError(f"stack {project} needs the {exc.name} package, which is not installed",
+                             hint=f"pip install 'hybridctl[{extra}]'") from exc
     load = getattr(import_stack_module(project, config_module, stacks_root), loader)
     return lambda: program(load())
 

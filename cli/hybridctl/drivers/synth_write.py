@@ -14,12 +14,14 @@ plan give the same bytes and a pull request shows only what changed.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from typing import Any
 import yaml
 
 from hybridctl.drivers.filereader import DOCUMENT_LIMIT, MIB, FileRefusedError, describe_mode, read_bounded
-from hybridctl.drivers.files import atomic_write_bytes, atomic_write_text
+from hybridctl.drivers.files import atomic_write_text, fill, replace_atomically
 from hybridctl.drivers.synth import ProgramRun, Registered
 from hybridctl.errors import Location, UsageError
 
@@ -115,7 +117,10 @@ def _order(resource: Registered) -> tuple[int, str, str, str]:
 
 def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
     """Write one stack's files, its marker first (so an interrupted run leaves a directory synth knows as
-    its own); its entry in the index."""
+    its own); its entry in the index. The marker names its writer, and each file is written through a temp
+    file named for it (`.NAME.<writer>.tmp`): what a killed write leaves is known as this writer's, and a
+    user's file merely shaped like a temp file is not. The writer is the digest of what the marker lists
+    (synth's output is the same bytes for the same plan, marker included)."""
     root = out / run.stack
     resources: list[dict[str, Any]] = []
     providers: list[dict[str, Any]] = []
@@ -150,18 +155,60 @@ def write_stack(out: Path, run: ProgramRun) -> dict[str, Any]:
     if documents:
         files["kubernetes.yaml"] = "---\n".join(documents)
     encoded = {name: text.encode("utf-8") for name, text in files.items()}
-    marker = {"format": MARKER_FORMAT, "stack": run.stack,
-              "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-                        for name, data in sorted(encoded.items())}}
+    listed = {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+              for name, data in sorted(encoded.items())}
+    writer = hashlib.sha256(_dump_json({"stack": run.stack, "files": listed}).encode()).hexdigest()[:16]
+    marker = {"format": MARKER_FORMAT, "stack": run.stack, "writer": writer, "files": listed}
     atomic_write_text(root / MARKER, _dump_json(marker))
     for name, data in encoded.items():
-        atomic_write_bytes(root / name, data)
+        _write_as(root / name, data, writer)
     return {"project": run.project, "stack": run.stack, "providers": providers, "resources": resources,
             "outputs": run.outputs}
 
 
+def _write_as(path: Path, data: bytes, writer: str) -> None:
+    """files.atomic_write_bytes with the temp file's name this writer's own: `.NAME.<writer>.tmp`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{writer}.tmp")
+    # a leftover of this very writer's (the same content, killed) is this write's to reuse; a link is never followed
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    try:
+        fill(str(temp), data)
+        replace_atomically(str(temp), path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def out_locked(out: Path, note: Callable[[str], None] | None = None) -> Iterator[None]:
+    """`out` (made if need be) held by this synth until the block ends, another synth's hold waited for: one
+    synth at a time checks, removes and writes its stacks (two at once left a stack directory whose files one
+    had written and whose marker the other had removed). The lock is the directory's own (flock on it), so
+    that `out` holds nothing synth did not write for its stacks."""
+    out.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if note is not None:
+                note(f"waiting for another synth into {out} to finish")
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
 def write_synth(out: Path, runs: Sequence[ProgramRun], *, plan_digest: str, inventory: str,
                 note: Callable[[str], None] | None = None) -> Path:
+    """Replace `out`'s stacks under its lock (out_locked); see _write_synth."""
+    with out_locked(out, note):
+        return _write_synth(out, runs, plan_digest=plan_digest, inventory=inventory, note=note)
+
+
+def _write_synth(out: Path, runs: Sequence[ProgramRun], *, plan_digest: str, inventory: str,
+                 note: Callable[[str], None] | None = None) -> Path:
     """Replace `out`'s stacks (this run's, and those an earlier index lists) and write the index.
 
     Only what synth wrote is removed, and only inside `out`: a stack directory is a single path
@@ -206,8 +253,9 @@ STACK_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}")
 # .json/.yaml suffix, so `kubectl apply -R -f` of a stack directory passes over it.
 MARKER = ".hybridctl-synth"
 MARKER_FORMAT = "hybridctl-synth-stack/v1"
-# What files.atomic_write_bytes leaves beside `name` when a run is killed between write and rename.
-_LEFTOVER = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+# What _write_as leaves beside `name` when a run is killed between write and rename: the writer's token in it.
+_WRITER = re.compile(r"[0-9a-f]{16}")
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<writer>[0-9a-f]{16})\.tmp")
 
 
 def _indexed_stacks(out: Path) -> list[str]:
@@ -251,17 +299,18 @@ def _synths(path: Path, name: str) -> _Owned | str | None:
         return "is a symbolic link"
     if not stat.S_ISDIR(mode):
         return f"is not a directory ({describe_mode(mode)})"
-    listed = _marker(path, name)
-    if isinstance(listed, str):
-        return listed
+    marked = _marker(path, name)
+    if isinstance(marked, str):
+        return marked
     try:
-        return _check_files(path, listed)
+        return _check_files(path, *marked)
     except OSError as exc:
         return f"cannot be examined ({exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''})"
 
 
-def _marker(path: Path, name: str) -> dict[str, tuple[int, str]] | str:
-    """The files synth's marker in `path` lists (path -> size, SHA-256), or why it has no marker of synth's."""
+def _marker(path: Path, name: str) -> tuple[dict[str, tuple[int, str]], str | None] | str:
+    """The files synth's marker in `path` lists (path -> size, SHA-256) and its writer's token (None from a
+    synth that wrote none), or why it has no marker of synth's."""
     marker = path / MARKER
     try:
         data = json.loads(read_bounded(marker, DOCUMENT_LIMIT, what="synth's stack marker", follow_symlinks=False))
@@ -282,12 +331,13 @@ def _marker(path: Path, name: str) -> dict[str, tuple[int, str]] | str:
         if type(size) is not int or not isinstance(digest, str):
             return f"was not written by synth (its {MARKER} is not synth's)"
         listed[file] = (size, digest)
-    return listed
+    writer = data.get("writer")
+    return listed, writer if isinstance(writer, str) and _WRITER.fullmatch(writer) else None
 
 
-def _check_files(root: Path, listed: dict[str, tuple[int, str]]) -> _Owned | str:
+def _check_files(root: Path, listed: dict[str, tuple[int, str]], writer: str | None) -> _Owned | str:
     """Every entry under `root` (links never followed, nothing but regular files opened) is a file the
-    marker lists, with the size and digest it lists (or the temp file of an interrupted write of one)."""
+    marker lists, with the size and digest it lists (or the temp file the marker's writer left of one)."""
     parents = {p.as_posix() for file in listed for p in Path(file).parents if p != Path(".")}
     files: list[Path] = []
     directories: list[Path] = []
@@ -317,7 +367,7 @@ def _check_files(root: Path, listed: dict[str, tuple[int, str]]) -> _Owned | str
                     files.append(root / name)
                     continue
                 leftover = _LEFTOVER.fullmatch(entry.name)
-                if leftover and (relative / leftover["name"]).as_posix() in {*listed, MARKER}:
+                if leftover and leftover["writer"] == writer and (relative / leftover["name"]).as_posix() in listed:
                     files.append(root / name)
                     continue
                 foreign.append(name)

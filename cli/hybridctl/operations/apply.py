@@ -96,9 +96,10 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
               skip_cloud: bool, bundles: Path | None, bundle_public_key: Path | None, known_hosts: Path | None,
               ssh_key: Path | None, parallelism: int, end_failover: bool = False,
               allow_machine_removal: bool = False, verify_full: bool = False, allow_unplaced: bool = False,
-              fail_on_unplaced: bool = False, view: Terminal) -> int:
+              fail_on_unplaced: bool = False, allow_over_budget: bool = False, view: Terminal) -> int:
     from hybridctl.core.deploy.stackconfig import plan_digest
     from hybridctl.core.deploy.steps import apply_steps, cloud_stacks
+    from hybridctl.core.placement.planner import WorkloadFacts
     from hybridctl.core.plan.diff import diff_plans
     from hybridctl.core.plan.serialize import plan_to_dict
     from hybridctl.core.plan.summary import summarize
@@ -120,9 +121,14 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             loaded = load_inventory(inventory)
             check_fresh(the_plan, loaded.inventory, current, source, inventory)
             check_rules(the_plan, loaded.inventory, source)
+            # who owns a workload and what type it is are the inventory's, as `plan` wrote them: a forged plan's
+            # `teams` moved a workload's showback to another team, and no rule of the checker looks at them
+            facts = WorkloadFacts.of(loaded.inventory)
+            the_plan = replace(the_plan, workload_types=facts.types, teams=facts.teams)
             inventory_path = inventory
-            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
-            if failure is not None:  # what `plan` fails on (and writes no plan file for): a plan file made so
+            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                                   allow_over_budget=allow_over_budget)
+            if failure is not None:  # what `plan` fails on: a plan file made so, or marked over budget
                 raise failure
         else:
             loaded = load_inventory(source)
@@ -131,7 +137,8 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
             the_plan = replace(planned(loaded.inventory, previous=previous), base_serial=current.serial)
             changes = diff_plans(previous, the_plan) if previous else None
             render_plan(view.out, the_plan, changes, summary=summarize(the_plan, changes, "applied"))
-            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+            failure = plan_failure(the_plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                                   allow_over_budget=allow_over_budget)
             if failure is not None:  # as `plan` fails on it: over budget, or work unplaced that must run
                 raise failure
         failovers = guard_failovers(store, current, the_plan, end_failover)
@@ -146,6 +153,10 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
                                 deployed=deployed_steps(current), verify_full=verify_full,
                                 asset_digests=dict.fromkeys(("preflight.yml", "node.yml", "model-sync.yml"),
                                                             assets_digest()))
+        from hybridctl.operations.binding import bind_teardown, state_location
+
+        # the stacks of the state that the plan drops are taken down: the inventory's own, or nothing runs
+        bind_teardown(step_plan.graph, loaded.inventory, state_location(store))
         driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, view)
         pending = pending_for(current, "apply")
         shown = statuses(store, current, "apply", step_plan.graph)
@@ -187,8 +198,12 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
 
 
 def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, auto_approve: bool, skip_cloud: bool,
-                known_hosts: Path | None, ssh_key: Path | None, parallelism: int, view: Terminal) -> int:
+                known_hosts: Path | None, ssh_key: Path | None, parallelism: int, view: Terminal,
+                inventory: Path | None = None) -> int:
+    """`inventory`: what the state's stacks are bound to (default: the one the state records as applied)."""
+    from hybridctl.core.deploy.stepbind import TEARDOWN_KINDS
     from hybridctl.core.deploy.steps import destroy_steps
+    from hybridctl.operations.binding import bind_teardown, state_inventory, state_location
 
     store = open_store(state, view)
     ssh = ssh_options(store, known_hosts, ssh_key)
@@ -199,6 +214,9 @@ def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, a
             where = f" at site {site}" if site else ""
             view.say(f"nothing to destroy{where}: the state in {store.location} records nothing hybridctl made there")
             return 0
+        if any(s.kind in TEARDOWN_KINDS for s in step_plan.graph):
+            # a stack is destroyed only if it is the inventory's: a state names it, and a state can be edited
+            bind_teardown(step_plan.graph, state_inventory(inventory, current, "destroy"), state_location(store))
         driver, skip = prepare_cloud(store, step_plan.graph, skip_cloud, view)
         render_step_plan(view.out, "destroy" + (f" --site {site}" if site else ""), step_plan,
                          statuses(store, current, "destroy", step_plan.graph), skip)

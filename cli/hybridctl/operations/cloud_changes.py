@@ -15,17 +15,25 @@ from hybridctl.render.listing import print_table
 
 
 def config_diff(inventory: Inventory, plan: Plan, baseline: Plan | None) -> CloudChanges:
+    from hybridctl.core.deploy.gke_aks import diff_other_cloud_stacks, other_cloud_stacks
     from hybridctl.core.deploy.stackconfig import stack_configs
     from hybridctl.core.deploy.stackdiff import diff_stack_configs
+    from hybridctl.core.inventory.catalog import catalog
 
     before = stack_configs(inventory, baseline, digest="baseline") if baseline is not None else None
     after = stack_configs(inventory, plan, digest="plan")
-    return CloudChanges(CONFIG_DIFF, diff_stack_configs(before, after))
+    # every provider's pools: the EKS node groups and queues, then the GKE and AKS pools
+    others = diff_other_cloud_stacks(
+        other_cloud_stacks(inventory, baseline, "baseline", catalog()) if baseline is not None else None,
+        other_cloud_stacks(inventory, plan, "plan", catalog()))
+    return CloudChanges(CONFIG_DIFF, diff_stack_configs(before, after) + others)
 
 
 def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: str | None) -> CloudChanges:
     """A real `pulumi preview` of every stack the plan maps to; needs the pulumi CLI and credentials."""
+    from hybridctl.core.deploy.gke_aks import other_cloud_stacks
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
+    from hybridctl.core.inventory.catalog import catalog
     from hybridctl.drivers.pulumi import PulumiDriver, StackSpec, check_credentials
     from hybridctl.drivers.state import StateStore, resolve_state_dir
     from hybridctl.runners import cloud_driver
@@ -34,6 +42,8 @@ def pulumi_preview(inventory: Inventory, plan: Plan, state_dir: str | None) -> C
     store = StateStore(resolve_state_dir(state_dir))
     driver = cloud_driver(store.root)
     specs = [StackSpec(c.project, c.stack_name, c.values()) for c in configs.gpu_pools]
+    specs += [StackSpec(o.project, o.stack_name, o.values())
+              for o in other_cloud_stacks(inventory, plan, plan_digest(plan), catalog())]
     specs += [StackSpec(q.project, q.stack_name, q.values()) for q in configs.queues]
     if isinstance(driver, PulumiDriver):
         for spec in specs:

@@ -176,15 +176,19 @@ def _refuse(plan_path: Path, problems: list[str], what: str) -> None:
 PROBLEMS_SHOWN = 20
 
 
-def plan_failure(plan: Plan, *, allow_unplaced: bool = False, fail_on_unplaced: bool = False) -> HybridctlError | None:
-    """Why a plan may not be applied though it breaks no rule: over the budget, or work left unplaced that
-    must run (fixed-tier work by default; any with fail_on_unplaced; none with allow_unplaced). `plan` exits 1
-    with this and writes no plan file; `apply` (of an inventory or of a plan file) refuses with it, exit 1."""
+def plan_failure(plan: Plan, *, allow_unplaced: bool = False, fail_on_unplaced: bool = False,
+                 allow_over_budget: bool = False) -> HybridctlError | None:
+    """Why a plan may not be applied though it breaks no rule: over the budget (unless allow_over_budget), or
+    work left unplaced that must run (fixed-tier work by default; any with fail_on_unplaced; none with
+    allow_unplaced). `plan` exits 1 with this, and writes the plan file only of a plan over budget (marked so:
+    spec, "Budget"); `apply` (of an inventory or of a plan file) refuses with it, exit 1."""
     from hybridctl.core.placement.planner import budget_violation, unplaced_failure
 
-    violation = budget_violation(plan)
+    violation = None if allow_over_budget else budget_violation(plan)
     if violation:
-        return HybridctlError(violation, hint="raise policies.monthly_budget_usd, or reduce replicas or hours")
+        return HybridctlError(violation, hint="raise policies.monthly_budget_usd, shed lower tiers' work with "
+                              "policies.budget_action: shed, or reduce replicas or hours; apply takes the plan as it "
+                              "is with --allow-over-budget")
     failing = unplaced_failure(plan, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
     if failing:
         return HybridctlError(failing, hint="the Unplaced table says which constraint bound each one; "

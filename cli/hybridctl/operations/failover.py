@@ -378,11 +378,33 @@ def _on_success(store: StateStore, runbook: Runbook,
     return record
 
 
-def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Terminal,
+def _bind(store: StateStore, current: State, runbook: Runbook, inventory: Inventory, options: ExecOptions,
+          view: Terminal, read_back: bool) -> None:
+    """Before any step runs (operations/binding.py): a runbook read back from its file has each step left to
+    run derived again from its after_plan and the inventory, with the bundles and key this run was given; one
+    this run built has only the stacks it takes down checked, which it read from the state."""
+    from hybridctl.executor import pending_for
+    from hybridctl.operations.binding import bind_runbook, bind_teardown, state_location
+    from hybridctl.operations.run import document_location
+
+    steps = [s.step for s in runbook.steps]
+    if not read_back:
+        bind_teardown(steps, inventory, state_location(store))
+        return
+    pending = pending_for(current, OPERATION)
+    done = store.journal.done_keys(pending.run_ids) if pending is not None and pending.target == runbook.id else {}
+    left = [s for s in steps if done.get(s.id) != s.key]
+    bind_runbook(runbook, left, inventory, document_location(store, _runbook_name(runbook.id)),
+                 bundles=_refs(options, {w.name for w in inventory.workloads}, view),
+                 bundle_public_key=options.bundle_public_key)
+
+
+def _execute(store: StateStore, runbook: Runbook, inventory: Inventory, options: ExecOptions, view: Terminal,
              run_memo: RunMemo | None = None, supersedes: Mapping[str, object] | None = None) -> int:
-    """`run_memo`: the run's that built `runbook` (its text and its failover plan's digest are kept there).
-    `supersedes`: the unfinished runbook is ended first (_drop_unfinished, with this detail): the rollback
-    that undoes it, or a runbook that replaces a rollback declined before it changed anything."""
+    """`run_memo`: the run's that built `runbook` (its text and its failover plan's digest are kept there);
+    `inventory`: what its steps are bound to (_bind). `supersedes`: the unfinished runbook is ended first
+    (_drop_unfinished, with this detail): the rollback that undoes it, or a runbook that replaces a rollback
+    declined before it changed anything."""
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import execute_and_report, prepare_cloud, runners_for, ssh_options
     from hybridctl.render.apply import PlainProgress, progress_for
@@ -405,6 +427,7 @@ def _execute(store: StateStore, runbook: Runbook, options: ExecOptions, view: Te
     if run_memo is None:  # read back from its file (resume); one built by this run starts from the state's plan
         _check_before(store, current, runbook)
     active_failovers(store)  # read now: a damaged list is refused before any step, not once they all ran
+    _bind(store, current, runbook, inventory, options, view, read_back=run_memo is None)
     if current.pending is not None and pending is None:
         view.note(f"note: the unfinished {current.pending.operation} is superseded by this runbook")
     graph = runbook.graph
@@ -489,8 +512,9 @@ def run_failover(words: Sequence[str], *, state: str | None, inventory: Path | N
             atomic_write_text(out, runbook_to_json(runbook, run_memo))
         if not execute:
             return 0
-        return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
-                        run_memo, _declined_rollback(store, current))
+        return _execute(store, runbook, the_inventory, options,
+                        view if output_format != "json" else view.beside_document(), run_memo,
+                        _declined_rollback(store, current))
 
 
 def _check_not_in_effect(store: StateStore, events: Sequence[Event]) -> None:
@@ -540,7 +564,8 @@ def _rehearse_failover(events: Sequence[Event], plan_file: Path, inventory: Path
     return 0
 
 
-def run_resume(state: str | None, options: ExecOptions, view: Terminal) -> int:
+def run_resume(state: str | None, options: ExecOptions, view: Terminal, inventory: Path | None = None) -> int:
+    """`inventory`: what the runbook's steps are bound to (default: the one the state records as applied)."""
     from hybridctl.executor import pending_for
     from hybridctl.operations.run import locked, open_store
     from hybridctl.render.failover import render_runbook
@@ -556,8 +581,9 @@ def run_resume(state: str | None, options: ExecOptions, view: Terminal) -> int:
         done = store.journal.done_keys(pending.run_ids)
         left = [s for s in runbook.steps if done.get(s.id) != s.step.key]
         render_runbook(view.out, runbook)
+        the_inventory = _load_inventory(inventory, store.read())
         view.say(f"resuming {runbook.id}: {len(runbook.steps) - len(left)} step(s) done, {len(left)} to run")
-        return _execute(store, runbook, options, view)
+        return _execute(store, runbook, the_inventory, options, view)
 
 
 def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, output_format: str,
@@ -608,18 +634,24 @@ def run_rollback(state: str | None, inventory: Path | None, *, dry_run: bool, ou
         if original.before.inventory_digest != inventory_digest(the_inventory):
             raise RefusedError("the inventory changed since the failover: the pre-failover plan no longer fits it",
                                hint="make a new plan instead: hybridctl plan INVENTORY --previous, then apply it")
+        from hybridctl.operations.binding import check_plan_rules
+        from hybridctl.operations.run import document_location
+
+        # what the rollback's steps are derived from, read back from the runbook's file
+        check_plan_rules(original.before, the_inventory,
+                         f"{document_location(store, _runbook_name(original.id))}: its before_plan")
         refs = _refs(options, {w.name for w in the_inventory.workloads}, view)
         applied = _applied(current, store)
         run_memo = RunMemo()  # this command's: the plans' digests, the runbook's text
         runbook = rollback(the_inventory, original, applied,
                            command_run(the_inventory, current, refs, options.bundle_public_key, applied=applied,
                                        memo=run_memo),
-                           returning_sites=returning_sites(chain), base_serial=current.serial)
+                           returning_sites=returning_sites(chain, the_inventory), base_serial=current.serial)
         _emit(runbook, output_format, view, run_memo)
         if dry_run:
             return 0
-        return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
-                        run_memo, supersedes)
+        return _execute(store, runbook, the_inventory, options,
+                        view if output_format != "json" else view.beside_document(), run_memo, supersedes)
 
 
 def _undo_unfinished(store: StateStore, current: State, unfinished: Runbook, started: Sequence[str],
@@ -649,7 +681,7 @@ def _undo_unfinished(store: StateStore, current: State, unfinished: Runbook, sta
     _emit(runbook, output_format, view, run_memo)
     if dry_run:
         return 0
-    return _execute(store, runbook, options, view if output_format != "json" else view.beside_document(),
+    return _execute(store, runbook, the_inventory, options, view if output_format != "json" else view.beside_document(),
                     run_memo, {"left_changed": [], "undone_by": runbook.id, "steps_that_ran": list(started)})
 
 

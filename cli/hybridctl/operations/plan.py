@@ -125,8 +125,7 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     from dataclasses import replace
     from functools import partial
 
-    from hybridctl.core.checker.check import check_plan
-    from hybridctl.core.checker.verify import accepted
+    from hybridctl.core.checker.verify import accepted, planner_violations
     from hybridctl.core.inventory.loader import check_feasible
     from hybridctl.core.placement.planner import PlanOptions
     from hybridctl.core.placement.planner import plan as make_plan
@@ -149,8 +148,9 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
             loaded = check_feasible(loaded, checks.result()[0])
         try:
             before = read_plan(previous) if previous else None
-            result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=PlanOptions(
-                time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd, week=planning_week(week)))
+            options = PlanOptions(time_limit_s=time_limit, gap=gap, move_threshold_usd=move_threshold_usd,
+                                  week=planning_week(week))
+            result = make_plan(loaded.inventory, previous=before, digest=_DIGEST_PENDING, options=options)
         except Exception:
             if beside:  # an inventory that can never work is reported as that first
                 check_feasible(loaded, checks.result()[0])
@@ -164,14 +164,19 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     # planner leaves the second core idle). Nothing is shown, saved or previewed before the
     # checker's verdict: the file is renamed into place only after it.
     forking = len(result.placements) >= BACKGROUND_CHECK_PLACEMENTS
-    # Over budget, or work left unplaced that must run: `plan` fails (exit 1) and, as Terraform's plan does
-    # when it errors, writes no plan file: apply would refuse it for the same reason (plan_failure).
+    # Over budget, or work left unplaced that must run: `plan` fails (exit 1). Work left unplaced writes no
+    # plan file, as Terraform's plan does when it errors: apply would refuse it for the same reason
+    # (plan_failure). A plan over budget is written, marked over_budget, for show, cost and report to present
+    # (spec, "Budget"): apply refuses it without --allow-over-budget.
     failure = plan_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced)
+    unwritten = plan_failure(result, allow_unplaced=allow_unplaced, fail_on_unplaced=fail_on_unplaced,
+                             allow_over_budget=True)
     with ExitStack() as children:
-        checking = children.enter_context(Background(partial(check_plan, loaded.inventory, result), fork=forking))
+        checking = children.enter_context(Background(partial(planner_violations, loaded.inventory, result, options, before),
+                                                          fork=forking))
         try:
             staged = writing = None
-            if out is not None and failure is None:
+            if out is not None and unwritten is None:
                 from hybridctl.drivers.state import current_serial
 
                 saved = replace(result, base_serial=current_serial(state))
@@ -205,10 +210,13 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     # Freeing what this holds takes about a second at 100,000 workloads: the console script's exit
     # drops it instead (nothing here runs at exit: the children are reaped and the file committed).
     leave_to_exit(loaded, result, before, baseline, diff, cloud)
+    _note_aged_prices(loaded, view)
     if failure is not None:
         view.note(f"[red]error:[/] {failure.message}")
         view.note(f"[cyan]hint:[/] {failure.hint}")
-        if out is not None:
+        if out is not None and unwritten is None:
+            view.note(f"plan written to {out}, marked over budget: apply refuses it without --allow-over-budget")
+        elif out is not None:
             view.note(f"no plan file written to {out}: apply would refuse this plan for the same reason")
         return ExitCode.FAILED
     if out is not None:
@@ -241,3 +249,25 @@ def _note_failover_in_effect(state: str | None, view: Terminal) -> None:
                   "plans every site as if none were lost; once the sites are back, `hybridctl runbook rollback "
                   f"--state {shlex.quote(str(store.option))}` returns from it (apply refuses this plan without "
                   "--end-failover)", markup=False)
+
+
+AGED_PRICES_NOTED = 2  # the pools named; the rest are counted
+
+
+def _note_aged_prices(loaded: LoadedInventory, view: Terminal) -> None:
+    """Catalog prices read long before today (policies.catalog_price_max_age_days): a note, not a failure,
+    since the plan is still the plan of the prices it was given."""
+    from datetime import UTC, datetime
+
+    from rich.markup import escape
+
+    from hybridctl.core.inventory.price_age import aged_catalog_prices
+
+    aged = aged_catalog_prices(loaded.inventory, loaded.locator, datetime.now(UTC).date())
+    for d in aged[:AGED_PRICES_NOTED]:
+        view.note(f"[yellow]note:[/] {escape(str(d.location))}: {escape(d.message)}")
+    if len(aged) > AGED_PRICES_NOTED:
+        view.note(f"[yellow]note:[/] … and {len(aged) - AGED_PRICES_NOTED} more pool(s) priced from aged catalog "
+                  "prices")
+    if aged:
+        view.note(f"[cyan]hint:[/] {escape(aged[0].hint or '')}")

@@ -11,8 +11,10 @@ from hybridctl.render.terminal import Terminal
 
 def run_synth(source: Path, out: Path, inventory: Path | None, week_text: str | None, view: Terminal) -> None:
     """Load (or plan), build the stack configurations, synthesize each stack and write them with their index."""
+    from hybridctl.core.deploy.gke_aks import CloudPoolsStackConfig, other_cloud_stacks
     from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
     from hybridctl.core.deploy.stackvalues import GpuPoolsStackConfig, QueuesStackConfig
+    from hybridctl.core.inventory.catalog import catalog
     from hybridctl.drivers.inventory_files import load_inventory
     from hybridctl.drivers.synth import synth_stack
     from hybridctl.drivers.synth_write import write_synth
@@ -33,7 +35,8 @@ def run_synth(source: Path, out: Path, inventory: Path | None, week_text: str | 
         the_plan = planned(loaded, synth_week)  # verified: its stacks are what apply would make of it
     digest = plan_digest(the_plan)
     configs = stack_configs(loaded, the_plan, digest)
-    specs: list[GpuPoolsStackConfig | QueuesStackConfig] = [*configs.gpu_pools, *configs.queues]
+    specs: list[GpuPoolsStackConfig | CloudPoolsStackConfig | QueuesStackConfig] = [
+        *configs.gpu_pools, *other_cloud_stacks(loaded, the_plan, digest, catalog()), *configs.queues]
     if not specs:
         view.say("the plan uses no cloud pool: nothing to synthesize")
         return

@@ -28,7 +28,9 @@ def planning_week(week: IsoWeek | None) -> IsoWeek:
 def planned(inventory: Inventory, week: IsoWeek | None = None, *, previous: Plan | None = None) -> Plan:
     """The inventory planned for `week` (the user's, else this one), as the independent checker accepts it: what
     every operation that plans an inventory acts on or shows (cost, synth, apply, the hosts of a site)."""
-    from hybridctl.core.checker.verify import verified
+    from hybridctl.core.checker.verify import accepted, planner_violations
     from hybridctl.core.placement.planner import PlanOptions, plan
 
-    return verified(inventory, plan(inventory, previous=previous, options=PlanOptions(week=planning_week(week))))
+    options = PlanOptions(week=planning_week(week))
+    made = plan(inventory, previous=previous, options=options)
+    return accepted(made, planner_violations(inventory, made, options, previous))

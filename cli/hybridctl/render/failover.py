@@ -15,7 +15,7 @@ from hybridctl.core.failover.runbook import Runbook
 from hybridctl.core.failover.timing import later_text, timing_summary
 from hybridctl.core.failover.worst import worst_segment_text
 from hybridctl.render.listing import Cell, print_table
-from hybridctl.render.templates import render
+from hybridctl.render.templates import render_markdown_template
 
 _STATUS_STYLE = {Status.MOVED: "yellow", Status.DEGRADED: "magenta", Status.DOWN: "red", Status.STARTED: "green",
                  Status.UNCHANGED: ""}
@@ -181,7 +181,7 @@ def render_progress(console: Console, rows: list[dict[str, object]]) -> None:
 
 
 def runbook_markdown(runbook: Runbook) -> str:
-    return render("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
+    return render_markdown_template("runbook.md.j2", runbook=runbook, usd=usd, signed_usd=signed_usd, placement_text=placement_text,
                   cash_text=cash_text, unlisted_text=unlisted_text, teams_text=teams_text,
                   recovery_text=recovery_text, work_lost_text=work_lost_text, timing_summary=timing_summary,
                   later_text=later_text)
@@ -252,7 +252,9 @@ def render_drill(console: Console, report: DrillReport) -> None:
                             ("Δ cost/mo", "right"), ("over budget", "right"),
                             ("recovery", "right"), ("RTO", "left"),
                             ("gate", "left")):
-        table.add_column(column, justify=justify)
+        # names are never cut ("site-lost-c…" three times over could not be told apart): the scenario's is
+        # kept whole on its line, and a workload's too long for its column folds onto the next
+        table.add_column(column, justify=justify, no_wrap=column == "scenario", overflow="fold")
     for r in report.results:
         cells = [escape(c) for c in _result_cells(r, timed)]
         table.add_row(r.scenario.name, *cells, "[green]pass[/]" if r.passed else "[red]FAIL[/]")
@@ -269,4 +271,4 @@ def render_drill(console: Console, report: DrillReport) -> None:
 def drill_markdown(report: DrillReport) -> str:
     timed = bool(report.base.segments)
     rows = [(r, _result_cells(r, timed)) for r in report.results]
-    return render("drill.md.j2", report=report, rows=rows, usd=usd, timed=timed)
+    return render_markdown_template("drill.md.j2", report=report, rows=rows, usd=usd, timed=timed)

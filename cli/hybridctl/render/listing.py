@@ -17,6 +17,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from hybridctl.render.untrusted import printable
+
 T = TypeVar("T")
 Cell = str | Text  # a str is plain text, never markup; a Text carries its own style
 
@@ -61,6 +63,8 @@ def _width(cell: str) -> int:
 def _print_columns(console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     names = [c.rstrip(">") for c in columns]
     right = [c.endswith(">") for c in columns]
+    # written past rich (below), so each cell passes the one rule itself: a value from a file is shown, not obeyed
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max([_width(n), *(_width(row[i]) for row in rows)]) for i, n in enumerate(names)]
     last = len(columns) - 1
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import typer
 from rich.console import Console
 
 from hybridctl.core.placement.tiers import TierDecision
@@ -20,7 +19,8 @@ from hybridctl.core.pricing.showback import (
     showback,
 )
 from hybridctl.render.listing import print_capped, print_table
-from hybridctl.render.plan_summary import idle_machine_lines, render_summary, usd
+from hybridctl.render.plan_summary import idle_machine_lines, over_budget_text, render_summary, usd
+from hybridctl.render.untrusted import echo
 from hybridctl.render.week import render_week_strip
 
 if TYPE_CHECKING:
@@ -109,8 +109,8 @@ def render_diff(console: Console, diff: PlanDiff, stack_changes: int = 0) -> Non
                     [*((c.workload, c.change, c.describe()) for c in diff.workloads),
                      *((f"pool {p.pool}", "resized" if p.resized else "peak use", p.describe()) for p in diff.pools)])
     console.print(f"{diff.count('added')} added, {diff.count('removed')} removed, {diff.count('moved')} moved, "
-                  f"{diff.count('resized')} resized, {sum(p.resized for p in diff.pools)} pools resized; cost "
-                  f"{diff.cost_line()}",
+                  f"{diff.count('resized')} resized, {diff.count('retimed')} re-timed, "
+                  f"{sum(p.resized for p in diff.pools)} pools resized; cost {diff.cost_line()}",
                   markup=False)
 
 
@@ -119,25 +119,27 @@ def show_saved_plan(console: Console, plan: Plan, output_format: str, *, max_row
     from hybridctl.core.plan.serialize import plan_to_json
 
     if output_format == "json":
-        typer.echo(plan_to_json(plan), nl=False)
+        echo(plan_to_json(plan), nl=False)
     elif output_format == "markdown":
-        typer.echo(render_markdown(plan), nl=False)
+        echo(render_markdown(plan), nl=False)
     else:
         render_plan(console, plan, max_rows=max_rows, detailed=detailed)
 
 
 def render_markdown(plan: Plan, diff: PlanDiff | None = None, cloud: CloudChanges | None = None) -> str:
-    from hybridctl.render.templates import render  # jinja2: only for markdown, not on every table's path
+    # jinja2: only for markdown, not on every table's path
+    from hybridctl.render.templates import render_markdown_template
 
     breakdowns = [(d.value.replace("_", " "), showback(plan, d)) for d in BREAKDOWNS]
     costs = placement_costs(plan)
     # a stack configuration that differs is a change even where no replica or price moved
     stack_changes = sum(1 for r in cloud.rows if r.action != "same") if cloud is not None else 0
-    return render("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud,
+    return render_markdown_template("plan.md.j2", plan=plan, diff=diff, breakdowns=breakdowns, usd=usd, cloud=cloud,
                   stack_changes=stack_changes,
                   placement_rows=list(zip(plan.placements, costs.placements, strict=True)),
                   placements_footer=placements_footer(costs), idle_machines=idle_machine_lines(plan),
-                  parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe())
+                  parts=markdown_parts(cost_parts(plan)), objective=objective_note(plan).describe(),
+                  over_budget=over_budget_text(summarize(plan)) if plan.over_budget else "")
 
 
 def markdown_parts(costs: CostParts) -> str:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from hybridctl.core.inventory.catalog import catalog
-from hybridctl.core.plan.model import Plan
+from hybridctl.core.plan.model import Plan, PoolUsage
 from hybridctl.core.plan.summary import CostParts, PlanSummary, objective_note
 from hybridctl.core.pricing.shares import IdleMachines, idle_machines
 
@@ -69,10 +69,24 @@ def idle_machine_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def machine_shape_hint(m: IdleMachines) -> str:
-    """What to change for machines paid for GPUs no replica uses: a smaller shape of the same GPU where the
-    catalog has one (a pool of it fits the replicas without the idle GPUs), else another GPU type or site."""
-    smaller = sorted((i for i in catalog().instances.values() if i.gpu == m.gpu and i.gpus_per_node < m.gpus_per_node),
+def _providers_of(pool: PoolUsage | None, gpu: str, gpus_per_node: int) -> set[str]:
+    """The providers whose catalog type of this shape lists the pool's price in some region (a pool priced
+    from the catalog); AWS for a pool with a price of its own (the plan does not name providers)."""
+    if pool is not None:
+        found = {i.provider for i in catalog().instances.values() if i.gpu == gpu and i.gpus_per_node == gpus_per_node
+                 and any(abs(p.usd_per_hour / gpus_per_node - pool.usd_per_gpu_hour) < 5e-5 for p in i.prices)}
+        if found:
+            return found
+    return {"aws"}
+
+
+def machine_shape_hint(m: IdleMachines, pool: PoolUsage | None = None) -> str:
+    """What to change for machines paid for GPUs no replica uses: a smaller shape of the same GPU, of the
+    pool's provider, where the catalog has one (a pool of it fits the replicas without the idle GPUs), else
+    another GPU type or site."""
+    providers = _providers_of(pool, m.gpu, m.gpus_per_node)
+    smaller = sorted((i for i in catalog().instances.values() if i.gpu == m.gpu and i.gpus_per_node < m.gpus_per_node
+                      and i.provider in providers),
                      key=lambda i: (i.gpus_per_node, i.usd_per_hour, i.name))
     idle = f"{m.pool}: {usd(m.idle_usd_per_month)}/month idle on {m.gpus_per_node}-GPU machines"
     if smaller:
@@ -86,7 +100,8 @@ def machine_shape_hint(m: IdleMachines) -> str:
 def shape_hint_lines(plan: Plan) -> list[str]:
     """One hint, for the dearest idle machines: the summary stays a screenful."""
     found = [m for m in idle_machines(plan) if m.idle_usd_per_month >= 0.005]
-    return [machine_shape_hint(found[0])] if found else []
+    pools = {p.pool: p for p in plan.pools}
+    return [machine_shape_hint(found[0], pools.get(found[0].pool))] if found else []
 
 
 HOURS_PER_MONTH = 730
@@ -116,7 +131,7 @@ def change_line(summary: PlanSummary) -> str:
     against = "the previous plan" if summary.baseline == "previous" else "the applied plan"
     if not diff.has_changes:
         return f"none against {against} ({signed_usd(summary.change_usd_per_month)}/month)"
-    counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized")
+    counts = ", ".join(f"{diff.count(kind)} {kind}" for kind in ("added", "removed", "moved", "resized", "retimed")
                        if diff.count(kind))
     if not (diff.workloads or diff.pools):  # a cost-only change: say what moved it
         causes = "; ".join(c.describe() for c in diff.causes)
@@ -155,6 +170,12 @@ def cloud_line(cloud: CloudChanges) -> str:
     return f"{counted} in {stacks} stack(s) ({source}; table at the end)"
 
 
+def over_budget_text(summary: PlanSummary) -> str:
+    """The mark of a plan over its budget, wherever it is shown (plan, show, cost, report)."""
+    over = round(summary.costs.total_usd_per_month, 2) - round(summary.budget_usd_per_month or 0.0, 2)
+    return f"OVER BUDGET by {usd(over)}: apply refuses this plan without --allow-over-budget"
+
+
 def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = None) -> list[tuple[str, str]]:
     """(label, text) lines of the summary, plain text: at most about 15 of them."""
     rows = [("total:", total_line(summary.costs))]
@@ -166,7 +187,8 @@ def summary_rows(plan: Plan, summary: PlanSummary, cloud: CloudChanges | None = 
     if summary.budget_usd_per_month is not None:
         budget = summary.budget_usd_per_month
         share = summary.costs.total_usd_per_month / budget if budget else float("inf")
-        rows.append(("budget:", f"{usd(budget)}/month: " + ("OVER BUDGET" if summary.over_budget else f"{share:.0%} used")))
+        rows.append(("budget:", f"{usd(budget)}/month: " + (over_budget_text(summary) if summary.over_budget
+                                                            else f"{share:.0%} used")))
     rows.append(("change:", change_line(summary)))
     rows += [("prices:" if i == 0 else "", text) for i, text in enumerate(price_lines(plan))]
     if plan.unplaced:
@@ -192,7 +214,7 @@ def render_summary(console: Console, plan: Plan, summary: PlanSummary, cloud: Cl
                   f"{summary.placed_workloads} placed on {summary.gpus_placed:,} GPUs at {summary.sites_used} "
                   f"site(s), {summary.unplaced_workloads} unplaced")
     for label, value in summary_rows(plan, summary, cloud):
-        style = "red" if label == "unplaced:" or value.endswith("OVER BUDGET") else "bold"
+        style = "red" if label == "unplaced:" or (label == "budget:" and summary.over_budget) else "bold"
         # one line each, cut rather than folded: the summary must stay a screenful; a hint is folded, since a
         # hint cut short names no way out
         hint = label == "hint:"

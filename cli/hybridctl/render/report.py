@@ -20,7 +20,14 @@ from hybridctl.core.plan.summary import objective_note, summarize
 from hybridctl.core.pricing.showback import placement_costs
 from hybridctl.errors import HybridctlError
 from hybridctl.render.failover import split_text
-from hybridctl.render.plan_summary import change_line, idle_line, signed_usd, total_line, usd
+from hybridctl.render.plan_summary import (
+    change_line,
+    idle_line,
+    over_budget_text,
+    signed_usd,
+    total_line,
+    usd,
+)
 from hybridctl.render.report_charts import cost_charts, placement_matrix, pool_chart
 from hybridctl.render.report_finance import budget_text, finance_view, tiers_used
 from hybridctl.render.report_week import figure, heat_map
@@ -194,6 +201,7 @@ def render_report(plan: Plan, *, drill: DrillView | None = None, previous: Plan 
         source=source, previous_source=previous_source, drill_source=drill_source,
         total_line=total_line(summary.costs), idle_line=idle_line(summary.costs), change_line=change_line(summary),
         objective=note.describe(), objective_differs=note.differs,
+        over_budget=over_budget_text(summary) if summary.over_budget else "",
         cost_charts=cost_charts(plan),
         idle_usd=summary.costs.idle_committed_usd_per_month, pools=pool_chart(plan), heat=heat_map(plan), figure=figure,
         matrix=placement_matrix(plan),

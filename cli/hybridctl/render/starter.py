@@ -9,7 +9,8 @@ from hybridctl.errors import UsageError
 from hybridctl.paths import inventories_dir
 from hybridctl.render.templates import render
 
-PATTERNS = ("cloud-burst", "split-inference", "train-onprem-serve-cloud", "federated", "enterprise")
+PATTERNS = ("cloud-burst", "split-inference", "train-onprem-serve-cloud", "federated", "enterprise",
+            "multi-cloud-inference")
 
 
 def _example_text(pattern: str) -> str:

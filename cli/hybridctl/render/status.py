@@ -64,8 +64,8 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
     lock = doc["lock"]
     if isinstance(lock, dict):
         unsure = " (on another host: not checked whether it still runs)" if lock["alive"] is None else ""
-        out.print(f"lock: held by pid {lock['pid']} on {lock['host']} since {lock['started_at']} "
-                  f"({escape(str(lock['command']))}){unsure}")
+        out.print(f"lock: held by pid {lock['pid']} on {escape(str(lock['host']))} since "
+                  f"{escape(str(lock['started_at']))} ({escape(str(lock['command']))}){unsure}")
     checked = doc["drift"]
     if isinstance(checked, dict):
         for note in checked["notes"]:

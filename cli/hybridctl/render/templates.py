@@ -9,6 +9,7 @@ import jinja2
 
 from hybridctl.core.deploy.ansible_inventory import ansible_value
 from hybridctl.paths import templates_dir
+from hybridctl.render.untrusted import markdown_text
 
 
 @cache
@@ -28,6 +29,18 @@ def environment() -> jinja2.Environment:
 
 def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
+
+
+@cache
+def markdown_environment() -> jinja2.Environment:
+    """Like environment(), with every value escaped for markdown and HTML (render/untrusted.py): a plan's,
+    a runbook's or a drill's names come from files anyone may have written, and land in a pull-request comment."""
+    env = environment().overlay(finalize=lambda value: markdown_text(value) if isinstance(value, str) else value)
+    return env
+
+
+def render_markdown_template(template: str, **context: Any) -> str:
+    return markdown_environment().get_template(template).render(**context)
 
 
 @cache

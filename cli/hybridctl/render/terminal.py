@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import typer
 from rich.console import Console
 
 from hybridctl.render.console import stderr, stdout
+from hybridctl.render.untrusted import confirm, echo
 
 
 class Terminal:
@@ -34,8 +34,8 @@ class Terminal:
         self.err.print(text, markup=markup)
 
     def document(self, text: str, *, newline: bool = False) -> None:
-        """A document (JSON, markdown) on stdout, as written."""
-        typer.echo(text, nl=newline)
+        """A document (JSON, markdown) on stdout, as written but for control characters (render/untrusted.py)."""
+        echo(text, nl=newline)
 
     def raw(self, text: str) -> None:
         """Text rich already rendered (with this console's width and colours), written as it is."""
@@ -58,4 +58,4 @@ class Terminal:
             yield
 
     def confirm(self, question: str) -> bool:
-        return typer.confirm(question, default=False)
+        return confirm(question)

@@ -68,8 +68,14 @@ def test_a_segment_over_capacity() -> None:
         swap(result, "batch", batch.pool, segment_hours=tuple(hours))))
 
 
+def _burst_batch() -> str:
+    """The service free to rent, and the batch a burst run (training): its GPU-hours rank before the service's cash,
+    so a service replica rents. As opportunistic work (revision 4) the batch would wait instead."""
+    return HAND.replace("    sites: [dc]\n", "").replace("type: batch_inference", "type: training")
+
+
 def test_a_quota_broken_in_one_segment() -> None:
-    text = HAND.replace("    sites: [dc]\n", "")
+    text = _burst_batch()
     result = plan(load(120, text), options=WEEK)
     assert [pl.replicas for pl in result.placements if pl.pool == "rent"] == [1]
     # the same plan against a quota of one machine, and its rented service doubled to 2 machines (12 GPUs)
@@ -105,7 +111,7 @@ def test_a_large_timed_model_is_solved_whole_with_its_hours(monkeypatch: pytest.
     # (the route's answer now seeds the whole MIP, which keeps it when it is already proven)
     monkeypatch.setattr(solve_module, "DIRECT_MIP_MAX_COLUMNS", 0)
     monkeypatch.setattr(solve_module, "TIMED_ROUTE_MIN_COLUMNS", 0)
-    inventory = load(120, HAND.replace("    sites: [dc]\n", ""))
+    inventory = load(120, _burst_batch())
     result = plan(inventory, options=WEEK)
     assert result.solver.method.split(" ")[0] in {"mip-timed", "lp-fix-mip"}
     assert any(h % 1 for h in one(result, "batch").segment_hours)

@@ -132,8 +132,8 @@ CASES = [
     case("below-the-lower-bound", BASE.replace("gpus: 16,", "gpus: 0,"), "out-of-range",
          "sites[0].pools[0].gpus: 0 is too small: it must be above 0", ("gpus: 0,", "0, capacity"),
          "every number has a documented lower bound (docs/inventory-format.md); check the units and the value"),
-    case("choice-that-is-not-the-version", BASE.replace("provider: aws", "provider: gcp"), "invalid-choice",
-         "sites[1].provider: 'gcp' (text) is not one of 'aws'", ("provider: gcp", "gcp"),
+    case("choice-that-is-not-the-version", BASE.replace("provider: aws", "provider: oci"), "invalid-choice",
+         "sites[1].provider: 'oci' (text) is not one of 'aws', 'gcp' or 'azure'", ("provider: oci", "oci"),
          "use one of the listed values, spelled exactly"),
     case("realtime-part-time", REALTIME.replace("hours_per_month: 100", "hours_per_month: 729"), "realtime-part-time",
          "workload train: realtime_inference with hours_per_month 729 (below 730): it is planned and costed as if it "

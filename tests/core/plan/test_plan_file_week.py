@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hybridctl.core.placement.planner import plan
+from hybridctl.core.plan.model import FORMAT_VERSION
 from hybridctl.core.plan.serialize import (
     PlanFileError,
     plan_from_dict,
@@ -27,7 +28,7 @@ def document() -> dict[str, Any]:
 
 
 def test_a_timed_plan_round_trips(document: dict[str, Any]) -> None:
-    assert document["format_version"] == 3 and document["week"] == "2026-W48"
+    assert document["format_version"] == FORMAT_VERSION and document["week"] == "2026-W48"
     assert document["segments"][:2] == [{"start_hour": 0.0, "end_hour": 8.0}, {"start_hour": 8.0, "end_hour": 20.0}]
     read = plan_from_dict(document, verify_digest=True)
     assert plan_to_dict(read, plan_file=True) == document

@@ -24,7 +24,7 @@ from hybridctl.core.solver import priority as priority_module
 from hybridctl.core.solver import refine as refine_module
 from hybridctl.core.solver import solve as solve_module
 from hybridctl.core.solver.effort import MIP_CHECKS, MIP_NODES, Effort
-from hybridctl.core.solver.milp import Model
+from hybridctl.core.solver.milp import FloatArray, Model
 from hybridctl.core.solver.priority import by_priority
 from hybridctl.core.solver.solve import Solution, _nothing_placed
 from support.cases import cloud, inventory, onprem, owned, placed, rented, work
@@ -92,9 +92,9 @@ def test_the_first_solve_and_the_priority_stages_share_the_plans_one_effort(monk
     efforts: list[Effort] = []
     first_solve = planner_module.solve
 
-    def solve(model: Model, *, effort: Effort, gap: float) -> Solution:
+    def solve(model: Model, *, effort: Effort, gap: float, previous: FloatArray | None = None) -> Solution:
         efforts.append(effort)
-        return first_solve(model, effort=effort, gap=gap)
+        return first_solve(model, effort=effort, gap=gap, previous=previous)
 
     def stages(units: list[Unit], model: Model, first: Solution, *, effort: Effort, gap: float) -> Solution:
         efforts.append(effort)

@@ -43,9 +43,14 @@ def test_a_gang_never_runs_on_free_gpu_hours_it_does_not_fit() -> None:
 
 
 def test_with_room_the_solver_moves_the_cheaper_replica_out() -> None:
-    # the service may rent: one 4-GPU replica on a p5 for 60 h a week (8 GPUs x 60 x 730/168 x $10 =
-    # $20,857) is cheaper than nothing, and it frees a gang of 8 beside 8 in the day segments
-    result = planned(120, HAND.replace("    sites: [dc]\n", ""))
+    # the service may rent, and the batch is a burst run whose GPU-hours rank before the service's cash: one 4-GPU
+    # replica on a p5 for 60 h a week (8 GPUs x 60 x 730/168 x $10 = $20,857) frees a gang of 8 beside 8 in the day
+    # segments. As opportunistic work (the example's batch_inference), the batch waits instead (revision 4)
+    free = HAND.replace("    sites: [dc]\n", "")
+    waiting = planned(120, free)
+    assert [u.workload for u in waiting.unplaced] == ["batch"]
+    assert sorted((pl.pool, pl.replicas) for pl in placements_of(waiting, "day-service")) == [("own", 3)]
+    result = planned(120, free.replace("type: batch_inference", "type: training"))
     assert not result.unplaced
     assert sorted((pl.pool, pl.replicas) for pl in placements_of(result, "day-service")) == [("own", 2), ("rent", 1)]
     (batch,) = placements_of(result, "batch")

@@ -48,7 +48,7 @@ class PoolRules:
         shape = self._shapes.get(pl.pool)
         site, pool = self.pools[pl.pool]
         if shape is None:
-            shape = self._shapes[pl.pool] = (per_node(site, pool), price_of(pool))
+            shape = self._shapes[pl.pool] = (per_node(site, pool), price_of(pool, site))
         gpus_per_node, price = shape
         hours = w.hours * rework_factor(w, site, pool, w.hours)  # the spec's rework, priced by pricing/
         sums.amortized += pl.gpus * hours * price
@@ -66,7 +66,7 @@ class PoolRules:
         """Whole machines in pay-per-use pools (quota and machine counts) and committed constants. Reads the
         pool, its site, the placements on it (their sums), their workloads' hours and the plan's report."""
         site, pool = self.pools[name]
-        gpus_per_node, price = per_node(site, pool), price_of(pool)
+        gpus_per_node, price = per_node(site, pool), price_of(pool, site)
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
         used, always_on, own_machines, own_usd, amortized = (sums.used, sums.always_on, sums.own_machines,
                                                               sums.own_usd, sums.amortized)

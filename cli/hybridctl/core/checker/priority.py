@@ -8,19 +8,31 @@ rules, so that a plan flagged here is wrong for certain: the replica keeps its f
 (no domain above replicas - spread + 1, as the planner counts it), its cost ceiling, and the budget
 (when one is set, only the cash of a pay-per-use replica's own machines is checked against what is
 left). Time segments are not read here: a plan without `schedule` is one segment.
+
+Opportunistic work runs only in what the others leave (revision 4): `alone_violations` compares a plan with
+P, the plan of the same inventory without its opportunistic workloads (verify.py plans it). The fixed and
+burst tiers must place as many GPU-hours as in P, fixed first, and with those, cost no more priced alone
+than P costs: their pay-per-use machines counted over their own placements only, their data movement (the
+committed pools' constant, the same on both sides, is the plan's; a deferrable replica counted on its own
+machines throughout, as the planner counts it). Both plans are solved within the planner's gap, so
+the cash may differ by that share of P's total; a plan placing more of the fixed or burst tier than P is
+not judged (P was the one cut short).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 
+from hybridctl.core.checker.pools import PoolRules, PoolSums
 from hybridctl.core.checker.rules import (
     ALWAYS_ON_HOURS,
     BURST,
     FIXED,
     OPPORTUNISTIC,
+    TOLERANCE_USD,
     PairRules,
     committed,
     per_node,
@@ -123,11 +135,11 @@ def _held_below(inventory: Inventory, plan: Plan, w: Workload, rank: int, site: 
         if capacity // node - _machines(ahead, node) < extra:
             return ""
         budget = inventory.policies.monthly_budget_usd
-        if budget is not None and plan.total_usd_per_month + extra * node * w.hours * rules.price(pool) > budget:
+        if budget is not None and plan.total_usd_per_month + extra * node * w.hours * rules.price(pool, site) > budget:
             return ""
     mine = of_workload.get(w.name, [])
     if w.max_usd_per_month is not None:
-        cost = sum(pl.usd_per_month for pl in mine) + need * w.hours * rework_factor(w, site, pool, w.hours) * rules.price(pool)
+        cost = sum(pl.usd_per_month for pl in mine) + need * w.hours * rework_factor(w, site, pool, w.hours) * rules.price(pool, site)
         if cost > w.max_usd_per_month + 0.005:
             return ""
     if not _spread_keeps(inventory, w, rules, site, pool, mine):
@@ -152,3 +164,76 @@ def _spread_keeps(inventory: Inventory, w: Workload, rules: PairRules, site: Sit
     if max(domains.values()) > w.replicas - (k - 1):
         return False
     return sum(domains.values()) < w.replicas or len(domains) >= k
+
+
+def alone_violations(inventory: Inventory, plan: Plan, alone: Plan, rules: PairRules, *, gap: float) -> list[str]:
+    """Revision 4's rule against `alone` (P, see the module's note); empty when the plan keeps it."""
+    workloads = {w.name: w for w in inventory.workloads}
+    pools = {p.name: (s, p) for s in inventory.sites for p in s.pools}
+    mine, theirs = alone_figures(plan, workloads, pools, rules), alone_figures(alone, workloads, pools, rules)
+    for tier, got, want in ((FIXED, mine.fixed, theirs.fixed), (BURST, mine.burst, theirs.burst)):
+        if got < want - _GPU_HOURS_SLACK * max(1.0, want):
+            return [f"tier priority: the {tier} tier places {got:,.0f} GPU-hours a month, {want:,.0f} without the "
+                    f"opportunistic workloads: opportunistic work holds what it needs"]
+        if got > want + _GPU_HOURS_SLACK * max(1.0, want):
+            return []
+    # Both plans are solved only within a gap of their own bounds (the option's, or the wider one a plan reports
+    # where its work ended first): either may be that far above its optimum, so the two gaps together are what
+    # the comparison can tell from a violation (one alone refused a 1,000-workload plan $186 above P, 0.012 %).
+    slack = TOLERANCE_USD + sum(max(gap, p.solver.gap) * abs(p.total_usd_per_month) for p in (plan, alone))
+    if mine.cash > theirs.cash + slack:
+        return [f"tier priority: the fixed and burst tiers cost ${mine.cash:,.2f} a month priced alone, "
+                f"${theirs.cash:,.2f} without the opportunistic workloads: opportunistic work moved them "
+                f"to dearer capacity"]
+    return []
+
+
+_GPU_HOURS_SLACK = 1e-6
+
+
+class AloneFigures:
+    __slots__ = ("burst", "cash", "fixed")
+
+    def __init__(self) -> None:
+        self.fixed = self.burst = self.cash = 0.0
+
+
+def alone_figures(plan: Plan, workloads: Mapping[str, Workload], pools: dict[str, tuple[Site, Pool]],
+                   rules: PairRules) -> AloneFigures:
+    """The fixed and burst tiers' placed GPU-hours a month, and their cash under the plan's cost model priced
+    as if they were alone (pools.py's rules over their placements only, and their data movement)."""
+    figures = AloneFigures()
+    lengths = [s.end_hour - s.start_hour for s in plan.segments]
+    pool_rules = PoolRules(pools)
+    sums: dict[str, PoolSums] = defaultdict(PoolSums)
+    others: set[str] = set()
+    for pl in plan.placements:
+        w = workloads.get(pl.workload)
+        if w is None or pl.pool not in pools or rules.tier(w) == OPPORTUNISTIC:
+            continue
+        others.add(w.name)
+        if rules.tier(w) == FIXED:
+            figures.fixed += pl.gpus * w.hours
+        else:
+            figures.burst += pl.gpus * w.hours
+        pool_rules.add(sums[pl.pool], _own_machines_throughout(pl, lengths), w)
+    verdicts = [pool_rules.verdict(name, pool_sums, None, lengths=lengths) for name, pool_sums in sums.items()]
+    # under cash, the committed pools' constant, the same in every plan of the inventory, reads as the bill
+    compute = sum(v.pay_per_use_usd for v in verdicts) + plan.committed_usd_per_month if plan.cost_model == "cash" \
+        else sum(v.amortized_usd for v in verdicts)
+    figures.cash = compute + sum(m.usd_per_month for m in plan.data_movements if m.workload in others)
+    return figures
+
+
+def _own_machines_throughout(pl: Placement, lengths: list[float]) -> Placement:
+    """A deferrable replica (hours in part of a segment) priced on its own machines in every segment, as the
+    planner counts it: where its hours happen to fill a segment, the week's rule shares machines with the
+    whole-segment replicas (machines.py), a saving by chance that P may find and the plan not, or the other
+    way round, though both are the least the planner can see. A hair under the segment keeps it its own."""
+    if not lengths or not any(0 < h < lengths[s] - 1e-9 for s, h in enumerate(pl.segment_hours[:len(lengths)])):
+        return pl
+    return replace(pl, segment_hours=tuple(min(h, lengths[s] - _HAIR) if s < len(lengths) else h
+                                           for s, h in enumerate(pl.segment_hours)))
+
+
+_HAIR = 1e-6  # hours: a machine's cost over it is far below a cent

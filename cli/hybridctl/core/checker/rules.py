@@ -98,10 +98,10 @@ class PairRules:
             tier = self._tiers[w.name] = spec_tier(w)
         return tier
 
-    def price(self, pool: Pool) -> float:
+    def price(self, pool: Pool, site: Site) -> float:
         price = self._price.get(pool.name)
         if price is None:
-            price = self._price[pool.name] = price_of(pool)
+            price = self._price[pool.name] = price_of(pool, site)
         return price
 
     def violations(self, w: Workload, degraded: bool, gpu_types: list[str], gpu_count: int, site: Site,
@@ -143,7 +143,7 @@ def placement_violations(pl: Placement, w: Workload, site: Site, pool: Pool,
     pair = rules.violations(w, pl.degraded, gpu.types, gpu.count, site, pool)
     if pair:
         problems.extend(f"{where}: {p}" for p in pair)
-    cost = pl.replicas * gpu.count * (w.hours * rework_factor(w, site, pool, w.hours)) * rules.price(pool)
+    cost = pl.replicas * gpu.count * (w.hours * rework_factor(w, site, pool, w.hours)) * rules.price(pool, site)
     if abs(cost - pl.usd_per_month) > TOLERANCE_USD:
         problems.append(f"{where}: costs {cost:.2f}, plan says {pl.usd_per_month:.2f}")
     return problems, cost
@@ -199,11 +199,12 @@ def committed(site: Site, pool: Pool) -> bool:
     return site.kind is not SiteKind.CLOUD or pool.capacity_type is CapacityType.RESERVED
 
 
-def price_of(pool: Pool) -> float:
+def price_of(pool: Pool, site: Site) -> float:
     if pool.usd_per_gpu_hour is not None:
         return pool.usd_per_gpu_hour
     instance = catalog().instances[pool.instance_type or ""]
-    return instance.usd_per_hour / instance.gpus_per_node  # the catalog's list price, per GPU
+    # the catalog's list price in the site's region (or the nearest region it lists), per GPU
+    return instance.price_in(site.region).usd_per_hour / instance.gpus_per_node
 
 
 def read_usd(dataset: Dataset, site_name: str, sites: dict[str, Site]) -> float:

@@ -11,6 +11,12 @@
   pool and cost summaries that agree with the placements they summarise. `plan_file_violations`
   is the part of that which needs no inventory (numbers, demands, no fallback shapes, the plan's
   own arithmetic at its pools' prices): what `show`, `cost` and `report` check.
+
+Revision 4's opportunistic rule is checked against P, the plan of the inventory without its opportunistic
+workloads (`opportunistic_violations`, checker/priority.py's alone_violations): a second plan, so only where
+the plan places opportunistic work, and only for plans the planner makes of an inventory as it is (`plan`,
+and every operation that plans through operations/week.py). A failover plan is made against lost capacity,
+which an inventory does not say; its stages are the same code (solver/priority.py).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hybridctl.core.checker.check import PlacementMemo, check_plan
+from hybridctl.core.checker.priority import alone_violations
+from hybridctl.core.checker.rules import OPPORTUNISTIC, PairRules
 from hybridctl.core.inventory.models import (
     HOURS_PER_MONTH_MAX,
     MAX_GPUS_PER_NODE,
@@ -37,6 +45,7 @@ from hybridctl.core.week.usage import MachineWeek, machine_weeks, peak_gpus
 
 if TYPE_CHECKING:
     from hybridctl.core.memo import RunMemo
+    from hybridctl.core.placement.planner import PlanOptions
 
 _TOLERANCE_USD = 0.05
 _TIERS = frozenset({"fixed", "burst", "opportunistic"})
@@ -60,6 +69,31 @@ def verified(inventory: Inventory, plan: Plan, what: str = "plan", memo: Placeme
     return accepted(plan, check_plan(inventory, plan, memo, run_memo), what)
 
 
+def planner_violations(inventory: Inventory, plan: Plan, options: PlanOptions, previous: Plan | None = None) -> list[str]:
+    """check_plan's violations of a plan the planner made of `inventory` with `options` (and `previous`), and
+    revision 4's opportunistic rule against P planned the same way."""
+    return [*check_plan(inventory, plan), *opportunistic_violations(inventory, plan, options, previous)]
+
+
+def opportunistic_violations(inventory: Inventory, plan: Plan, options: PlanOptions,
+                             previous: Plan | None = None) -> list[str]:
+    """The plan against P, the inventory without its opportunistic workloads planned with the same options;
+    nothing to compare (and no plan made) where the plan places no opportunistic replica."""
+    rules = PairRules(inventory, {d.name: d for d in inventory.datasets})
+    # The rule is about the plan these inputs give when the solver ends its work; one the safety net cut short
+    # is valid but not that plan (it says so, exit 5), and neither is P planned within the same cut
+    if plan.solver.status == "time_limit" or not any(pl.tier == OPPORTUNISTIC for pl in plan.placements):
+        return []
+    from hybridctl.core.placement.planner import plan as make_plan
+
+    without = inventory.model_copy(update={"workloads": [w for w in inventory.workloads
+                                                         if rules.tier(w) != OPPORTUNISTIC]})
+    alone = make_plan(without, previous=previous, options=options, digest=plan.inventory_digest)
+    if alone.solver.status == "time_limit":
+        return []
+    return alone_violations(inventory, plan, alone, rules, gap=options.gap)
+
+
 def accepted(plan: Plan, violations: list[str], what: str = "plan") -> Plan:
     """`plan` itself when the checker found nothing wrong with it (`violations`, from check_plan run
     elsewhere, e.g. beside other work); PlanCheckFailed otherwise."""
@@ -68,13 +102,16 @@ def accepted(plan: Plan, violations: list[str], what: str = "plan") -> Plan:
     return plan
 
 
-def plan_violations(inventory: Inventory, plan: Plan, run_memo: RunMemo | None = None) -> list[str]:
+def plan_violations(inventory: Inventory, plan: Plan, run_memo: RunMemo | None = None, *,
+                    failover: bool = False) -> list[str]:
     """Every reason not to act on this plan for this inventory; empty when it may be applied. `run_memo`: the run's
-    that goes on to read the inventory again (a drill or failover rehearsed from the plan file)."""
-    shape = _shape_violations(plan)
+    that goes on to read the inventory again (a drill or failover rehearsed from the plan file). `failover`: a
+    runbook's failover plan read back, `inventory` the disrupted one it was checked against (its fallback
+    shapes are its own)."""
+    shape = _shape_violations(plan, failover)
     if shape:
         return shape  # the checker's arithmetic assumes sane numbers
-    return [*_arithmetic_violations(plan), *_summary_violations(inventory, plan),
+    return [*_arithmetic_violations(plan), *_summary_violations(inventory, plan, failover),
             *check_plan(inventory, plan, run_memo=run_memo)]
 
 
@@ -107,7 +144,7 @@ _MAX_USD = MAX_USD_PER_MONTH * 1_000  # any amount a month: a fleet of a thousan
 _MAX_GB = 1e15
 
 
-def _shape_violations(plan: Plan) -> list[str]:
+def _shape_violations(plan: Plan, failover: bool = False) -> list[str]:
     problems: list[str] = []
     for index, p in enumerate(plan.placements):
         where = f"placements[{index}] ({p.workload} in {p.pool})"
@@ -126,7 +163,7 @@ def _shape_violations(plan: Plan) -> list[str]:
         if p.demand not in (p.workload, f"{p.workload}@{p.site}"):
             problems.append(f"{where}: demand {p.demand!r} is not {p.workload!r} (or {p.workload}@{p.site} for a "
                             "federated trainer group)")
-        if p.degraded:
+        if p.degraded and not failover:
             problems.append(f"{where}: degraded: only a failover plan (a runbook's) places work in its fallback "
                             "shape; a plan file from `plan --out` holds none")
     for index, u in enumerate(plan.unplaced):
@@ -256,8 +293,11 @@ def _slack(gpu_hours: float) -> float:
     return _TOLERANCE_USD + gpu_hours * 0.00005
 
 
-def _summary_violations(inventory: Inventory, plan: Plan) -> list[str]:
-    """The plan's pool list must describe the inventory's pools: it is what gets shown and sized."""
+def _summary_violations(inventory: Inventory, plan: Plan, failover: bool = False) -> list[str]:
+    """The plan's pool list must describe the inventory's pools: it is what gets shown and sized. A failover plan
+    keeps the GPU type of a pool its events emptied (the disrupted inventory's is NO_GPU, at no capacity)."""
+    from hybridctl.core.failover.disrupt import NO_GPU
+
     problems: list[str] = []
     # the digest binds the plan to the inventory; the name is what status and the journal show of it
     if plan.inventory_name != inventory.name:
@@ -269,8 +309,9 @@ def _summary_violations(inventory: Inventory, plan: Plan) -> list[str]:
             continue
         site, pool = pools[name]
         capacity = pool.gpus if pool.gpus is not None else pool.max_gpus or 0
+        gpu = usage.gpu if failover and pool.gpu == NO_GPU and capacity == 0 else pool.gpu
         if (usage.site, usage.gpu, usage.capacity_type, usage.capacity_gpus) != \
-                (site.name, pool.gpu, pool.capacity_type.value, capacity):
+                (site.name, gpu, pool.capacity_type.value, capacity):
             problems.append(f"pool {name}: the plan describes it as {usage.gpu} {usage.capacity_type} × "
                             f"{usage.capacity_gpus} at {usage.site}, the inventory as {pool.gpu} "
                             f"{pool.capacity_type.value} × {capacity} at {site.name}")

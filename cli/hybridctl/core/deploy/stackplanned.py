@@ -64,7 +64,7 @@ def planned_pool(site: Site, pool: Pool, counted: Tally | None, cat: Catalog) ->
             f"cloud pool {site.name}/{pool.name} lacks a catalog instance type, max_gpus, region or cluster",
             hint="run `hybridctl validate` on the inventory",
         )
-    return PlannedPool(site, pool, dict(counted[0]), pool_usd_per_gpu_hour(pool, cat.instances),
+    return PlannedPool(site, pool, dict(counted[0]), pool_usd_per_gpu_hour(pool, cat.instances, site.region),
                        frozenset(counted[1]), instance.gpus_per_node)
 
 
@@ -79,7 +79,7 @@ def onprem_planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list
         for pool in site.pools:
             on_pool: Tally | None = counted.get((site.name, pool.name))
             if on_pool is not None and any(on_pool[0].values()):
-                found.append(PlannedPool(site, pool, dict(on_pool[0]), pool_usd_per_gpu_hour(pool, cat.instances),
+                found.append(PlannedPool(site, pool, dict(on_pool[0]), pool_usd_per_gpu_hour(pool, cat.instances, site.region),
                                          frozenset(on_pool[1]), pool.gpus_per_node or min(8, pool.gpus or 8)))
     return found
 
@@ -89,12 +89,14 @@ def has_onprem_clusters(inventory: Inventory) -> bool:
 
 
 def cloud_pools(inventory: Inventory) -> list[tuple[Site, Pool]]:
-    """Every pool of a cloud site, in inventory order (the order of the stacks' node groups)."""
-    return [(site, pool) for site in inventory.sites if site.kind is SiteKind.CLOUD for pool in site.pools]
+    """Every pool of an AWS cloud site, in inventory order (the order of the EKS stacks' node groups); the
+    Google Cloud and Azure sites' pools are deploy/gke_aks.py's."""
+    return [(site, pool) for site in inventory.sites if site.kind is SiteKind.CLOUD and site.provider in (None, "aws")
+            for pool in site.pools]
 
 
 def planned_pools(inventory: Inventory, plan: Plan, cat: Catalog) -> list[PlannedPool]:
-    """Cloud pools the plan uses, in inventory order, with their GPUs per tier."""
+    """AWS cloud pools the plan uses, in inventory order, with their GPUs per tier."""
     counted = tally(plan.placements)
     planned = (planned_pool(site, pool, counted.get((site.name, pool.name)), cat) for site, pool in cloud_pools(inventory))
     return [p for p in planned if p is not None]
@@ -119,7 +121,7 @@ def spill_order(inventory: Inventory, cat: Catalog) -> dict[str, SpillRank]:
         if site.kind is SiteKind.ONPREM:
             rank[site.cluster] = (0, float(i), site.cluster)
         elif site.kind is SiteKind.CLOUD:
-            prices = [pool_usd_per_gpu_hour(p, cat.instances) for p in site.pools]
+            prices = [pool_usd_per_gpu_hour(p, cat.instances, site.region) for p in site.pools]
             rank[site.cluster] = (1, min(prices, default=0.0), site.cluster)
     return rank
 

@@ -15,12 +15,15 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from hybridctl.core.deploy.ansible_inventory import AnsibleInventory
+from hybridctl.core.deploy.gke_aks import PROJECT_AZURE_POOLS, PROJECT_GCP_POOLS
 from hybridctl.core.deploy.stackvalues import PROJECT_GPU_POOLS, PROJECT_QUEUES
 from hybridctl.core.deploy.steps import ANSIBLE_KINDS, PLAYBOOKS, StepKind
 
+# a cloud site's GPU pools are an EKS, GKE or AKS stack (revision 4: deploy/gke_aks.py)
+_POOLS_PROJECTS = frozenset({PROJECT_GPU_POOLS, PROJECT_GCP_POOLS, PROJECT_AZURE_POOLS})
 _PROJECTS = MappingProxyType({
-    StepKind.CLOUD_POOLS: PROJECT_GPU_POOLS, StepKind.DESTROY_CLOUD_POOLS: PROJECT_GPU_POOLS,
-    StepKind.CLUSTER_QUEUES: PROJECT_QUEUES, StepKind.DESTROY_CLUSTER_QUEUES: PROJECT_QUEUES})
+    StepKind.CLOUD_POOLS: _POOLS_PROJECTS, StepKind.DESTROY_CLOUD_POOLS: _POOLS_PROJECTS,
+    StepKind.CLUSTER_QUEUES: frozenset({PROJECT_QUEUES}), StepKind.DESTROY_CLUSTER_QUEUES: frozenset({PROJECT_QUEUES})})
 _ANSIBLE_KEYS = frozenset({"playbook", "playbook_digest", "inventory", "extravars"})
 _CLOUD_KEYS = frozenset({"project", "stack_name", "config", "site", "cluster", "sites"})
 # <inventory name>-<site or cluster>: the inventory's names; a directory under the state's pulumi/projects/
@@ -111,9 +114,10 @@ def _check_ansible(kind: StepKind, params: Mapping[str, object]) -> None:
 def _check_cloud(kind: StepKind, params: Mapping[str, object]) -> None:
     _unknown(params, _CLOUD_KEYS, kind)
     project, shipped = params.get("project"), _PROJECTS[kind]
-    if project != shipped:
-        # a directory under stacks/ whose program Pulumi runs: only the project hybridctl ships for the kind
-        raise ValueError(f"params.project: {project!r} is not the Pulumi project of a {kind} step ({shipped})")
+    if project not in shipped:
+        # a directory under stacks/ whose program Pulumi runs: only the projects hybridctl ships for the kind
+        raise ValueError(f"params.project: {project!r} is not the Pulumi project of a {kind} step "
+                         f"({', '.join(sorted(shipped))})")
     stack_name = params.get("stack_name")
     if not isinstance(stack_name, str) or not _STACK_NAME_RE.fullmatch(stack_name):
         raise ValueError(f"params.stack_name: {stack_name!r:.200} is not a stack name hybridctl makes "

@@ -33,9 +33,11 @@ from hybridctl.core.deploy.ansible_inventory import (
     group_name,
     hosted_placements,
 )
+from hybridctl.core.deploy.gke_aks import other_cloud_stacks
 from hybridctl.core.deploy.stackconfig import plan_digest, stack_configs
 from hybridctl.core.deploy.stackreuse import StackConfigMemo
 from hybridctl.core.deploy.stackvalues import PLAN_DIGEST_KEY, GpuPoolsStackConfig, QueuesStackConfig
+from hybridctl.core.inventory.catalog import catalog
 from hybridctl.core.inventory.models import Inventory, SiteKind
 from hybridctl.core.jsontext import dumps_canonical_utf8
 from hybridctl.core.plan.model import Placement, Plan
@@ -281,6 +283,9 @@ def cloud_stacks(inventory: Inventory, plan: Plan, digest: str | Callable[[], st
     for pools in configs.gpu_pools:
         build = partial(_pools_stack, pools)
         stacks.append(build() if memo is None else memo.derived(pools, (), build))
+    # the Google Cloud and Azure sites' GPU pools stacks (deploy/gke_aks.py), after the EKS ones
+    stacks += [CloudStack(o.project, o.stack_name, o.values(), site=o.site)
+               for o in other_cloud_stacks(inventory, plan, under, catalog())]
     for queues in configs.queues:
         sites = tuple(sorted(s for s, c in cluster_of.items() if c == queues.cluster_name))
         build = partial(_queues_stack, queues, sites)

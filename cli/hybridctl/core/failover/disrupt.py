@@ -16,7 +16,7 @@ from itertools import compress
 from operator import attrgetter
 
 from hybridctl.core.failover.demand_cache import DemandCache
-from hybridctl.core.failover.events import Event, EventKind
+from hybridctl.core.failover.events import Event, EventKind, provider_sites
 from hybridctl.core.inventory.models import Dataset, Inventory, Pool, Site, Workload, WorkloadType
 from hybridctl.core.placement.eligibility import Demand, demands, pool_infos
 from hybridctl.core.plan.model import Plan
@@ -146,11 +146,15 @@ def disrupt(inventory: Inventory, events: Sequence[Event], applied: Plan,
     lost_sites: set[str] = set()
     down: list[str] = []
     for event in events:
-        if event.kind is EventKind.SITE_LOST:
-            lost_sites.add(event.target)
-            for pool in next(s for s in inventory.sites if s.name == event.target).pools:
-                capacity[pool.name] = 0
-                causes[pool.name].append(str(event))
+        if event.kind in (EventKind.SITE_LOST, EventKind.PROVIDER_LOST):
+            # provider-lost (revision 4): every site of the provider, each as a lost site
+            lost = provider_sites(inventory, event.target) if event.kind is EventKind.PROVIDER_LOST else [event.target]
+            lost_sites.update(lost)
+            for site in inventory.sites:
+                if site.name in lost:
+                    for pool in site.pools:
+                        capacity[pool.name] = 0
+                        causes[pool.name].append(str(event))
         elif event.kind is EventKind.LINK_DOWN:
             if event.target not in down:
                 down.append(event.target)

@@ -14,6 +14,7 @@ most the GPUs it has), and a price stays within $10,000 per GPU-hour (check_even
 parse_event refuses what no pool could take: more GPUs than a pool may have, a price or factor above that).
     spot-reclaim POOL           a spot pool's capacity is taken back
     link-down SITE              the site loses its uplink (local inference keeps running)
+    provider-lost PROVIDER      every site of a cloud provider (aws, gcp, azure) is gone (revision 4)
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from hybridctl.core.inventory.models import MAX_POOL_GPUS, MAX_USD_PER_GPU_HOUR, CapacityType, Inventory
+from hybridctl.core.inventory.models import (
+    MAX_POOL_GPUS,
+    MAX_USD_PER_GPU_HOUR,
+    CapacityType,
+    Inventory,
+    SiteKind,
+)
 from hybridctl.errors import Location, UsageError
 
 
@@ -37,11 +44,12 @@ class EventKind(StrEnum):
     PRICE = "price"
     SPOT_RECLAIM = "spot-reclaim"
     LINK_DOWN = "link-down"
+    PROVIDER_LOST = "provider-lost"
 
 
 SITE_EVENTS = frozenset({EventKind.SITE_LOST, EventKind.LINK_DOWN})
 GRAMMAR = ("site-lost SITE | pool-lost POOL | capacity POOL=N|POOL=PCT%|POOL=-N|POOL=-PCT% | "
-           "price POOL=xFACTOR|POOL=USD | spot-reclaim POOL | link-down SITE")
+           "price POOL=xFACTOR|POOL=USD | spot-reclaim POOL | link-down SITE | provider-lost PROVIDER")
 
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _CAPACITY = re.compile(rf"^(?P<pool>[^=\s]+)=(?P<minus>-)?(?P<amount>{_NUMBER})(?P<pct>%)?$")
@@ -53,6 +61,7 @@ _EXAMPLES = MappingProxyType({
     EventKind.PRICE: "price p5-spot=x3 or price p5-spot=7.35",
     EventKind.SPOT_RECLAIM: "spot-reclaim p5-spot",
     EventKind.LINK_DOWN: "link-down edge-store-17",
+    EventKind.PROVIDER_LOST: "provider-lost gcp",
 })
 
 
@@ -63,7 +72,7 @@ class EventSyntaxError(UsageError):
 @dataclass(frozen=True)
 class Event:
     kind: EventKind
-    target: str  # a site for site-lost and link-down, otherwise a pool
+    target: str  # a site for site-lost and link-down, a provider for provider-lost, otherwise a pool
     amount: float | None = None  # capacity: GPUs or percent; price: USD or factor
     percent: bool = False  # capacity: amount is a percentage of the pool's GPUs
     reduce: bool = False  # capacity: the pool loses the amount instead of keeping it
@@ -148,8 +157,15 @@ def _shown(argument: str) -> str:
 
 
 def parse_events(words: Sequence[str]) -> list[Event]:
-    """Events from command-line words: `site-lost dc-a capacity p1=50%`, or each event quoted as one word."""
-    tokens = [token for word in words for token in word.split()]
+    """Events from command-line words: `site-lost dc-a capacity p1=50%`, or each event quoted as one word.
+    Words are split at spaces only: a line break (or any other control character) inside an argument made
+    `$'dc-a\\nsite-lost dc-b'` two events where the user typed one."""
+    for number, word in enumerate(words, start=1):
+        if any(not character.isprintable() for character in word):
+            raise EventSyntaxError(f"argument {number}: {_shown(word)!r} holds a line break or a control character",
+                                   hint="give each event as its kind and its argument (site-lost dc-fra), separated "
+                                        "by spaces, or each event quoted as one word")
+    tokens = [token for word in words for token in word.split(" ") if token]
     if not tokens:
         raise EventSyntaxError("no event given", hint=f"events are: {GRAMMAR}")
     events: list[Event] = []
@@ -163,8 +179,22 @@ def parse_events(words: Sequence[str]) -> list[Event]:
     return events
 
 
+def provider_sites(inventory: Inventory, provider: str) -> list[str]:
+    """The cloud sites of a provider (provider-lost loses every one of them)."""
+    return [s.name for s in inventory.sites if s.kind is SiteKind.CLOUD and (s.provider or "aws") == provider]
+
+
+def providers_in_use(inventory: Inventory) -> list[str]:
+    return sorted({s.provider or "aws" for s in inventory.sites if s.kind is SiteKind.CLOUD})
+
+
 def event_problem(event: Event, inventory: Inventory) -> tuple[str, str] | None:
     """(message, hint) when the event names no site or pool of the inventory, or the wrong kind of pool."""
+    if event.kind is EventKind.PROVIDER_LOST:
+        if provider_sites(inventory, event.target):
+            return None
+        return (f"'{event}': no cloud site of the inventory is on provider '{event.target}'",
+                f"providers in use: {', '.join(providers_in_use(inventory)) or 'none'}")
     sites = {s.name: s for s in inventory.sites}
     pools = {p.name: p for s in inventory.sites for p in s.pools}
     if event.kind in SITE_EVENTS:
@@ -200,9 +230,12 @@ def value_problems(events: Sequence[Event], inventory: Inventory) -> list[tuple[
     price = {name: p.usd_per_gpu_hour for name, p in info.items()}
     problems: list[tuple[int, str, str]] = []
     for index, event in enumerate(events):
-        if event.kind is EventKind.SITE_LOST:
-            for pool in next((s.pools for s in inventory.sites if s.name == event.target), ()):
-                capacity[pool.name] = 0
+        if event.kind in (EventKind.SITE_LOST, EventKind.PROVIDER_LOST):
+            lost = provider_sites(inventory, event.target) if event.kind is EventKind.PROVIDER_LOST else [event.target]
+            for site in inventory.sites:
+                if site.name in lost:
+                    for pool in site.pools:
+                        capacity[pool.name] = 0
         elif event.target not in info:
             continue  # event_problem names it
         elif event.kind in (EventKind.POOL_LOST, EventKind.SPOT_RECLAIM):

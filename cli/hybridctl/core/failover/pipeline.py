@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from hybridctl.core.deploy.steps import StepGraph, StepGraphError
 from hybridctl.core.failover.disrupt import Disruption
-from hybridctl.core.failover.events import SITE_EVENTS, Event
+from hybridctl.core.failover.events import SITE_EVENTS, Event, EventKind, provider_sites
 from hybridctl.core.failover.impact import impacts
 from hybridctl.core.failover.plan_steps import StepsFor, plain_steps, steps_once
 from hybridctl.core.failover.replan import FailoverOptions, Replan
@@ -98,7 +98,7 @@ def failover(inventory: Inventory, applied: Plan, events: Sequence[Event], optio
     try:
         runbook = _failover_runbook(inventory, result, steps_for, memo, base_serial, run.fingerprint)
         back = (rollback(inventory, runbook, runbook.after, dataclasses.replace(run, steps_for=steps_for),
-                         returning_sites=returning_sites([runbook])) if with_rollback else None)
+                         returning_sites=returning_sites([runbook], inventory)) if with_rollback else None)
     except StepGraphError as exc:
         return Failover(result, runbook, unbuildable=exc)
     return Failover(result, runbook, back)
@@ -166,8 +166,9 @@ def _stamped(result: Replan, digest: str) -> Replan:
     return dataclasses.replace(result, after=dataclasses.replace(result.after, inventory_digest=digest))
 
 
-def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
-    """The sites a rollback of these failovers brings back: lost or cut off, or holding deferred steps."""
+def returning_sites(failovers: Sequence[Runbook], inventory: Inventory | None = None) -> list[str]:
+    """The sites a rollback of these failovers brings back: lost or cut off, or holding deferred steps (a
+    provider-lost event's: every site of the provider in `inventory`)."""
     sites: set[str] = set()
     for runbook in failovers:
         sites |= {d.site for d in runbook.deferred}
@@ -175,6 +176,8 @@ def returning_sites(failovers: Sequence[Runbook]) -> list[str]:
             kind, _, target = event.partition(" ")
             if kind in SITE_EVENTS:
                 sites.add(target)
+            elif kind == EventKind.PROVIDER_LOST and inventory is not None:
+                sites.update(provider_sites(inventory, target))
     return sorted(sites)
 
 

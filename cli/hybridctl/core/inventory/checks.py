@@ -20,8 +20,16 @@ from hybridctl.core.inventory.models import (
     Workload,
     WorkloadType,
 )
+from hybridctl.core.inventory.providers import (
+    PROVIDER_NAMES,
+    article,
+    nearest_names,
+    reservation_form_error,
+    same_gpu_names,
+    zone_example,
+)
 from hybridctl.core.inventory.schedule import default_hours_per_month, first_overlap
-from hybridctl.core.inventory.zones import region_code, zone_of
+from hybridctl.core.inventory.zones import region_code, zone_of, zone_region
 
 
 def _suggest(name: str, known: Collection[str]) -> str | None:
@@ -236,7 +244,8 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
             present = getattr(site, field) is not None
             if cloud and not present:
                 diagnostics.error("missing-field", f"site {site.name}: a cloud site needs `{field}`", at(base),
-                                  {"provider": "add `provider: aws`", "region": "add e.g. `region: us-east-1`",
+                                  {"provider": "add `provider:` aws, gcp or azure",
+                                   "region": "add e.g. `region: us-east-1` (gcp: us-central1, azure: eastus)",
                                    "cluster": "add `cluster:` naming the Kubernetes cluster its pools join"}[field])
             # An on-prem site may name its Kubernetes cluster (revision 3): it gets queues too.
             if not cloud and present and not (field == "cluster" and site.kind is SiteKind.ONPREM):
@@ -262,7 +271,21 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("reservation-not-reserved", f"pool {pool.name}: `reservation_id` applies to "
                                   "reserved cloud pools only", at((*pbase, "reservation_id"), key=True),
                                   "remove `reservation_id`, or set `capacity_type: reserved` on a cloud pool")
-            elif (pool.reservation_id is not None and region_code(site.region or "") is not None
+            elif pool.reservation_id is not None and (reservation := reservation_form_error(site.provider,
+                                                                                        pool.reservation_id)):
+                diagnostics.error("reservation-id-form", f"pool {pool.name}: reservation_id "
+                                  f"'{pool.reservation_id}' is not a {PROVIDER_NAMES.get(site.provider or '', '')} "
+                                  "reservation", at((*pbase, "reservation_id")), f"write {reservation}")
+            elif (pool.reservation_id is not None and site.provider == "gcp" and site.region is not None
+                  and zone_region("gcp", pool.failure_domain) != site.region):
+                # A Compute Engine reservation is zonal: the node pool must run in its zone.
+                diagnostics.error("reservation-zone", f"pool {pool.name}: reservation {pool.reservation_id} lives in "
+                                  "one zone, and the pool's `failure_domain` names none of "
+                                  f"{site.region}'s", at((*pbase, "failure_domain") if pool.failure_domain else pbase),
+                                  f"set `failure_domain:` to the reservation's zone, e.g. {site.region}-a, as "
+                                  "`gcloud compute reservations describe` shows it")
+            elif (pool.reservation_id is not None and site.provider in (None, "aws")
+                  and region_code(site.region or "") is not None
                   and zone_of(site.region, pool.failure_domain) is None):
                 # A capacity reservation lives in one availability zone: its node group must launch there.
                 # (A region not named as AWS names them has no zones to check against.)
@@ -298,11 +321,18 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 if pool.gpus is not None:
                     diagnostics.error("onprem-only-field", f"pool {pool.name}: a cloud pool's capacity is `max_gpus`, "
                                       "not `gpus`", at((*pbase, "gpus"), key=True), "rename `gpus` to `max_gpus`")
+                provider = site.provider or "aws"
+                own = {n: i for n, i in instances.items() if i.provider == provider}
                 instance = instances.get(pool.instance_type or "")
                 if pool.instance_type is not None and instance is None:
                     diagnostics.error("unknown-instance-type", f"pool {pool.name}: instance type "
                                       f"'{pool.instance_type}' is not in the catalog", at((*pbase, "instance_type")),
-                                      _unknown("instance type", pool.instance_type, instances))
+                                      nearest_names(pool.instance_type, own, provider))
+                elif instance is not None and instance.provider != provider:
+                    diagnostics.error("instance-provider-mismatch", f"pool {pool.name}: {instance.name} is "
+                                      f"{article(instance.provider)} instance type, and site {site.name} is on "
+                                      f"{PROVIDER_NAMES[provider]} (provider: {provider})",
+                                      at((*pbase, "instance_type")), same_gpu_names(pool.gpu, own, provider))
                 elif instance is not None and instance.gpu != pool.gpu:
                     diagnostics.error("instance-gpu-mismatch", f"pool {pool.name}: {instance.name} carries "
                                       f"{instance.gpu} GPUs, but the pool says gpu: {pool.gpu}", at((*pbase, "gpu")),
@@ -311,14 +341,21 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                     diagnostics.warning("partial-node-quota", f"pool {pool.name}: max_gpus {pool.max_gpus} is not a "
                                         f"multiple of {instance.gpus_per_node} GPUs per {instance.name} node",
                                         at((*pbase, "max_gpus")), "the node group can only use whole nodes")
-                if instance is not None and pool.usd_per_gpu_hour is None and site.region is not None \
-                        and site.region != instance.price_region:
-                    # list prices differ by region: the plan would cost this pool at another region's
+                if instance is not None and instance.provider == provider and pool.usd_per_gpu_hour is None \
+                        and site.region is not None and site.region != (listed := instance.price_in(site.region)).region:
+                    # list prices differ by region: the plan costs this pool at the nearest listed region's
                     diagnostics.warning("price-from-another-region", f"pool {pool.name}: priced from the catalog's "
-                                        f"{instance.price_region} list price of {instance.price_read_on.isoformat()} "
+                                        f"{listed.region} list price of {listed.read_on.isoformat()} "
                                         f"for {instance.name}, and site {site.name} is in {site.region}",
                                         at((*pbase, "instance_type")),
                                         f"set usd_per_gpu_hour to what a GPU-hour costs in {site.region}")
+                zoned = zone_region(provider, pool.failure_domain)
+                if zoned is not None and site.region is not None and zoned != site.region:
+                    diagnostics.error("zone-not-in-region", f"pool {pool.name}: failure_domain {pool.failure_domain} "
+                                      f"is a zone of {zoned}, and site {site.name} is in {site.region}",
+                                      at((*pbase, "failure_domain")),
+                                      f"name a zone of {site.region} (e.g. {zone_example(provider, site.region)}), "
+                                      "or move the pool to a site in " + zoned)
             else:
                 for field in ("instance_type", "max_gpus"):
                     if getattr(pool, field) is not None:
@@ -336,3 +373,4 @@ def _check_sites(inventory: Inventory, locator: Locator, diagnostics: Diagnostic
                 diagnostics.error("unresolved-reference", f"host {host.name}: pool '{host.pool}' is not a pool of "
                                   f"site {site.name}", at((*base, "hosts", j, "pool")),
                                   _unknown("pool", host.pool, pool_names))
+

@@ -48,6 +48,15 @@ MAX_SPREAD = 1_000
 # bound on what is read: a thousand times the price is no limit in practice)
 MAX_FAILOVER_PRICE_RATIO = 1_000.0
 
+# A reserved pool's reservation, per provider (inventory/checks.py tells which provider's form a site needs):
+# an EC2 capacity reservation id, a Compute Engine reservation name, or an Azure capacity reservation group's
+# resource ID. None holds a character a shell, a path or a template could read otherwise.
+AWS_RESERVATION_ID = r"cr-[0-9a-f]{8,17}"
+GCP_RESERVATION_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+AZURE_RESERVATION_GROUP = (r"/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[A-Za-z0-9._()-]{1,90}"
+                           r"/providers/Microsoft\.Compute/capacityReservationGroups/[A-Za-z0-9._-]{1,80}")
+RESERVATION_ID_PATTERN = f"^(?:{AWS_RESERVATION_ID}|{GCP_RESERVATION_NAME}|{AZURE_RESERVATION_GROUP})$"
+
 # Names become Kubernetes namespaces, stack names and Ansible groups: DNS labels fit all three.
 Name = Annotated[str, Field(strict=True, pattern=NAME_PATTERN)]
 MAX_SITE_TEAMS = 1000  # a site's `teams`: a bound on what is read, far above any real list
@@ -118,6 +127,13 @@ class CostModel(StrEnum):
     AMORTIZED = "amortized"
 
 
+class BudgetAction(StrEnum):
+    """What a plan over policies.monthly_budget_usd does (spec, "Budget")."""
+
+    FAIL = "fail"
+    SHED = "shed"
+
+
 class TierChoice(StrEnum):
     AUTO = "auto"
     FIXED = "fixed"
@@ -133,7 +149,13 @@ class Policies(_Model):
     """Inventory-wide policies; all optional."""
 
     monthly_budget_usd: UsdPerMonth | None = Field(
-        None, description="The plan fails when the optimal plan costs more than this per month.")
+        None, description="The month's total under the cost model (committed pools included) may not exceed this: "
+                          "see budget_action.")
+    budget_action: BudgetAction = Field(
+        BudgetAction.FAIL, description="fail (default): a plan over monthly_budget_usd fails (exit 1), and is still "
+                                       "shown whole and written, marked over_budget, which apply refuses without "
+                                       "--allow-over-budget; shed: the planner keeps within the budget by leaving "
+                                       "the lowest tiers' work unplaced (reason: budget), never the fixed tier's.")
     spread_fixed_across: Spread = Field(
         1, description="Failure domains that a fixed-tier workload with at least 2 replicas must span.")
     allow_on_demand_for_opportunistic: StrictBool = Field(
@@ -146,6 +168,9 @@ class Policies(_Model):
         2.0, description="In a failover, a burst or opportunistic replica moves only to a pool whose price per "
                          "GPU-hour is at most this times its rate in the applied plan; otherwise it waits "
                          "(unplaced, deferred). Fixed work is never held back by it. 1 to 1000.")
+    catalog_price_max_age_days: Annotated[int, Field(strict=True, ge=1, le=3650)] = Field(
+        365, description="A pool priced from the shipped catalog's list price (no usd_per_gpu_hour) is warned "
+                         "of when that price was read more than this many days before the plan. 1 to 3650.")
 
 
 def _host_name(value: str) -> str:
@@ -218,9 +243,11 @@ class Pool(_Model):
     failure_domain: Token | None = Field(
         None, description="Failure domain of this pool, e.g. a rack row or an availability zone; "
                           "default: the site's failure domain.")
-    reservation_id: Annotated[str, Field(strict=True, pattern=r"^cr-[0-9a-f]{8,17}$")] | None = Field(
-        None, description="Reserved cloud pools only: the EC2 capacity reservation or Capacity Block "
-                          "(cr-...) its machines launch into.")
+    reservation_id: Annotated[str, Field(strict=True, pattern=RESERVATION_ID_PATTERN)] | None = Field(
+        None, description="Reserved cloud pools only: what its machines launch into. aws: the EC2 capacity "
+                          "reservation or Capacity Block (cr-...); gcp: the reservation's name; azure: the "
+                          "capacity reservation group's resource ID (/subscriptions/.../capacityReservationGroups/"
+                          "NAME).")
     reservation_type: ReservationType | None = Field(
         None, description="With reservation_id only: what it names, capacity_reservation (an On-Demand Capacity "
                           "Reservation) or capacity_block (a Capacity Block for ML); default capacity_reservation.")
@@ -244,8 +271,10 @@ class Site(_Model):
     uplink_mbps: Annotated[float, Field(strict=True, gt=0, le=MAX_UPLINK_MBPS, allow_inf_nan=False)] | None = Field(None, description="Bandwidth in and out of the site; default unlimited.")
     provision_minutes: Annotated[float, Field(strict=True, ge=0, le=MAX_MINUTES, allow_inf_nan=False)] | None = Field(
         None, description="Time to bring capacity into service; default onprem 5, edge 5, cloud 12.")
-    provider: Literal["aws"] | None = Field(None, description="cloud only: the provider; v1 provisions aws.")
-    region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1.")
+    provider: Literal["aws", "gcp", "azure"] | None = Field(
+        None, description="cloud only: the provider, aws, gcp or azure (gcp and azure: revision 4).")
+    region: Token | None = Field(None, description="cloud only: the provider's region name, e.g. us-east-1, "
+                                 "us-central1, westeurope.")
     cluster: Name | None = Field(None, description="The Kubernetes cluster its GPU pools join: required for cloud, "
                                  "optional for onprem (revision 3: its queues take part in ordered spillover, "
                                  "on premises first); not for edge.")
@@ -380,8 +409,9 @@ class Inventory(_Model):
     """A hybridctl inventory, format version 1."""
 
     version: Literal[1] = Field(description="Inventory format version; 1 is supported.")
-    name: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9-]{1,63}$")] = Field(
-        description="Inventory name, [a-z0-9-]; names stacks and state.")
+    # a DNS label like every other name: `-cloud-burst-` or `---` validated, planned and reached apply, whose
+    # stack names and Kubernetes namespaces refuse them (synth did)
+    name: Name = Field(description="Inventory name, a DNS label; names stacks and state.")
     regions: list[Token] = Field(default_factory=list, description="User populations that latency budgets refer to.")
     policies: Policies = Field(default_factory=lambda: Policies(), description="Inventory-wide policies.")
     sites: list[Site] = Field(default_factory=list, description="Places with GPU capacity.")

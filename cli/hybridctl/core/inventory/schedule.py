@@ -154,14 +154,17 @@ def utc_intervals(window: Window, monday: date) -> list[tuple[int, int]]:
         closes = int((closes_wall - week_start).total_seconds() // 60)
         if closes <= opens:  # a window inside the hour daylight saving skips
             continue
-        opens_mod = opens % MINUTES_PER_WEEK
-        closes_mod = opens_mod + (closes - opens)
-        if closes_mod <= MINUTES_PER_WEEK:
-            out.append((opens_mod, closes_mod))
-        else:
-            out.append((opens_mod, MINUTES_PER_WEEK))
-            out.append((0, closes_mod - MINUTES_PER_WEEK))
+        out.extend(_wrapped(opens, closes))
     return out
+
+
+def _wrapped(opens: int, closes: int) -> tuple[tuple[int, int], ...]:
+    """[opens, closes) minutes from Monday 00:00 UTC, wrapped into the week: one interval, or two."""
+    opens_mod = opens % MINUTES_PER_WEEK
+    closes_mod = opens_mod + (closes - opens)
+    if closes_mod <= MINUTES_PER_WEEK:
+        return ((opens_mod, closes_mod),)
+    return (opens_mod, MINUTES_PER_WEEK), (0, closes_mod - MINUTES_PER_WEEK)
 
 
 def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -175,19 +178,64 @@ def merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-# Two weeks a year apart in daylight saving, for the overlap check: windows in different zones can
-# overlap only in summer (or only in winter), and validation must not depend on today's date.
-_OVERLAP_WEEKS = (date.fromisocalendar(2026, 3, 1), date.fromisocalendar(2026, 28, 1))
+# The year whose weeks the overlap check reads the zones' rules in: validation must not depend on today's date.
+_OVERLAP_YEAR = 2026
+_UTC = zoneinfo.ZoneInfo("UTC")
+
+
+def _offset_minutes(zone: zoneinfo.ZoneInfo, moment: datetime) -> int:
+    offset = moment.astimezone(zone).utcoffset()
+    assert offset is not None
+    return int(offset.total_seconds() // 60)
+
+
+def offset_regimes(zones: list[str]) -> list[tuple[int, ...]]:
+    """Each distinct combination of the zones' UTC offsets (minutes, in `zones`' order) that holds for a whole
+    week of the year, in the order the year meets them. Windows in zones whose daylight saving starts on
+    different dates (America/New_York in the second week of March, Europe/London in the last) stand in
+    another relation to each other in the weeks between: each such week is a regime of its own. A week in
+    which a zone changes its offset is left out: its openings straddle two regimes, and what spills past
+    Sunday into the next week (the week repeats) would meet the week's start at another offset."""
+    loaded = [zoneinfo.ZoneInfo(name) for name in zones]
+    regimes: list[tuple[int, ...]] = []
+    for week in range(1, date(_OVERLAP_YEAR, 12, 28).isocalendar().week + 1):
+        monday = date.fromisocalendar(_OVERLAP_YEAR, week, 1)
+        # from a day before the week (a zone ahead of UTC opens Monday on Sunday) to two after (the last
+        # opening lasts up to 24 hours, and a zone behind UTC runs up to 12 hours later)
+        first = datetime(monday.year, monday.month, monday.day, tzinfo=_UTC) - timedelta(days=1)
+        last = first + timedelta(days=10)
+        before = tuple(_offset_minutes(z, first) for z in loaded)
+        if before == tuple(_offset_minutes(z, last) for z in loaded) and before not in regimes:
+            regimes.append(before)
+    return regimes
 
 
 def first_overlap(schedule: Schedule) -> tuple[int, int] | None:
-    """The indexes (i < j) of the first two windows that share a minute, or None. One window never
+    """The indexes (i < j) of two windows that share a minute (the first found in the first regime, in time
+    order), or None. Sort and sweep: n windows cost n log n in each regime, not n² pairs. One window never
     overlaps itself: it lasts at most 24 hours, so its openings on consecutive days only touch."""
     windows = schedule.windows
-    for monday in _OVERLAP_WEEKS:
-        spans = [utc_intervals(w, monday) for w in windows]
-        for j in range(1, len(windows)):
-            for i in range(j):
-                if any(a < d and c < b for a, b in spans[i] for c, d in spans[j]):
-                    return i, j
+    zones = sorted({w.tz for w in windows})
+    spans = [(w.span_minutes(), w.day_indexes(), zones.index(w.tz)) for w in windows]
+    for offsets in offset_regimes(zones):
+        intervals = sorted(
+            (opens, closes, index)
+            for index, ((start, length), days, zone) in enumerate(spans)
+            for day in days
+            for opens, closes in _wrapped(day * MINUTES_PER_DAY + start - offsets[zone],
+                                          day * MINUTES_PER_DAY + start - offsets[zone] + length))
+        # the latest close so far and its window, and the latest of any other window: a new opening before
+        # the close of another window than its own is an overlap
+        reach, owner, other_reach, other = -1, -1, -1, -1
+        for opens, closes, index in intervals:
+            if index != owner and opens < reach:
+                return min(owner, index), max(owner, index)
+            if index == owner and opens < other_reach:
+                return min(other, index), max(other, index)
+            if closes > reach:
+                if index != owner:
+                    other_reach, other = reach, owner
+                reach, owner = closes, index
+            elif index != owner and closes > other_reach:
+                other_reach, other = closes, index
     return None

@@ -37,3 +37,20 @@ def zone_of(region: str | None, domain: str | None) -> str | None:
     if code is not None and _ID.match(domain) and domain.startswith(f"{code}-az"):
         return domain
     return None
+
+
+# Google Cloud zones are the region's name and a letter (us-central1-a); Azure's, as an inventory writes them
+# in a pool's `failure_domain`, the region's name and the zone's number (westeurope-1).
+_GCP_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$")
+_AZURE_ZONE = re.compile(r"^(?P<region>[a-z]+\d*)-(?P<zone>[1-3])$")
+_AWS_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-[a-z]+)+-\d)[a-z]$")
+
+
+def zone_region(provider: str | None, domain: str | None) -> str | None:
+    """The region a `failure_domain` names a zone of, when it has the shape of one of the provider's zones
+    (us-east-1a, us-central1-a, westeurope-1), else None (a rack row or another free-form domain)."""
+    if not domain:
+        return None
+    shape = {"gcp": _GCP_ZONE, "azure": _AZURE_ZONE}.get(provider or "aws", _AWS_ZONE)
+    found = shape.match(domain)
+    return found.group("region") if found else None

@@ -158,7 +158,7 @@ def pool_infos(inventory: Inventory) -> list[PoolInfo]:
     infos: list[PoolInfo] = []
     for site in inventory.sites:
         for pool in site.pools:
-            price = pool_usd_per_gpu_hour(pool, instances)
+            price = pool_usd_per_gpu_hour(pool, instances, site.region)
             capacity = pool.gpus if pool.gpus is not None else (pool.max_gpus or 0)
             infos.append(PoolInfo(len(infos), site, pool, price, capacity, gpus_per_node(site, pool),
                                   is_committed(site, pool)))

@@ -7,9 +7,17 @@ from collections.abc import Mapping
 from hybridctl.core.inventory.models import CostModel, Inventory, Sensitivity
 from hybridctl.core.inventory.schedule import HOURS_PER_MONTH, HOURS_PER_WEEK
 from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo
-from hybridctl.core.placement.tiers import TIER_ORDER
-from hybridctl.core.pricing.rates import rate_text, replica_usd_per_month, whole_machines
-from hybridctl.core.week.machines import machine_sized
+from hybridctl.core.placement.tiers import TIER_ORDER, Tier
+from hybridctl.core.pricing.rates import (
+    egress_rates,
+    egress_usd_by_site,
+    machines_usd_per_month,
+    rate_text,
+    replica_hours,
+    replica_usd_per_month,
+    whole_machines,
+)
+from hybridctl.core.week.machines import machine_sized, own_machines
 
 
 def _constraints(demand: Demand, pool: PoolInfo) -> list[str]:
@@ -86,9 +94,18 @@ def why_not_there(demand: Demand, pool: PoolInfo, used: Mapping[int, int], machi
 
 def placement_reason(demand: Demand, pool: PoolInfo, index: EligibilityIndex, used: Mapping[int, int],
                      inventory: Inventory, machines: Mapping[int, int] | None = None,
-                     holders: Holders | None = None) -> str:
+                     holders: Holders | None = None, used_by_tier: Mapping[int, Mapping[str, int]] | None = None,
+                     tier_of: Mapping[str, str] | None = None) -> str:
+    """`used_by_tier` and `tier_of` (workload -> tier), where given, leave out of what a cheaper pool holds the
+    work that never moves this replica (spec, "Tier priority"): opportunistic work runs in what the fixed and
+    burst tiers leave, so it is never why one of theirs runs elsewhere (a burst run may be: it must run too)."""
     eligible = [index.pools[p] for p in index.eligible(demand)]
     cheaper = [p for p in eligible if p.usd_per_gpu_hour < pool.usd_per_gpu_hour - 1e-9]
+    if demand.tier is not Tier.OPPORTUNISTIC and used_by_tier is not None and tier_of is not None:
+        given = frozenset({Tier.OPPORTUNISTIC.value})
+        used, machines = _room_ahead(cheaper, used, used_by_tier, machines or {}, given)
+        holders = {p.index: {name: gpus for name, gpus in (holders or {}).get(p.index, {}).items()
+                             if tier_of.get(name) not in given} for p in cheaper}
     price = f"${rate_text(pool.usd_per_gpu_hour)}/GPU-h"
     cash = inventory.policies.cost_model is CostModel.CASH
     if cash and pool.committed and cheaper:
@@ -144,6 +161,14 @@ def _gang_note(demand: Demand, pools: list[PoolInfo], lower: frozenset[str],
                      f"({need * share:.2f} on average over its window): " + "; ".join(told[:HOLDERS_NAMED]))
 
 
+def _room_ahead(pools: list[PoolInfo], used: Mapping[int, int], used_by_tier: Mapping[int, Mapping[str, int]],
+                machines: Mapping[int, int], given: frozenset[str]) -> tuple[dict[int, int], dict[int, int]]:
+    """Each pool's GPUs and machines in use, less what the `given` tiers hold there (which gives way)."""
+    given_way = {p.index: sum(g for t, g in used_by_tier.get(p.index, {}).items() if t in given) for p in pools}
+    return ({p.index: used.get(p.index, 0) - given_way[p.index] for p in pools},
+            {p.index: machines.get(p.index, 0) - given_way[p.index] // p.gpus_per_node for p in pools})
+
+
 def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used: Mapping[int, int],
                     used_by_tier: Mapping[int, Mapping[str, int]], machines: Mapping[int, int] | None = None,
                     gang_machines: Mapping[int, tuple[int, Mapping[str, float]]] | None = None) -> str:
@@ -158,10 +183,7 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
     capacity = sum(p.capacity_gpus for p in pools) + held
     # what lower tiers hold gives way to this replica (spec, "Tier priority"): it is never the reason
     lower = _lower_tiers(demand)
-    given_way = {p.index: sum(g for t, g in used_by_tier.get(p.index, {}).items() if t in lower) for p in pools}
-    used_ahead = {p.index: used.get(p.index, 0) - given_way[p.index] for p in pools}
-    machines_ahead = {p.index: (machines or {}).get(p.index, 0) - given_way[p.index] // p.gpus_per_node
-                      for p in pools}
+    used_ahead, machines_ahead = _room_ahead(pools, used, used_by_tier, machines or {}, lower)
     taken = sum(used_ahead.values()) + held
     gangs_blocked, gang_note = _gang_note(demand, pools, lower, gang_machines or {})
     free = [p for p in pools if has_room(demand, p, used_ahead, machines_ahead) and p.index not in gangs_blocked]
@@ -198,3 +220,30 @@ def unplaced_reason(demand: Demand, missing: int, index: EligibilityIndex, used:
         return f"{need}; {named} {'have' if len(pools) != 1 else 'has'} no GPUs left"
     return (f"{need}; {named} {'hold' if len(pools) != 1 else 'holds'} {capacity} GPUs, "
             f"of which {taken} are taken" + (f" ({breakdown})" if breakdown else "") + machine_note + gang_note)
+
+
+def budget_reason(demand: Demand, shed: int, index: EligibilityIndex, inventory: Inventory,
+                  used: Mapping[int, int], machines: Mapping[int, int]) -> str:
+    """Why `shed` replicas that a plan without the budget places are left out (policies.budget_action: shed),
+    and the cash they would have cost: a replica's own machines for its hours (nothing on a committed pool)
+    plus its data movement, at the cheapest pool it may use, among those with room first."""
+    eligible = [index.pools[p] for p in index.eligible(demand)]
+    egress = egress_usd_by_site(demand, index.pools, tuple(index.eligible(demand)), egress_rates(inventory.sites))
+
+    def cash(pool: PoolInfo) -> float:
+        own = 0.0 if pool.committed else machines_usd_per_month(
+            pool, own_machines(1, demand.gpu_count, pool.gpus_per_node), replica_hours(demand, pool))
+        return own + egress.get(pool.site.name, 0.0)
+
+    roomy = [p for p in eligible if has_room(demand, p, used, machines)]
+    cheapest = min(roomy or eligible, key=lambda p: (cash(p), p.name))
+    each = cash(cheapest)
+    budget = inventory.policies.monthly_budget_usd or 0.0
+    parts = "its own machines" if not cheapest.committed else "committed capacity"
+    if egress.get(cheapest.site.name):
+        parts += f" + data movement ${egress[cheapest.site.name]:,.2f}"
+    types = " or ".join(demand.gpu_types)
+    among = "with room" if roomy else "it may use"
+    return (f"budget: {shed} × {demand.gpu_count} {types} left out to keep within the monthly budget of "
+            f"${budget:,.2f} (policies.budget_action: shed); they would have cost ${shed * each:,.2f}/month of cash "
+            f"(${each:,.2f} a replica at {cheapest.name}, the cheapest pool {among}: {parts})")

@@ -25,6 +25,8 @@ per column costs more than the solver.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import numpy.typing as npt
 
@@ -168,7 +170,13 @@ def formulate(units: list[Unit], table: PoolTable, ceilings: dict[str, float],
     offset = committed_constant(table, committed, cash)
     model = b.build(n_units, offset, patterns)
     model.lower[s] = unplaced_floor
-    return model
+    # the month's total counts every column's price (machines, data movement) but these, which are no money
+    spend = model.cost.copy()
+    spend[x] = costs.spend
+    spend[x[paid[folded]]] += egress[paid[folded]]
+    spend[s] = 0.0
+    spend[model.kind == Col.MOVED] = 0.0
+    return replace(model, spend=spend)
 
 
 def _ceiling_floor(units: list[Unit], ceilings: dict[str, float], x_cost: FloatArray, x_upper: FloatArray,

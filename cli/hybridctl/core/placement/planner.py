@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from types import MappingProxyType
+from typing import overload
 
 import numpy as np
 
@@ -15,16 +16,18 @@ from hybridctl import __version__
 from hybridctl.core.inventory.digest import inventory_digest
 from hybridctl.core.inventory.models import (
     DEFAULT_REALTIME_HOURS,
+    BudgetAction,
     CostModel,
     Inventory,
     Workload,
     WorkloadType,
 )
 from hybridctl.core.placement.eligibility import Demand, EligibilityIndex, PoolInfo, demands, pool_infos
-from hybridctl.core.placement.explain import placement_reason, unplaced_reason
+from hybridctl.core.placement.explain import budget_reason, placement_reason, unplaced_reason
 from hybridctl.core.placement.formulation import formulate, penalty_per_replica
 from hybridctl.core.placement.movements import data_movements
 from hybridctl.core.placement.patterns import Pattern, deal_by_pattern
+from hybridctl.core.placement.previous_hours import keep_hours, previous_hours, previous_start
 from hybridctl.core.placement.reason_tallies import pool_tallies
 from hybridctl.core.placement.segment_classes import column_segment_hours, segment_classes
 from hybridctl.core.placement.tiers import classify_workload
@@ -42,6 +45,7 @@ from hybridctl.core.pricing.rates import (
     whole_machines,
 )
 from hybridctl.core.pricing.totals import compute_usd_per_month, data_usd_per_month
+from hybridctl.core.solver.budget import within_budget
 from hybridctl.core.solver.effort import SAFETY_SECONDS, Effort
 from hybridctl.core.solver.milp import Col
 from hybridctl.core.solver.priority import by_priority, needs_stages
@@ -80,7 +84,7 @@ def _reason_key(demand: Demand, p: int) -> tuple[object, ...]:
     w = demand.workload
     return (demand.gpu_types, demand.decision.capacity_types, demand.pinned_site,
             tuple(w.sites) if w.sites is not None else None, tuple(d.name for d in demand.checked_datasets),
-            (w.latency.region, w.latency.p95_ms) if w.latency else None, p, demand.gpu_count,
+            (w.latency.region, w.latency.p95_ms) if w.latency else None, p, demand.gpu_count, demand.tier,
             tuple(sorted({d.site for d in demand.remote_datasets})), w.replicas > 1)
 
 
@@ -110,17 +114,31 @@ class _Assignment:
 
 
 def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, float], options: PlanOptions,
-                      effort: Effort, cash: bool, week: Week | None = None) -> _Solved:
-    groups = components(units)
+                      effort: Effort, cash: bool, week: Week | None = None, room: float | None = None) -> _Solved | None:
+    """`room`: what a budget leaves beside the committed pools (policies.budget_action: shed), which binds
+    every component together: they are then solved as one model (None: no budget to keep). None where the
+    fixed tier alone spends more than `room`."""
+    groups = components(units) if room is None else [list(range(len(units)))] if units else []
     solved = _Solved(defaultdict(dict), {}, 0.0, 0.0, [], set(), 0, len(groups))
     for group in groups:
         comp_units = [units[i] for i in group]
         model = formulate(comp_units, table, ceilings, options.move_threshold_usd, cash=cash, week=week)
         solved.variables += model.columns
-        # each run's work is its own (effort.py): a component's plan never depends on how long another took
-        solution = solve(model, effort=effort, gap=options.gap)
-        if needs_stages(model, solution.values):  # spec: highest tier first, then cost
-            solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
+        classes = segment_classes(comp_units, week) if week is not None and week.timed else None  # as formulate()'s
+        start = previous_start(model, comp_units, classes, effort)
+        if room is not None:  # the budget a row of every tier's stage (solver/budget.py)
+            kept = within_budget(comp_units, model, room, effort=effort, gap=options.gap)
+            if kept is None:
+                return None
+            solution = kept
+        else:
+            # each run's work is its own (effort.py): a component's plan never depends on how long another took
+            solution = solve(model, effort=effort, gap=options.gap, previous=None if start is None else start.values)
+            if needs_stages(comp_units, model, solution.values):  # spec: highest tier first, then cost
+                solution = by_priority(comp_units, model, solution, effort=effort, gap=options.gap)
+        # the hours nearest the previous plan's, all else held (a start kept inside its rows by a margin, too)
+        if start is None or not (start.hours_kept and np.array_equal(solution.values, start.values)):
+            solution = replace(solution, values=keep_hours(model, solution.values, comp_units, classes, effort))
         solved.objective += solution.objective
         solved.bound += solution.bound
         solved.statuses.append(solution.status)
@@ -128,8 +146,7 @@ def _solve_components(units: list[Unit], table: PoolTable, ceilings: dict[str, f
         placed = np.flatnonzero((model.kind == Col.PLACE) & (solution.values > 0.5))
         for col in placed.tolist():
             solved.counts[group[int(model.unit[col])]][int(model.ref[col])] = int(solution.values[col])
-        if week is not None:
-            classes = segment_classes(comp_units, week)  # as formulate() counted them
+        if week is not None and classes is not None:
             for col, by_segment in column_segment_hours(model, solution.values, comp_units, week, classes).items():
                 unit_hours = solved.hours.setdefault(group[int(model.unit[col])], {})
                 unit_hours[int(model.ref[col])] = by_segment
@@ -193,16 +210,56 @@ def plan(inventory: Inventory, *, previous: Plan | None = None, options: PlanOpt
          digest: str | None = None, tiers: dict[str, str] | None = None, facts: WorkloadFacts | None = None) -> Plan:
     """A cost-optimal placement. `pools`/`planned_demands` let failover plan against changed capacity;
     `digest`, `tiers` (workload -> tier) and `facts`, the inventory's when the caller knows them, save
-    working them out again for the whole inventory."""
-    return _plan(inventory, previous, options or PlanOptions(), pools, planned_demands, digest, tiers,
-                 facts or WorkloadFacts.of(inventory))
+    working them out again for the whole inventory.
 
-
-def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo] | None,
-          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
-          facts: WorkloadFacts) -> Plan:
-    started = time.perf_counter()
+    A plan over the budget is the plan (it fails, marked over budget) unless `policies.budget_action: shed`:
+    then the plan that keeps within the budget by leaving lower tiers' work out, if it places all the fixed
+    tier's GPU-hours the plan without the budget places (fixed work is never shed: spec, "Budget"). Only a
+    plan of the whole inventory sheds: a failover's replan of some of its work against what is left (`pools`,
+    `planned_demands`) sees only part of the month's cash, and reports its plan over budget instead."""
+    options = options or PlanOptions()
+    facts = facts or WorkloadFacts.of(inventory)
+    whole = pools is None and planned_demands is None
     pools = pools if pools is not None else pool_infos(inventory)
+    made = _plan(inventory, previous, options, pools, planned_demands, digest, tiers, facts)
+    policies = inventory.policies
+    if policies.budget_action is not BudgetAction.SHED or not made.over_budget or not whole:
+        return made
+    # what the budget leaves beside the committed pools (the model's constant), which are paid whatever runs
+    room = (policies.monthly_budget_usd or 0.0) - (made.committed_usd_per_month if made.cost_model == "cash" else 0.0)
+    if room < 0:
+        return made
+    shed = _plan(inventory, previous, options, pools, planned_demands, digest, tiers, facts, (room, made))
+    if shed is None or shed.over_budget:
+        return made
+    keeps_fixed = _fixed_gpu_hours(shed) >= _fixed_gpu_hours(made) * (1 - 1e-9) - 1e-6
+    return shed if keeps_fixed else made
+
+
+def _fixed_gpu_hours(plan_: Plan) -> float:
+    return sum(pl.gpus * pl.hours_per_month for pl in plan_.placements if pl.tier == "fixed")
+
+
+@overload
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo],
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
+          facts: WorkloadFacts, shedding: None = None) -> Plan: ...
+
+
+@overload
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo],
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
+          facts: WorkloadFacts, shedding: tuple[float, Plan]) -> Plan | None: ...
+
+
+def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, pools: list[PoolInfo],
+          planned_demands: list[Demand] | None, digest: str | None, tiers: dict[str, str] | None,
+          facts: WorkloadFacts, shedding: tuple[float, Plan] | None = None) -> Plan | None:
+    """The plan; with `shedding`, (room, the plan without the budget): the plan whose cash beside the
+    committed pools keeps within room, its shed replicas' reasons told against the plan without the budget
+    (None where the fixed tier alone spends more than room)."""
+    started = time.perf_counter()
+    room, unbudgeted = shedding if shedding is not None else (None, None)
     table = PoolTable.of(pools)
     index = EligibilityIndex(inventory, pools)
     all_demands = planned_demands if planned_demands is not None else demands(inventory)
@@ -211,31 +268,41 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     ceilings = {d.workload.name: d.workload.max_usd_per_month for d in all_demands
                 if d.workload.max_usd_per_month is not None}
     cash = inventory.policies.cost_model is CostModel.CASH
+    # the committed pools are a constant the model leaves out: the reported objective and bound
+    # carry it, so that they read as the total under the cost model (plus tie-break and penalties)
+    constant = committed_total_usd_per_month(pools) if cash else 0.0
     week = plan_week(inventory, options.week)
-    units = build_units(all_demands, index, before, table, week=week)
+    hours_before = previous_hours(previous, week)
+    units = build_units(all_demands, index, before, table, week=week, previous_hours=hours_before)
     effort = Effort.within(options.time_limit_s)  # the safety net's deadline: one for the whole plan
-    solved = _solve_components(units, table, ceilings, options, effort, cash, week)
+    solved = _solve_components(units, table, ceilings, options, effort, cash, week, room)
+    if solved is None:
+        return None
     result = _assign(units, solved, pools, table, options, cash, week)
     # Twins that pay data movement are merged by a relaxation; in the rare case handing them back
     # pays more than it counted, a small model is solved again unmerged, which is exact.
     if result.objective > solved.objective * (1 + 1e-9) + 0.01 \
             and sum(len(u.eligible) * len(u.members) for u in units) <= EXACT_RESOLVE_MAX_COLUMNS:
-        exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week)
-        exact = _solve_components(exact_units, table, ceilings, options, effort, cash, week)
-        exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
-        exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
-        if exact_result.objective < result.objective:
-            solved, result = exact, exact_result
-        else:
-            solved.bound = exact.bound
+        exact_units = build_units(all_demands, index, before, table, merge_egress=False, week=week,
+                                  previous_hours=hours_before)
+        exact = _solve_components(exact_units, table, ceilings, options, effort, cash, week, room)
+        if exact is not None:  # None: the fixed tier alone over the room unmerged; the merged answer stands
+            exact_result = _assign(exact_units, exact, pools, table, options, cash, week)
+            exact.bound = max(exact.bound, solved.bound)  # both models bound the same optimum from below
+            if exact_result.objective < result.objective:
+                solved, result = exact, exact_result
+            else:
+                solved.bound = exact.bound
     # what the reasons count of each pool (in a timed plan, its busiest segment: reason_tallies.py)
     tallies = pool_tallies(result.assigned, pools, result.segment_hours,
                            [s.hours for s in week.segments] if week is not None and week.timed else ())
     used, used_by_tier, machines = tallies.used, tallies.used_by_tier, tallies.machines
     holders: dict[int, dict[str, int]] = defaultdict(dict)  # who holds each pool's GPUs, for the reasons
+    tier_of: dict[str, str] = {}
     for demand, p, n in result.assigned:
         name = demand.workload.name
         holders[p][name] = holders[p].get(name, 0) + n * demand.gpu_count
+        tier_of[name] = demand.tier.value
     placements: list[Placement] = []
     placed_replicas: dict[str, int] = defaultdict(int)
     reasons: dict[tuple[object, ...], str] = {}
@@ -245,7 +312,8 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
         key = _reason_key(demand, p)
         reason = reasons.get(key)
         if reason is None:
-            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines, holders)
+            reason = reasons[key] = placement_reason(demand, pool, index, used, inventory, machines, holders,
+                                                               used_by_tier, tier_of)
         placements.append(Placement(
             workload=demand.workload.name, tier=demand.tier.value, site=pool.site.name, pool=pool.name,
             replicas=n, gpus=n * demand.gpu_count, usd_per_month=placement_usd_per_month(demand, pool, n),
@@ -254,17 +322,16 @@ def _plan(inventory: Inventory, previous: Plan | None, options: PlanOptions, poo
     placements.sort(key=lambda pl: (pl.workload, pl.demand, pl.site, pl.pool))
 
     unplaced: list[Unplaced] = []
+    missing_unbudgeted = {u.demand: u.replicas for u in unbudgeted.unplaced} if unbudgeted is not None else {}
     for demand in all_demands:
         missing = demand.replicas - placed_replicas.get(demand.key, 0)
         if missing > 0:
-            unplaced.append(Unplaced(demand.workload.name, unplaced_reason(demand, missing, index, used, used_by_tier,
-                                                                              machines, tallies.gang_machines),
-                                     missing, demand.tier.value, demand.key))
+            shed = missing - missing_unbudgeted.get(demand.key, 0) if unbudgeted is not None else 0
+            reason = budget_reason(demand, shed, index, inventory, used, machines) if shed > 0 else \
+                unplaced_reason(demand, missing, index, used, used_by_tier, machines, tallies.gang_machines)
+            unplaced.append(Unplaced(demand.workload.name, reason, missing, demand.tier.value, demand.key))
     movements = data_movements(inventory, all_demands, placements)
     usage = pool_usage(pools, placements, [s.hours for s in week.segments] if week is not None else ())
-    # the committed pools are a constant the model leaves out: the reported objective and bound
-    # carry it, so that they read as the total under the cost model (plus tie-break and penalties)
-    constant = committed_total_usd_per_month(pools) if cash else 0.0
     objective = result.objective + constant
     bound = min(solved.bound + constant, objective)
     gap = max(0.0, (objective - bound) / abs(objective)) if objective else 0.0
@@ -328,7 +395,7 @@ _TYPE_VALUE = MappingProxyType({t: t.value for t in WorkloadType})
 def budget_violation(plan_: Plan) -> str | None:
     """The spec's rule: a plan over monthly_budget_usd is an error that states both figures."""
     budget = plan_.budget_usd_per_month
-    if budget is not None and plan_.total_usd_per_month > budget + 0.005:
+    if budget is not None and plan_.over_budget:
         return (f"the optimal plan costs ${plan_.total_usd_per_month:,.2f}/month ({plan_.cost_model}), over the "
                 f"monthly budget of ${budget:,.2f} (policies.monthly_budget_usd)")
     return None

@@ -15,7 +15,9 @@ in every segment, so the model counts one segment of the class's length L_C = su
 So the class model and the segment model have the same optimum, and every answer of the class model
 is an answer of the segment model at the same cost (tests/core/placement/test_timed_fast_paths.py solves
 both). A deferrable unit whose segments all fall in one class has its hours H there, substituted:
-no hours columns at all. On the bench's scheduled fleet (22 segments) a component has 5 classes.
+no hours columns at all. Planned against a previous plan, segments are alike only where every deferrable
+replica it placed ran at one rate too (_previous_rates), so that the previous hours are an answer of the
+class model (placement/previous_hours.py). On the bench's scheduled fleet (22 segments) a component has 5 classes.
 """
 
 from __future__ import annotations
@@ -49,14 +51,25 @@ def segment_classes(units: list[Unit], week: Week) -> SegmentClasses:
     member = np.zeros((len(distinct), n), dtype=np.bool_)
     for i, segs in enumerate(distinct):
         member[i, list(segs)] = True
+    rates = _previous_rates(units, week)
     ids: dict[bytes, int] = {}
-    class_of = [ids.setdefault(member[:, s].tobytes(), len(ids)) for s in range(n)]
+    class_of = [ids.setdefault(member[:, s].tobytes() + rates[:, s].tobytes(), len(ids)) for s in range(n)]
     segments: list[list[int]] = [[] for _ in ids]
     for s, c in enumerate(class_of):
         segments[c].append(s)
     lengths = np.array([sum(week.segments[s].hours for s in segs) for segs in segments], dtype=np.float64)
     of_span = {span: tuple(sorted({class_of[s] for s in span})) for span in distinct}
     return SegmentClasses(lengths, tuple(tuple(segs) for segs in segments), tuple(of_span[span] for span in spans))
+
+
+def _previous_rates(units: list[Unit], week: Week) -> FloatArray:
+    """Per deferrable unit and pool of the previous plan, the hours it ran per hour of each segment (rounded to
+    what a plan file keeps, so that noise never splits a class; a split too many only costs a class). Segments
+    alike but for these stay apart: handed back by length, a class's hours are the previous plan's again."""
+    lengths = np.array([s.hours for s in week.segments], dtype=np.float64)
+    rows = [np.asarray(hours, dtype=np.float64) for u in units for _, hours in sorted(u.previous_hours.items())
+            if len(hours) == lengths.size]
+    return np.round(np.array(rows) / lengths, 5) if rows else np.zeros((0, lengths.size))
 
 
 def column_segment_hours(model: Model, values: FloatArray, units: list[Unit], week: Week,

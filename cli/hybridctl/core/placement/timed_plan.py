@@ -12,6 +12,10 @@ from hybridctl.core.pricing.rates import TIE_BREAK, machines_usd_per_month, obje
 from hybridctl.core.week.machines import segment_machines
 from hybridctl.core.week.segments import IsoWeek, Week, build_week
 
+# hours per segment within this of the previous plan's are the previous plan's (a plan file keeps 6 digits, and an LP
+# held to rows its rounded figures break by a hair moves them by a few of those; the checker allows 1e-3)
+SAME_HOURS = 1e-4
+
 
 def plan_week(inventory: Inventory, iso_week: IsoWeek | None) -> Week | None:
     """The plan's week when the inventory has a `schedule`, else None. The spec's revision note says an
@@ -62,6 +66,12 @@ def segment_hours(unit: Unit, p: int, replicas: int, week: Week,
         return tuple(out)
     for s, h in given.items():
         out[s] = round(min(h * need / total, week.segments[s].hours), 6)
+    # the previous plan's hours given back (previous_hours.py) are its figures as written: scaled and rounded
+    # again, a figure may move by its last digit
+    before = unit.previous_hours.get(p)
+    if before is not None and replicas == unit.previous.get(p) and len(before) == len(out) \
+            and all(abs(a - b) <= SAME_HOURS for a, b in zip(out, before, strict=True)):
+        return before
     return tuple(out)
 
 

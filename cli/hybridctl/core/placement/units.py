@@ -88,6 +88,9 @@ class Unit:
     penalty_gpus: int = 0  # GPUs a replica is charged for at most: its own machines in the widest pay-per-use pool
     rework: FloatArray | None = None  # per eligible pool: the hours' rework factor (pricing), None when all 1
     timing: WorkloadWeek | None = None  # when it may run in the plan's week, when the week is timed (week/segments.py)
+    # a deferrable unit's hours in the previous plan: pool index -> hours each replica ran in each segment of the
+    # week (previous_hours.py keeps them)
+    previous_hours: dict[int, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def rework_max(self) -> float:
@@ -174,9 +177,11 @@ class _Memo:
 
 def build_units(demands: list[Demand], index: EligibilityIndex,
                 previous: Mapping[str, Mapping[str, int]] | None = None,
-                table: PoolTable | None = None, *, merge_egress: bool = True, week: Week | None = None) -> list[Unit]:
+                table: PoolTable | None = None, *, merge_egress: bool = True, week: Week | None = None,
+                previous_hours: Mapping[str, Mapping[str, tuple[float, ...]]] | None = None) -> list[Unit]:
     """One unit per demand with side constraints; one merged unit per class of twins. With a timed
-    `week`, each unit carries its workload's windows and hours, and twins share them."""
+    `week`, each unit carries its workload's windows and hours, and twins share them; a deferrable unit the
+    previous plan placed, its hours there (`previous_hours`: demand key -> pool -> hours per segment)."""
     pools = index.pools
     table = table if table is not None else PoolTable.of(pools)
     memo = _Memo(pools, table)
@@ -217,6 +222,10 @@ def build_units(demands: list[Demand], index: EligibilityIndex,
                     spread, demand.replicas, egress, ceiling, before, array,
                     memo.penalty_gpus(eligible, array, demand.gpu_count), memo.rework(demand, array),
                     timing=timing)
+        if before and timing is not None and timing.deferrable:
+            ran = (previous_hours or {}).get(demand.key, {})
+            unit.previous_hours = {pool_index[name]: hours for name, hours in ran.items()
+                                   if pool_index.get(name) in before}
         units.append(unit)
         if signature is not None:
             twins[signature] = unit

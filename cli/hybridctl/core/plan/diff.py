@@ -1,4 +1,8 @@
-"""What changed between two plans: workloads added, removed, moved or resized; pools resized.
+"""What changed between two plans: workloads added, removed, moved, resized or re-timed; pools resized.
+
+A workload is re-timed when its replicas stay where they are but run other hours in the week's segments (a
+timed plan's deferrable work): the queues admit it at other times, and a pay-per-use pool's weekly scaling
+schedule (deploy/scaling_schedule.py) follows its machines per segment, which count as a pool's resize too.
 
 A pool counts as resized when the GPUs placed in it change or, for a pay-per-use pool, when the
 machines the plan runs there change (format 2's pools[i].machines): those are what the bill and
@@ -17,12 +21,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from hybridctl.core.plan.model import Plan, PoolUsage
+from hybridctl.core.week.machines import segment_machines
 
 
 @dataclass(frozen=True)
 class WorkloadChange:
     workload: str
-    change: str  # added | removed | moved | resized
+    change: str  # added | removed | moved | resized | retimed
     before: dict[str, int]  # pool -> replicas
     after: dict[str, int]
 
@@ -33,6 +38,8 @@ class WorkloadChange:
             return f"unplaced (was {show(self.before)})" if self.before else "unplaced"
         if not self.before:
             return f"new: {show(self.after)}"
+        if self.change == "retimed":
+            return f"{show(self.after)}: other hours in the week's segments"
         return f"{show(self.before)} → {show(self.after)}"
 
 
@@ -44,6 +51,7 @@ class PoolChange:
     pay_per_use: bool = False  # machines are bought per plan; a committed pool's are a constant
     before_machines: int = 0
     after_machines: int = 0
+    schedule_changed: bool = False  # pay-per-use, timed: its machines per segment (its scaling schedule) differ
 
     @property
     def machines_changed(self) -> bool:
@@ -53,13 +61,14 @@ class PoolChange:
     def resized(self) -> bool:
         """A pay-per-use pool whose machines change is resized; a committed pool keeps its capacity, and what
         changes is the GPUs its replicas hold at the peak."""
-        return self.machines_changed
+        return self.machines_changed or self.schedule_changed
 
     def describe(self) -> str:
         if not self.pay_per_use:  # its capacity is what the inventory says; the plan changes what it uses
             return f"peak use {self.before_gpus} → {self.after_gpus} GPUs"
+        schedule = "; other machines per segment (scaling schedule)" if self.schedule_changed else ""
         return (f"{self.before_machines} → {self.after_machines} machines "
-                f"({self.before_gpus} → {self.after_gpus} GPUs in use)")
+                f"({self.before_gpus} → {self.after_gpus} GPUs in use){schedule}")
 
 
 def _cents(value: float) -> int:
@@ -115,6 +124,24 @@ class PlanDiff:
         return sum(1 for w in self.workloads if w.change == change)
 
 
+def _hours_by_workload(plan: Plan) -> dict[str, dict[str, tuple[float, ...]]]:
+    """workload -> demand@pool -> hours each replica runs in each segment (empty in an untimed plan)."""
+    hours: dict[str, dict[str, tuple[float, ...]]] = defaultdict(dict)
+    for p in plan.placements:
+        if p.segment_hours:
+            hours[p.workload][f"{p.demand}@{p.pool}"] = p.segment_hours
+    return hours
+
+
+def _machines_per_segment(plan: Plan) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Pay-per-use pool -> (shared, running own) machines in each segment of a timed plan (week/machines.py)."""
+    if not plan.segments:
+        return {}
+    tallies = segment_machines(plan.placements, [s.hours for s in plan.segments],
+                               {u.pool: u.gpus_per_node for u in plan.pools if not u.committed})
+    return {pool: tuple(zip(t.shared, t.own_running, strict=True)) for pool, t in tallies.items()}
+
+
 def _by_workload(plan: Plan) -> dict[str, dict[str, int]]:
     placed: dict[str, dict[str, int]] = defaultdict(dict)
     for p in plan.placements:
@@ -124,6 +151,7 @@ def _by_workload(plan: Plan) -> dict[str, dict[str, int]]:
 
 def diff_plans(before: Plan, after: Plan) -> PlanDiff:
     old, new = _by_workload(before), _by_workload(after)
+    old_hours, new_hours = _hours_by_workload(before), _hours_by_workload(after)
     known_before = set(before.tiers) | set(old)
     known_after = set(after.tiers) | set(new)
     changes: list[WorkloadChange] = []
@@ -136,6 +164,8 @@ def diff_plans(before: Plan, after: Plan) -> PlanDiff:
         elif a != b:
             kind = "resized" if set(a) == set(b) else "moved"
             changes.append(WorkloadChange(workload, kind, a, b))
+        elif before.segments == after.segments and old_hours.get(workload) != new_hours.get(workload):
+            changes.append(WorkloadChange(workload, "retimed", a, b))
     return PlanDiff(tuple(changes), _pool_changes(before, after), before.total_usd_per_month,
                     after.total_usd_per_month, cost_causes(before, after))
 
@@ -206,13 +236,17 @@ def cost_causes(before: Plan, after: Plan) -> tuple[CostCause, ...]:
 def _pool_changes(before: Plan, after: Plan) -> tuple[PoolChange, ...]:
     old = {p.pool: p for p in before.pools}
     new = {p.pool: p for p in after.pools}
+    # a week cut otherwise is compared by its machines and GPUs alone
+    weekly = (_machines_per_segment(before), _machines_per_segment(after)) if before.segments == after.segments \
+        else ({}, {})
     changes: list[PoolChange] = []
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name), new.get(name)
         # a pool is pay-per-use if either plan says so (a pool that left the inventory keeps its kind)
         pay_per_use = any(p is not None and not p.committed for p in (a, b))
         change = PoolChange(name, a.used_gpus if a else 0, b.used_gpus if b else 0, pay_per_use,
-                            a.machines if a and pay_per_use else 0, b.machines if b and pay_per_use else 0)
-        if change.before_gpus != change.after_gpus or change.machines_changed:
+                            a.machines if a and pay_per_use else 0, b.machines if b and pay_per_use else 0,
+                            pay_per_use and weekly[0].get(name) != weekly[1].get(name))
+        if change.before_gpus != change.after_gpus or change.machines_changed or change.schedule_changed:
             changes.append(change)
     return tuple(changes)

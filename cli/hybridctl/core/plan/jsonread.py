@@ -102,6 +102,15 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 # reason reached the terminal as `show` printed it (`\u001b[31m`); the walk then says which text holds it
 _CONTROL = re.compile(r"\\u00(?:0[0-8bBcCdDeEfF]|1[0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])|\\[bfr]|[\x7f-\x9f]")
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character but a newline or a tab in `text`, as `\\u001b`; None if there is none.
+    What a plan file, a runbook or a drill report may not hold, and so neither may what they are made from."""
+    found = _CONTROL_CHARACTER.search(text)
+    return None if found is None else f"\\u{ord(found.group()):04x}"
+
+
 # Numbers beyond a float: 1e400 reads as infinity; an int of more digits than a float's range is refused
 # before it is read (Python reads one of at most 4,300 digits, and printing it would fail as well).
 _MAX_INT_DIGITS = 300

@@ -14,8 +14,11 @@ from hybridctl.core.pricing import totals
 # per pool its machines, commitment and cash cost; placements carry their hours.
 # 3: the plan's week (inventory revision 3): its ISO week and segments, and each placement's hours per
 # segment, written when the plan is timed. Files of format 2 still read (an untimed plan).
-FORMAT_VERSION = 3
-READABLE_FORMAT_VERSIONS = (2, 3)
+# 4: `over_budget` (inventory revision 4, "Budget"): a plan over its monthly budget is written, marked, and
+# apply refuses it without --allow-over-budget. Files of format 2 and 3 still read (the mark is derived
+# from their totals), but a reader that knew no mark must not take a plan marked over budget for one within.
+FORMAT_VERSION = 4
+READABLE_FORMAT_VERSIONS = (2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -159,4 +162,11 @@ class Plan:
     def total_usd_per_month(self) -> float:
         """The month's total under the plan's cost model (cash: committed + pay-per-use + data)."""
         return totals.total_usd_per_month(self)
+
+    @property
+    def over_budget(self) -> bool:
+        """The total above the monthly budget by a cent or more (spec, "Budget"): such a plan fails, is marked
+        in its file and shown so, and apply refuses it without --allow-over-budget."""
+        budget = self.budget_usd_per_month
+        return budget is not None and self.total_usd_per_month > budget + 0.005
 

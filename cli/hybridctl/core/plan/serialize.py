@@ -107,6 +107,7 @@ def _document(plan: Plan, plan_file: bool) -> JsonDict:
         "idle_committed_usd_per_month": float(plan.idle_committed_usd_per_month),
         "compute_usd_per_month": float(plan.compute_usd_per_month),
         "budget_usd_per_month": None if budget is None else float(budget),
+        "over_budget": plan.over_budget,
         "placements": _placements(plan),
         "unplaced": [_record(u) for u in plan.unplaced],
         "data_movements": [_record(m) for m in plan.data_movements],
@@ -253,6 +254,7 @@ def plan_from_dict(raw: JsonDict, source: str = "plan", *, verify_digest: bool =
         if segments and raw.get("pool_weeks") != pool_weeks_document(read):
             raise PlanFileError(f"{source}: pool_weeks are not what the placements' hours per segment give",
                                 hint=_PLAN_FILE_HINT)
+        _check_over_budget(raw, read, source)
         return read
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanFileError(f"{source}: not a hybridctl plan ({type(exc).__name__}: {exc})",
@@ -304,7 +306,7 @@ def _segments(raw: JsonDict, source: str) -> tuple[PlanSegment, ...]:
     if week is None and found is None:
         return ()
     if raw.get("format_version") == 2 or not isinstance(week, str) or not isinstance(found, list) or not found:
-        raise PlanFileError(f"{source}: week and segments go together, in a plan of format 3 (week "
+        raise PlanFileError(f"{source}: week and segments go together, in a plan of format 3 or later (week "
                             f"{week!r}, segments {type(found).__name__})", hint=_PLAN_FILE_HINT)
     try:
         parse_iso_week(week)
@@ -340,6 +342,20 @@ def _check_segment_hours(placements: tuple[Placement, ...], segments: tuple[Plan
             if not (math.isfinite(hours) and 0.0 <= hours <= segment.hours + 1e-6):
                 raise PlanFileError(f"{source}: placements[{index}].segment_hours[{s}]: {hours!r} is not between 0 "
                                     f"and the segment's {segment.hours:g} hours", hint=_PLAN_FILE_HINT)
+
+
+def _check_over_budget(raw: JsonDict, read: Plan, source: str) -> None:
+    """Format 4 marks a plan over its budget: the mark must be there and be what the plan's totals say (an
+    older format is marked by its totals alone)."""
+    if raw.get("format_version") in (2, 3):
+        return
+    mark = raw.get("over_budget")
+    if not isinstance(mark, bool):
+        raise PlanFileError(f"{source}: over_budget must be true or false (got {mark!r})", hint=_PLAN_FILE_HINT)
+    if mark != read.over_budget:
+        raise PlanFileError(f"{source}: over_budget is {str(mark).lower()}, but the plan's total "
+                            f"${read.total_usd_per_month:,.2f} is {'within' if mark else 'over'} its budget "
+                            f"${read.budget_usd_per_month or 0:,.2f}", hint=_PLAN_FILE_HINT)
 
 
 def _cost_model(raw: object) -> str:

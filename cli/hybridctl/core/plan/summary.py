@@ -96,10 +96,7 @@ class PlanSummary:
     baseline: str  # "previous" | "applied" | "": what the change is measured against
     change_usd_per_month: float | None
     diff: PlanDiff | None
-
-    @property
-    def over_budget(self) -> bool:
-        return self.budget_usd_per_month is not None and self.costs.total_usd_per_month > self.budget_usd_per_month
+    over_budget: bool  # Plan.over_budget
 
 
 def summarize(plan: Plan, diff: PlanDiff | None = None, baseline: str = "") -> PlanSummary:
@@ -123,4 +120,5 @@ def summarize(plan: Plan, diff: PlanDiff | None = None, baseline: str = "") -> P
         change_usd_per_month=(cost_change(diff.usd_per_month_before, diff.usd_per_month_after)
                               if diff is not None else None),
         diff=diff,
+        over_budget=plan.over_budget,
     )

@@ -37,10 +37,12 @@ class PoolArrays(Protocol):
 
 @dataclass(frozen=True)
 class ColumnCosts:
-    """Per placement column: the objective's price of one replica and its amortized compute."""
+    """Per placement column: the objective's price of one replica, its amortized compute, and what it adds to
+    the month's total under the cost model (the objective's price without the tie-break: what a budget bounds)."""
 
     objective: FloatArray
     amortized: FloatArray
+    spend: FloatArray
 
 
 def pool_prices(pools: Sequence[PricedPool]) -> tuple[FloatArray, FloatArray]:
@@ -80,11 +82,12 @@ def column_costs(gpus: FloatArray, hours: FloatArray, pools: IntArray, table: Po
     pool's machines (whose price is the machines' own column); default: those that run all month."""
     amortized = gpus * hours * table.price[pools]
     if not cash:
-        return ColumnCosts(amortized, amortized)
+        return ColumnCosts(amortized, amortized, amortized)
     per_node = table.per_node[pools].astype(np.float64)
     own_machines = whole_machines(gpus, per_node) * per_node * hours * table.price[pools]
     pays_own = ~table.committed[pools] & ~(always_on(hours) if shared is None else shared)
-    return ColumnCosts(np.where(pays_own, own_machines, 0.0) + TIE_BREAK * amortized, amortized)
+    spend = np.where(pays_own, own_machines, 0.0)
+    return ColumnCosts(spend + TIE_BREAK * amortized, amortized, spend)
 
 
 def machine_usd_per_month(table: PoolArrays, pools: IntArray, cash: bool) -> FloatArray:

@@ -41,29 +41,31 @@ from hybridctl.core.week.machines import whole_machines as whole_machines
 TIE_BREAK = 1e-4
 
 
-def catalog_usd_per_gpu_hour(instance: InstanceType) -> float:
-    """The catalog's on-demand list price of one GPU of an instance type, per hour."""
-    return instance.usd_per_hour / instance.gpus_per_node
+def catalog_usd_per_gpu_hour(instance: InstanceType, region: str | None = None) -> float:
+    """The catalog's on-demand list price of one GPU of an instance type, per hour, in `region` (or the
+    nearest region it lists: InstanceType.price_in; the home region's without one)."""
+    return instance.price_in(region).usd_per_hour / instance.gpus_per_node
 
 
-def pool_usd_per_gpu_hour(pool: Pool, instances: Mapping[str, InstanceType]) -> float:
+def pool_usd_per_gpu_hour(pool: Pool, instances: Mapping[str, InstanceType], region: str | None = None) -> float:
     """A pool's price per GPU-hour: its own `usd_per_gpu_hour`, else the catalog's list price for its
-    instance type (0 when it has neither)."""
+    instance type in its site's `region` (0 when it has neither)."""
     if pool.usd_per_gpu_hour is not None:
         return pool.usd_per_gpu_hour
     instance = instances.get(pool.instance_type or "")
-    return catalog_usd_per_gpu_hour(instance) if instance else 0.0
+    return catalog_usd_per_gpu_hour(instance, region) if instance else 0.0
 
 
 def catalog_price_note(pool: Pool, site: Site, instances: Mapping[str, InstanceType]) -> str:
     """Where a pool's price comes from when the inventory sets none: the catalog's list price, its
-    region and date ("" for a pool with its own price). List prices differ by region, so a pool in
-    another region than the list's says so, and how to give it its own."""
+    region and date ("" for a pool with its own price). List prices differ by region, so a pool in a
+    region the catalog has no price for says which region's it took, and how to give it its own."""
     instance = instances.get(pool.instance_type or "") if pool.usd_per_gpu_hour is None else None
     if instance is None:
         return ""
-    listed = f"{instance.price_region} list price of {instance.price_read_on.isoformat()}"
-    if site.region is not None and site.region != instance.price_region:
+    price = instance.price_in(site.region)
+    listed = f"{price.region} list price of {price.read_on.isoformat()}"
+    if site.region is not None and site.region != price.region:
         return f"{listed}; set usd_per_gpu_hour for {site.region}"
     return listed
 

@@ -67,8 +67,11 @@ def _warm(highs: object, basis: LpBasis, columns: npt.NDArray[np.int64], rows: n
     row_status = np.full(rows.size, _BASIC, dtype=np.int8)
     known = rows < by_row.size
     row_status[known] = by_row[rows[known]]
-    col_status = by_column[columns] if columns.size and int(columns.max()) < by_column.size else None
-    if col_status is None or int((col_status == _BASIC).sum() + (row_status == _BASIC).sum()) != rows.size:
+    # columns added since (priority.py's machines priced alone) start nonbasic at their lower bound
+    col_status = np.full(columns.size, _AT_LOWER, dtype=np.int8)
+    known_columns = columns < by_column.size
+    col_status[known_columns] = by_column[columns[known_columns]]
+    if int((col_status == _BASIC).sum() + (row_status == _BASIC).sum()) != rows.size:
         return
     status = highspy.HighsBasisStatus
     codes = {int(v): v for v in (status.kLower, status.kBasic, status.kUpper, status.kZero, status.kNonbasic)}

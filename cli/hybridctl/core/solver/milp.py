@@ -48,6 +48,10 @@ class Model:
     offset: float = 0.0
     # unit -> (paying site ids, patterns: one row per PATTERN column's ref) for twins counted exactly
     patterns: dict[int, tuple[IntArray, IntArray]] = field(default_factory=dict)
+    # What each column adds to the month's total under the cost model, `offset` aside: its cost without the
+    # penalty on unplaced replicas, the stability term and the tie-break (a budget row's coefficients,
+    # solver/budget.py); None where the formulation gives none
+    spend: FloatArray | None = None
 
     @property
     def columns(self) -> int:
@@ -133,3 +137,30 @@ def with_row(model: Model, cols: IntArray, coefs: FloatArray, lower: float, uppe
     value[last] = coefs
     return replace(model, rows_lower=np.append(model.rows_lower, lower), rows_upper=np.append(model.rows_upper, upper),
                    starts=starts, index=index, value=value)
+
+
+def with_block(model: Model, cost: FloatArray, upper: FloatArray, kind: Col,
+               entries: tuple[IntArray, IntArray, FloatArray], rows_lower: FloatArray, rows_upper: FloatArray, *,
+               integer: bool, owner: tuple[IntArray, IntArray] | None = None) -> Model:
+    """The model with columns (`cost`, `upper`, of `kind`; integer or continuous) and rows appended at once;
+    `entries` (rows, columns, values) name rows and columns of the result, old or new (with_row's copy per row
+    would cost a copy of the matrix each). `owner`: the new columns' (unit, ref), else they belong to no unit."""
+    rows, cols, values = entries
+    added = int(cost.size)
+    entry_col = np.repeat(np.arange(model.columns, dtype=np.int64), np.diff(model.starts).astype(np.int64))
+    all_cols = np.concatenate([entry_col, cols.astype(np.int64)])
+    all_rows = np.concatenate([model.index.astype(np.int64), rows.astype(np.int64)])
+    order = np.lexsort((all_rows, all_cols))
+    starts = np.zeros(model.columns + added + 1, dtype=np.int32)
+    np.cumsum(np.bincount(all_cols, minlength=model.columns + added), out=starts[1:])
+    unit, ref = owner if owner is not None else (np.full(added, model.demand_rows, dtype=np.int64),
+                                                 np.full(added, -1, dtype=np.int64))
+    return replace(model, cost=np.concatenate([model.cost, cost]), lower=np.concatenate([model.lower, np.zeros(added)]),
+                   upper=np.concatenate([model.upper, upper]),
+                   integer=np.concatenate([model.integer, np.full(added, integer, dtype=np.bool_)]),
+                   kind=np.concatenate([model.kind, np.full(added, int(kind), dtype=np.int8)]),
+                   unit=np.concatenate([model.unit, unit]), ref=np.concatenate([model.ref, ref]),
+                   rows_lower=np.concatenate([model.rows_lower, rows_lower]),
+                   rows_upper=np.concatenate([model.rows_upper, rows_upper]),
+                   starts=starts, index=all_rows[order].astype(np.int32),
+                   value=np.concatenate([model.value, values.astype(np.float64)])[order])

@@ -129,11 +129,26 @@ def neighbourhood_of(model: Model, free: BoolArray, lp_values: FloatArray, value
     return units_of(model, sharing | free)
 
 
-def solve(model: Model, *, effort: Effort, gap: float) -> Solution:
+def solve(model: Model, *, effort: Effort, gap: float, previous: FloatArray | None = None) -> Solution:
+    """The model's answer. `previous`: the previous plan as an answer of the model (placement/previous_hours.py),
+    the start in place of the greedy one, and the answer wherever the solver finds none cheaper: with the same
+    inputs the same plan comes back, whatever the solver's work allowed (spec, "Plans are reproducible")."""
+    found = _solve(model, effort, gap, previous)
+    if previous is None:
+        return found
+    cost = float(model.cost @ previous)
+    if cost > found.objective + 1e-9 * max(1.0, abs(found.objective + model.offset)):
+        return found
+    return Solution(previous, cost, min(found.bound, cost), found.status, found.method + "-previous", found.basis)
+
+
+def _solve(model: Model, effort: Effort, gap: float, previous: FloatArray | None) -> Solution:
     def direct(method: str, status: str | None = None, start: FloatArray | None = None,
                basis: LpBasis | None = None, proven: float = 0.0) -> Solution:
         # the greedy start is feasible by construction: the MIP improves it, and it is the plan when the
         # safety net strikes before the solver keeps anything (the status then says time_limit)
+        if start is None:
+            start = previous
         if start is None:
             start = greedy_start(model, _nothing_placed(model, model.lower, np.ones(model.columns, dtype=np.bool_)))
         if status is not None and effort.expired():
@@ -162,7 +177,9 @@ def solve(model: Model, *, effort: Effort, gap: float) -> Solution:
         if isinstance(routed, Solution) and routed.status == "optimal":
             return routed
         if isinstance(routed, Solution):
-            return direct("mip-timed", start=routed.values, basis=routed.basis, proven=routed.bound)
+            better = previous is not None and float(model.cost @ previous) <= routed.objective
+            return direct("mip-timed", start=previous if better else routed.values, basis=routed.basis,
+                          proven=routed.bound)
         return direct("mip-timed")
     routed = _lp_guided(model, timed, effort, gap, CANDIDATES_PER_UNIT)
     if routed == _LP_TIMEOUT:  # the safety net struck in the LP: the greedy start, improved while it allows
