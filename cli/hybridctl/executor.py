@@ -31,6 +31,7 @@ from types import FrameType
 from typing import Protocol
 
 from hybridctl.core.deploy.steps import Step, StepGraph
+from hybridctl.drivers.journal import JournalBase
 from hybridctl.drivers.state import (
     Deployed,
     JournalEvent,
@@ -45,6 +46,21 @@ from hybridctl.errors import HybridctlError
 
 DEFAULT_PARALLELISM = 4
 _POLL_S = 0.2
+
+
+class CutOff(KeyboardInterrupt):
+    """A second Ctrl-C: the run quits with these steps still running, their outcome unknown (journaled as
+    canceled, so a resume runs them again)."""
+
+    def __init__(self, steps: tuple[str, ...]) -> None:
+        super().__init__(steps)
+        self.steps = steps
+
+    def __str__(self) -> str:
+        if not self.steps:
+            return "interrupted"
+        return (f"interrupted: cut off while running {', '.join(self.steps)}: {'its' if len(self.steps) == 1 else 'their'}"
+                " outcome is unknown; a resume runs it again")
 
 
 class StepStatus(StrEnum):
@@ -173,7 +189,7 @@ def execute(graph: StepGraph, runners: Mapping[str, StepRunner], *, store: State
         if step.id in skip and status[step.id] is StepStatus.PENDING:
             finish(step, StepOutcome(StepStatus.SKIPPED, skip[step.id]), 0.0)
     told = False
-    with _cancel_on_signals(cancel):
+    with _cancel_on_signals(cancel), _cut_off(running, graph, journal, run_id):
         while True:
             if cancel.is_set() and not told:
                 told = True
@@ -209,6 +225,20 @@ def execute(graph: StepGraph, runners: Mapping[str, StepRunner], *, store: State
             else:
                 reports[step.id] = StepReport(step, StepStatus.BLOCKED, "not started", blocked_by=blockers)
     return tuple(reports[s.id] for s in graph)
+
+
+@contextlib.contextmanager
+def _cut_off(running: set[str], graph: StepGraph, journal: JournalBase, run_id: str) -> Iterator[None]:
+    """A second Ctrl-C quits at once: the steps still running are journaled as cut off, outcome unknown, and
+    named (CutOff)."""
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        cut = tuple(sorted(running))
+        for step_id in cut:
+            journal.append(run_id, JournalEvent.STEP_CANCELED, step=step_id, key=graph.get(step_id).key,
+                           error="cut off by a second Ctrl-C: its outcome is unknown")
+        raise CutOff(cut) from interrupt
 
 
 def _blocked_by_failure(graph: StepGraph, step: Step, status: Mapping[str, StepStatus]) -> bool:

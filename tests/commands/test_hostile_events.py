@@ -69,7 +69,7 @@ class TestEventsOnTheCommandLine:
     def test_failover_refuses_it_and_writes_nothing(self, applied: tuple[Path, Path], words: str) -> None:
         _, state = applied
         before = snapshot(state)
-        for extra in ((), ("--execute", "--auto-approve")):
+        for extra in ((), ("--execute", "--auto-approve", "--manual-steps-done")):
             result = run("failover", *words.split(), "--state", state, "--format", "json", *extra)
             assert_refused(result, EVENTS[words], codes=frozenset({2}))
             assert result.stdout == "" and snapshot(state) == before

@@ -25,7 +25,7 @@ from support.hostile import applied_state, assert_clean, assert_refused, resumma
 def failed_over(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """(inventory, state, runbook id): the cloud document applied, then failed over from aws-a."""
     inventory, state = applied_state(tmp_path_factory.mktemp("failover"))
-    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", state)
     assert result.code == 0, result.output
     return inventory, state, json.loads((state / "runbooks" / "active.json").read_text())["failovers"][0]
 
@@ -85,7 +85,7 @@ class TestRollbackChecksTheRunbooksBeforePlan:
         active.write_text(json.dumps({"failovers": json.loads(active.read_text())["failovers"]}))
         edit_runbook(runbook, more_replicas)
         result = run("runbook", "rollback", "--dry-run", "--state", state)
-        assert_refused(result, "before_plan is not the plan its incident was computed from", codes=frozenset({4}))
+        assert_refused(result, "before_plan or base_serial is not what its incident was computed from", codes=frozenset({4}))
 
     def test_an_edited_incident_changes_the_runbooks_id(self, failed_over: tuple[Path, Path, str],
                                                        tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ class TestResumeChecksTheRunbooksBeforePlan:
         """A failover whose cloud step failed: its runbook is the state's unfinished run."""
         _, state = applied_state(tmp_path)
         monkeypatch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
-        result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+        result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", state)
         assert result.code == 1, result.output
         monkeypatch.delenv("HYBRIDCTL_RECORDING_CLOUD_FAIL")
         pending = json.loads((state / "state.json").read_text())["pending"]
@@ -196,7 +196,7 @@ class TestResumeChecksTheRunbooksBeforePlan:
         recorded = json.loads((state / "state.json").read_text())["applied_plan_digest"]
         assert tags == {recorded}
         _, uninterrupted = applied_state(tmp_path / "uninterrupted")
-        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", uninterrupted).code == 0
+        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", uninterrupted).code == 0
         assert json.loads((uninterrupted / "state.json").read_text())["applied_plan_digest"] == recorded
 
 
@@ -212,7 +212,7 @@ def unfinished_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     _, state = applied_state(tmp_path_factory.mktemp("unfinished"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
-        result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+        result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", state)
     assert result.code == 1, result.output
     return state, json.loads((state / "state.json").read_text())["pending"]["target"]
 

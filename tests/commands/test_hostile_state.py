@@ -210,7 +210,7 @@ def test_a_damaged_list_of_failovers_is_refused_before_a_failover_runs_a_step(
     state = shutil.copytree(source, tmp_path / "state")
     document(ACTIVE, content)(state)
     before = snapshot(state)
-    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", state)
     assert_refused(result, str(state / ACTIVE), codes=frozenset({1}))
     assert snapshot(state) == before  # no step journaled, no stack brought up
 

@@ -269,7 +269,7 @@ class TestAnInventoryEditedSinceTheApply:
         document = two_regions()
         _ocr_removed(document)
         write_inventory(lab.inventory, document)
-        done = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve")
+        done = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done")
         assert done.returncode == 0, done.stdout + done.stderr
         # the GPU ocr held on dc-l4 is free now: api takes it, and needs one replica fewer in aws-b
         assert lab.applied() == {("api", "dc-l4"): 2, ("api", "aws-b-g6"): 2}
@@ -298,7 +298,7 @@ class TestFailoverLoop:
 
     def test_execute_then_roll_back(self, lab: Lab) -> None:
         original = lab.applied()
-        done = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve")
+        done = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done")
         assert done.returncode == 0, done.stdout + done.stderr
         assert lab.applied() == {("api", "dc-l4"): 1, ("api", "aws-b-g6"): 3, ("ocr", "dc-l4"): 1}
         assert lab.ups()[-2:] == ["regions-aws-b", "regions-k8s-aws-b"]  # nothing was sent to the lost region
@@ -318,7 +318,7 @@ class TestFailoverLoop:
         assert journal_problems(lab.store().journal.records()) == []
 
     def test_a_killed_runbook_resumes_without_repeating_done_steps(self, lab: Lab) -> None:
-        process = subprocess.Popen(argv("failover", "site-lost", "aws-a", "--execute", "--auto-approve",
+        process = subprocess.Popen(argv("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
                                         "--state", lab.state),
                                    env=cli_env(HYBRIDCTL_RECORDING_CLOUD_DELAY_S="1.5"), cwd=lab.root,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -350,7 +350,7 @@ class TestApplyDoesNotUndoAFailover:
     """apply refuses (exit 4) to put work back on a fenced site, unless the failover is ended explicitly."""
 
     def test_after_a_completed_failover(self, lab: Lab) -> None:
-        assert lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve").returncode == 0
+        assert lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done").returncode == 0
         after_failover = lab.applied()
         refused = lab.run("apply", lab.inventory, "--auto-approve")
         assert refused.returncode == 4, refused.stdout + refused.stderr
@@ -367,7 +367,7 @@ class TestApplyDoesNotUndoAFailover:
         assert "no failover is in effect" in lab.run("runbook", "show").stdout
 
     def test_while_a_runbook_is_unfinished(self, lab: Lab) -> None:
-        failed = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve",
+        failed = lab.run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done",
                          HYBRIDCTL_RECORDING_CLOUD_FAIL="regions-aws-b")
         assert failed.returncode == 1, failed.stdout + failed.stderr
         pending = lab.store().read().pending
@@ -393,20 +393,20 @@ class TestConfirmation:
 
         import typer
         from hybridctl.executor import StepContext
-        from hybridctl.operations.failover import _confirm_runner
+        from hybridctl.operations.failover import ExecOptions, _confirm_runner
         from hybridctl.render.terminal import Terminal
         from rich.console import Console
 
         asked: list[str] = []
         monkeypatch.setattr(typer, "confirm", lambda question, default=False: asked.append(question) or answer)
         step = self.gate()
-        outcome = _confirm_runner(auto_approve, Terminal(out=Console(file=open(os.devnull, "w"))))(  # noqa: SIM115
+        outcome = _confirm_runner(ExecOptions(auto_approve=auto_approve), Terminal(out=Console(file=open(os.devnull, "w"))))(  # noqa: SIM115
             step, StepContext(step, threading.Event(), lambda message: None))
         return outcome, asked
 
     def test_approved(self, monkeypatch: pytest.MonkeyPatch) -> None:
         outcome, asked = self.run(monkeypatch, True)
-        assert outcome.status.value == "done" and outcome.detail == {"approved_by": "operator"}
+        assert outcome.status.value == "done" and outcome.detail["how"] == "asked on the terminal"
         assert asked == ["Go ahead?"]
 
     def test_declined(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -416,7 +416,7 @@ class TestConfirmation:
     def test_auto_approved_without_asking(self, monkeypatch: pytest.MonkeyPatch) -> None:
         outcome, asked = self.run(monkeypatch, False, auto_approve=True)
         assert outcome.status.value == "done" and asked == []
-        assert outcome.detail == {"approved_by": "--auto-approve"}
+        assert outcome.detail["how"] == "--auto-approve" and "@" in str(outcome.detail["approved_by"])
 
 
 def test_the_cli_default_move_threshold_is_the_core_default() -> None:
@@ -446,7 +446,16 @@ class TestRehearsal:
         assert real.returncode == 0, real.stderr
         mine, theirs = json.loads(rehearsed.stdout), json.loads(real.stdout)
         assert mine.pop("base_serial") is None and theirs.pop("base_serial") == 1
-        assert mine == theirs and mine["steps"]  # same id, steps, digests, plans, impacts
+        # a real failover is an incident of its own (its id covers the state serial, issue 46); a rehearsal is none
+        assert mine.pop("incident") != theirs.pop("incident") and mine.pop("id") != theirs.pop("id")
+        for document in (mine, theirs):  # the confirmations and manual steps name their incident
+            document.pop("steps_digest", None)
+            for step in document["steps"]:
+                if step["kind"] in ("runbook-confirm", "runbook-manual"):
+                    step["params"].pop("incident")
+                    step.pop("digest")
+                    step.pop("key", None)
+        assert mine == theirs and mine["steps"]  # same steps, digests, plans, impacts
 
     def test_execute_is_refused_and_the_inventory_must_be_the_plans(self, tmp_path: Path) -> None:
         inventory = write_inventory(tmp_path / "inv.yaml", two_regions())

@@ -140,7 +140,7 @@ class TestLinkDownFailover:
         chat_before = {h.name: model(h, "chat").readlink() for h in shop.onprem}
         shop.edge[0].link_down()
 
-        done = shop.cli("failover", "link-down", "edge-shop", "--execute", "--auto-approve", *shop.with_bundles)
+        done = shop.cli("failover", "link-down", "edge-shop", "--execute", "--auto-approve", "--manual-steps-done", *shop.with_bundles)
         assert done.returncode == 0, done.stdout + done.stderr
         out = flat(done.stdout)
         # the dead host is reported: its site's steps are deferred, naming it
@@ -171,7 +171,7 @@ class TestLinkDownFailover:
 
     def test_a_runbook_killed_halfway_resumes(self, shop: Shop) -> None:
         shop.edge[0].link_down()
-        runbook = shop.start("failover", "link-down", "edge-shop", "--execute", "--auto-approve", *shop.with_bundles)
+        runbook = shop.start("failover", "link-down", "edge-shop", "--execute", "--auto-approve", "--manual-steps-done", *shop.with_bundles)
         journal = shop.store().journal
         wait_for(lambda: _model_sync_running(shop, runbook), "the runbook to reach its model sync")
         runbook.send_signal(signal.SIGKILL)
@@ -200,7 +200,7 @@ class TestSiteLostDuringModelSync:
     def test_the_receiving_site_is_lost_while_its_model_sync_runs_then_resume_then_rollback(self, shop: Shop) -> None:
         original = shop.applied()
         shop.edge[0].link_down()
-        runbook = shop.start("failover", "link-down", "edge-shop", "--execute", "--auto-approve", *shop.with_bundles)
+        runbook = shop.start("failover", "link-down", "edge-shop", "--execute", "--auto-approve", "--manual-steps-done", *shop.with_bundles)
         journal = shop.store().journal
         wait_for(lambda: _model_sync_running(shop, runbook), "the runbook to reach its model sync")
         for host in shop.onprem:  # dc-lab, the site receiving recs, goes dark in the middle of the sync

@@ -154,12 +154,18 @@ def check_failover_and_rollback(applied: dict[str, Applied], tmp_path: Path, exa
     state = tmp_path / "state"
     shutil.copytree(base.state, state)
     store = StateStore(state)
+    base_state_plan = store.read().applied_plan
     words = [w for e in events for w in str(e).split(" ", 1)]
     runbook_file = tmp_path / "runbook.json"
     done = run_cli("failover", *words, "--state", str(state), "-i", str(base.inventory_file), "--execute",
-                   "--auto-approve", "--format", "json", "--out", str(runbook_file))
+                   "--auto-approve", "--manual-steps-done", "--format", "json", "--out", str(runbook_file))
     assert done.code == 0, done.output
     runbook = json.loads(runbook_file.read_text())
+    if not runbook["steps"]:  # nothing to run: no run, no failover recorded, apply stays free (issue 46)
+        assert store.read().applied_plan == base_state_plan and store.read().pending is None
+        nothing = run_cli("runbook", "rollback", "--state", str(state), "--auto-approve")
+        assert nothing.code == 4 and "no failover is in effect" in nothing.output
+        return
     failover_run = run_ids_of(store)[-1]
     assert done_steps(store, failover_run) == {s["id"] for s in runbook["steps"]}
 

@@ -88,8 +88,8 @@ def run(argv: list[str] | None = None) -> None:
 
         render_error(error)
         sys.exit(_error_exit(int(error.exit_code), detailed))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # a run's CutOff names the steps it cut off
+        print(str(interrupt) if str(interrupt).startswith("interrupted") else "interrupted", file=sys.stderr)
         sys.exit(INTERRUPTED)
     except BrokenPipeError:  # `hybridctl plan | head`: the reader left; nothing more to say to it
         with contextlib.suppress(OSError):

@@ -20,10 +20,14 @@ from hybridctl.commands.app import app
 from hybridctl.commands.moments import WEEK_HELP
 from hybridctl.operations.common import SAFETY_SECONDS, ReportFormat
 
-runbook_app = typer.Typer(name="runbook", help="Resume, roll back or show a failover runbook.", no_args_is_help=True)
+runbook_app = typer.Typer(name="runbook", help="Resume, roll back, abandon or show a failover runbook.",
+                          no_args_is_help=True)
 app.add_typer(runbook_app)
 
 STATE_HELP = "State directory (default: $HYBRIDCTL_STATE, else ./.hybridctl/state)."
+MANUAL_HELP = ("I did the runbook's manual steps (fencing a lost site, checking a cut link) myself: record them as "
+               "done by me without asking. Skips those questions only; the journal records who and how.")
+AUTO_HELP = "Approve every group of automated steps without asking (never a manual step: see --manual-steps-done)."
 
 
 # core.failover.replan.DEFAULT_FAILOVER_MOVE_THRESHOLD_USD, written out so that --help needs no solver import
@@ -41,8 +45,9 @@ def failover(
     out: Path | None = typer.Option(None, "--out", "-o", help="Also write the runbook as JSON to this file."),
     execute: bool = typer.Option(False, "--execute", help="Run the runbook: a confirmation per group of steps, "
                                  "journaled, resumable with `hybridctl runbook resume`."),
-    auto_approve: bool = typer.Option(False, "--auto-approve", help="With --execute: approve every group and "
-                                      "manual step without asking."),
+    auto_approve: bool = typer.Option(False, "--auto-approve", help="With --execute: approve every group of "
+                                      "automated steps without asking (never a manual step: see --manual-steps-done)."),
+    manual_steps_done: bool = typer.Option(False, "--manual-steps-done", help=MANUAL_HELP),
     move_threshold_usd: float = typer.Option(MOVE_THRESHOLD_USD, "--move-threshold-usd", min=0.0,
                                              help="A replica that still has capacity moves only if that saves this "
                                                   "much per month."),
@@ -74,7 +79,7 @@ def failover(
         events, state=state, inventory=inventory, output_format=output_format.value, out=out, execute=execute,
         move_threshold_usd=move_threshold_usd, time_limit_s=time_limit,
         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
-                            parse_duration(lock_timeout), parallelism),
+                            parse_duration(lock_timeout), parallelism, manual_steps_done),
         view=Terminal(), plan_file=plan_file, at=moment)
     if code:
         raise typer.Exit(code)
@@ -123,7 +128,8 @@ def drill(
 @runbook_app.command("resume")
 def resume(
     state: str | None = typer.Option(None, "--state", help=STATE_HELP),
-    auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve every group without asking."),
+    auto_approve: bool = typer.Option(False, "--auto-approve", help=AUTO_HELP),
+    manual_steps_done: bool = typer.Option(False, "--manual-steps-done", help=MANUAL_HELP),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the Pulumi steps."),
     known_hosts: Path | None = typer.Option(None, "--known-hosts", help="SSH known_hosts file for the hosts."),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key for the hosts."),
@@ -142,7 +148,8 @@ def resume(
     from hybridctl.render.terminal import Terminal
 
     code = run_resume(state, ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts, ssh_key,
-                                         parse_duration(lock_timeout), parallelism), Terminal(), inventory)
+                                         parse_duration(lock_timeout), parallelism, manual_steps_done), Terminal(),
+                      inventory)
     if code:
         raise typer.Exit(code)
 
@@ -153,7 +160,8 @@ def rollback(
     inventory: Path | None = typer.Option(None, "--inventory", "-i", help="The inventory (default: the state's)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print the rollback runbook."),
     output_format: ReportFormat = typer.Option(ReportFormat.markdown, "--format", "-f", help="Output format."),
-    auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve every group without asking."),
+    auto_approve: bool = typer.Option(False, "--auto-approve", help=AUTO_HELP),
+    manual_steps_done: bool = typer.Option(False, "--manual-steps-done", help=MANUAL_HELP),
     skip_cloud: bool = typer.Option(False, "--skip-cloud", help="Skip the Pulumi steps."),
     bundles: Path | None = typer.Option(None, "--bundles", help="Signed model bundles, DIR/<workload>/."),
     bundle_public_key: Path | None = typer.Option(None, "--bundle-public-key", help="Key the bundles are signed with."),
@@ -169,7 +177,24 @@ def rollback(
 
     code = run_rollback(state, inventory, dry_run=dry_run, output_format=output_format.value,
                         options=ExecOptions(auto_approve, skip_cloud, bundles, bundle_public_key, known_hosts,
-                                            ssh_key, parse_duration(lock_timeout), parallelism), view=Terminal())
+                                            ssh_key, parse_duration(lock_timeout), parallelism, manual_steps_done), view=Terminal())
+    if code:
+        raise typer.Exit(code)
+
+
+@runbook_app.command("abandon")
+def abandon(
+    reason: str = typer.Option(..., "--reason", help="Why it is abandoned: journaled, with who and what its steps "
+                               "left changed."),
+    state: str | None = typer.Option(None, "--state", help=STATE_HELP),
+    lock_timeout: str = typer.Option("0", "--lock-timeout", help="Wait this long for the state lock."),
+) -> None:
+    """End the unfinished runbook as it is: nothing is run or undone (`runbook rollback` undoes it instead)."""
+    from hybridctl.commands.apply_cmds import parse_duration
+    from hybridctl.operations.failover import ExecOptions, run_abandon
+    from hybridctl.render.terminal import Terminal
+
+    code = run_abandon(state, reason, ExecOptions(lock_timeout_s=parse_duration(lock_timeout)), Terminal())
     if code:
         raise typer.Exit(code)
 

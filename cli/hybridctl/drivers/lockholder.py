@@ -81,12 +81,20 @@ class LockHolder:
 
     @staticmethod
     def for_this_process(command: str) -> LockHolder:
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError):
-            user = str(os.getuid())
-        return LockHolder(os.getpid(), socket.gethostname(), now_iso(), command, uuid.uuid4().hex, user,
+        return LockHolder(os.getpid(), socket.gethostname(), now_iso(), command, uuid.uuid4().hex, _user(),
                           process_start(os.getpid()))
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def operator_name() -> str:
+    """Who runs this command, as a journal records an approval: user@host."""
+    return f"{_user()}@{socket.gethostname()}"
 
 
 def holder_alive(holder: LockHolder) -> bool | None:

@@ -5,6 +5,7 @@ Imported only when one of those commands runs (it pulls in the executor and the 
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -186,8 +187,11 @@ def run_apply(*, source: Path, inventory: Path | None, state: str | None, lock_t
                            applied_at=now_iso(), inventory_path=str(inventory_path.resolve()),
                            site_kinds={s.name: s.kind.value for s in loaded.inventory.sites})
 
+        again = shlex.join(["apply", str(source), *(["--inventory", str(inventory)] if looks_like_plan(source) and
+                                                      inventory is not None else [])])
         return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), view, operation="apply",
-                                  target=digest, skip=skip, parallelism=parallelism, on_success=record_applied)
+                                  target=digest, skip=skip, parallelism=parallelism, on_success=record_applied,
+                                  detail={"command": again})
 
 
 # --- destroy -------------------------------------------------------------------------------------
@@ -226,4 +230,5 @@ def run_destroy(*, site: str | None, state: str | None, lock_timeout_s: float, a
 
         return execute_and_report(store, step_plan.graph, runners_for(store, driver, ssh), view, operation="destroy",
                                   target=f"site={site}" if site else "all", skip=skip, parallelism=parallelism,
-                                  on_success=record_destroyed)
+                                  on_success=record_destroyed,
+                                  detail={"command": shlex.join(["destroy", *(["--site", site] if site else [])])})

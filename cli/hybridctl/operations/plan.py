@@ -137,6 +137,7 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     from hybridctl.operations.week import planning_week
 
     loaded = load_inventory(inventory, feasibility=False)
+    _note_failover_in_effect(state, view)
     # Loading's last checks, what can never be planned (feasibility.py: seconds at 100,000 workloads),
     # and the inventory's digest run in a forked child beside the planner; when the checks fail, they
     # are reported exactly as loading reports them and the plan is dropped unseen. A small inventory
@@ -230,6 +231,24 @@ def _plan(inventory: Path, out: Path | None, previous: Path | None, output_forma
     if detailed_exitcode and (diff is None or diff.has_changes or any(r.action != "same" for r in cloud.rows)):
         raise ChangesFound
     return 0
+
+
+def _note_failover_in_effect(state: str | None, view: Terminal) -> None:
+    """A plan made while a failover is in effect plans the whole inventory, the lost site included: said before
+    it is shown, with the way back a failover has."""
+    import shlex
+
+    from hybridctl.operations.run import active_failovers, open_store
+
+    store = open_store(state, view)
+    if not store.exists():
+        return
+    chain = active_failovers(store)
+    if chain:
+        view.note(f"note: failover {', '.join(chain)} is in effect in {store.location}: this plan ignores it and "
+                  "plans every site as if none were lost; once the sites are back, `hybridctl runbook rollback "
+                  f"--state {shlex.quote(str(store.option))}` returns from it (apply refuses this plan without "
+                  "--end-failover)", markup=False)
 
 
 AGED_PRICES_NOTED = 2  # the pools named; the rest are counted

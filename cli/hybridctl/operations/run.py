@@ -33,13 +33,23 @@ INTERRUPTED = 130
 SKIP_CLOUD_HINT = "or pass --skip-cloud to configure only the on-prem and edge sites"
 
 
-def open_store(state: str | Path | None, view: Terminal | None = None) -> StateStore:
+def open_store(state: str | Path | None, view: Terminal | None = None, *, must_exist: bool = False) -> StateStore:
     """The store --state / $HYBRIDCTL_STATE names: a directory, or a postgresql:// URL. What opening it has
-    to say (a state moved to its new layout) is noted on `view` (default: the terminal's)."""
+    to say (a state moved to its new layout) is noted on `view` (default: the terminal's).
+
+    `must_exist`: for a command that works on what an earlier one left (resume, rollback, abandon): a
+    directory without a state is a mistyped --state, refused before anything (the lock) creates it."""
+    from hybridctl.drivers.state import DirectoryBackend
+
     if state is not None and not is_database_url(str(state)):
         require_state_dir(Path(state))
     note = (view or Terminal()).note
-    return open_state(state, notify=lambda message: note(message, markup=False))
+    store = open_state(state, notify=lambda message: note(message, markup=False))
+    if must_exist and isinstance(store.backend, DirectoryBackend) and not store.state_path.exists():
+        raise UsageError(f"{store.location}: no state here (no state.json): is --state mistyped?",
+                         hint="pass the state directory the failover or apply ran with: --state DIR "
+                              "(or set HYBRIDCTL_STATE)")
+    return store
 
 
 @contextlib.contextmanager
@@ -139,6 +149,10 @@ def execute_and_report(store: StateStore, graph: StepGraph, runners: dict[str, S
     if report.status == "interrupted":
         view.say(f"{subject} interrupted: {when_interrupted or f'run `hybridctl {operation}` again to resume'}")
         return INTERRUPTED
+    declined = [r.step.id for r in report.steps if r.status is StepStatus.FAILED and r.summary == "declined"]
+    if declined:  # the operator said no: nothing to fix
+        view.say(f"{subject} stopped: {', '.join(declined)} declined; {retry} asks again")
+        return 1
     if not report.succeeded:
         view.say(f"{subject} failed: fix the cause, then {retry}; finished steps are not repeated")
         return 1

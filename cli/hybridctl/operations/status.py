@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -114,10 +114,18 @@ def _node_drift(store: StateStore, nodes: list[Deployed], ssh: SshOptions, notes
     return items
 
 
-def check_drift(store: StateStore, state: State, ssh: SshOptions) -> DriftReport:
+def check_drift(store: StateStore, state: State, ssh: SshOptions,
+                unreachable: dict[str, str] | None = None) -> DriftReport:
+    """`unreachable`: site -> why (fenced or cut off by a failover in effect): its stacks and hosts are not
+    checked (a host of a dark site would only time out, or be reported in sync from stale answers)."""
     notes: list[str] = []
-    cloud = [d for d in state.deployed.values() if d.kind in _CLOUD]
-    nodes = [d for d in state.deployed.values() if d.kind == StepKind.NODE_BASELINE]
+    unreachable = unreachable or {}
+    for site, why in sorted(unreachable.items()):
+        if any(d.site == site for d in state.deployed.values()):
+            notes.append(f"drift of {site} not checked: {why}")
+    reachable = [d for d in state.deployed.values() if d.site not in unreachable]
+    cloud = [d for d in reachable if d.kind in _CLOUD]
+    nodes = [d for d in reachable if d.kind == StepKind.NODE_BASELINE]
     items = _cloud_drift(store, sorted(cloud, key=lambda d: d.step_id), notes)
     items += _node_drift(store, sorted(nodes, key=lambda d: d.step_id), ssh, notes)
     return DriftReport(tuple(items), tuple(notes))
@@ -168,8 +176,16 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
         "sites": sites,
         "last_run": last,
         "pending": None if not state.pending else {
-            **state.pending.to_dict(), "resume": resume_command(state.pending.operation, store.option,
-                                                                holder.command if holder and not alive else None)},
+            **state.pending.to_dict(), "resume": resume_command(
+                state.pending.operation, store.option,
+                holder.command if holder and not alive else _recorded_command(state.pending.detail)),
+            # another operator's run holds the lock: resuming now would only wait for it
+            "held_by": holder.describe() if holder is not None and alive is not False else None,
+            # an unfinished runbook has two more ways out than finishing it
+            "or": [] if state.pending.operation != "runbook" else [
+                resume_command(state.pending.operation, store.option, None).replace(" resume ", " rollback "),
+                resume_command(state.pending.operation, store.option, None).replace(" resume ", " abandon ")
+                + " --reason TEXT"]},
         # A dead holder's record is not a lock; the token stays out: it would let a reader pose as the holder.
         "lock": {**holder.public(), "alive": alive} if holder is not None and alive is not False else None,
         "drift": None if drift is None else {"found": drift.found, "errors": drift.errors, "notes": list(drift.notes),
@@ -177,11 +193,64 @@ def status_document(store: StateStore, state: State, drift: DriftReport | None) 
     }
 
 
+def incident_document(store: StateStore, state: State) -> dict[str, object] | None:
+    """The failovers in effect (oldest first), the sites they fenced or cut off and since when, and the command
+    that returns from them; None when none is in effect."""
+    import shlex
+
+    from hybridctl.core.failover.events import EventKind
+    from hybridctl.operations.failover import _read
+    from hybridctl.operations.run import active_failovers
+
+    try:
+        chain = [_read(store, rid) for rid in active_failovers(store)]
+    except HybridctlError as exc:  # status still shows the rest of the state, and says why not this
+        return {"error": exc.message}
+    if not chain:
+        return None
+    since = {r.target: r.finished_at for r in state.history if r.operation == "runbook" and r.status == "succeeded"}
+    failovers, fenced, cut_off = [], [], []
+    for runbook in chain:
+        failovers.append({"runbook": runbook.id, "incident": runbook.incident, "events": list(runbook.events),
+                          "since": since.get(runbook.id)})
+        for event in runbook.events:
+            kind, _, site = event.partition(" ")
+            entry = {"site": site, "since": since.get(runbook.id), "runbook": runbook.id}
+            if kind == EventKind.SITE_LOST.value:
+                fenced.append(entry)
+            elif kind == EventKind.LINK_DOWN.value:
+                cut_off.append(entry)
+    return {"failovers": failovers, "fenced_sites": fenced, "link_down_sites": cut_off,
+            "rollback": f"hybridctl runbook rollback --state {shlex.quote(str(store.option))}"}
+
+
+def unreachable_sites(incident: dict[str, object] | None) -> dict[str, str]:
+    """site -> why, of the sites a failover in effect fenced or cut off."""
+    if not incident or "error" in incident:
+        return {}
+    sites: dict[str, str] = {}
+    for key, what in (("fenced_sites", "fenced by"), ("link_down_sites", "its link is down, since")):
+        for entry in incident[key]:  # type: ignore[attr-defined]
+            sites[entry["site"]] = f"{what} failover {entry['runbook']}"
+    return sites
+
+
+def _recorded_command(detail: Mapping[str, object]) -> str | None:
+    command = detail.get("command")
+    return command if isinstance(command, str) else None
+
+
 def resume_command(operation: str, state_option: str, command: str | None) -> str:
-    """The command that resumes an unfinished operation (a dead holder's own command line when known)."""
+    """The command that resumes an unfinished operation: complete, so that it runs (a dead holder's own command
+    line, else the one the run recorded; an apply from before it recorded one names its argument)."""
+    import shlex
+
+    where = shlex.quote(str(state_option))
     if operation == "runbook":
-        return f"hybridctl runbook resume --state {state_option}"
-    return f"hybridctl {command or operation} --state {state_option}"
+        return f"hybridctl runbook resume --state {where}"
+    if command is None and operation == "apply":
+        command = "apply PLAN_OR_INVENTORY"  # recorded by no older run: the argument it was given is not known
+    return f"hybridctl {command or operation} --state {where}"
 
 
 def _running_now(state: State, at: datetime) -> dict[str, object] | None:
@@ -228,6 +297,7 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
                            hint="run `hybridctl apply`, or point --state / HYBRIDCTL_STATE at the state directory")
     state = store.read()
     report = None
+    incident = incident_document(store, state)
     models: list[dict[str, object]] | None = None  # per host: active model version against the plan's
     if drift and state.deployed:
         from hybridctl.operations.model_versions import check_model_versions, model_versions_document
@@ -236,9 +306,10 @@ def status_report(store: StateStore, *, drift: bool, detailed_exitcode: bool, as
         ssh = ssh_factory(store)
         with locked(store, "status --drift", lock_timeout_s, view):
             state = store.read()
-            report = check_drift(store, state, ssh)
+            report = check_drift(store, state, ssh, unreachable_sites(incident))
             models = model_versions_document(check_model_versions(store, state, ssh))
     doc = status_document(store, state, report)
+    doc["failover"] = incident
     if models is not None:
         doc["models"] = models
     now = _running_now(state, at or datetime.now(UTC))

@@ -62,8 +62,15 @@ def teams_text(runbook: Runbook) -> str:
 def unlisted_text(runbook: Runbook) -> str:
     """The part of the cash change no row shows, so that the rows add up to it; empty when there is none."""
     rest = runbook.unlisted_usd_per_month_delta
-    return (f"{signed_usd(rest)}/month: workloads that stay where they are (machines shared with work that moved, "
-            "or data read from elsewhere)") if rest else ""
+    if not rest:
+        return ""
+    repriced = [e for e in runbook.events if e.startswith("price ")]
+    if not runbook.impacts and repriced:  # nothing moved: the change is the new price of what stays
+        return f"{signed_usd(rest)}/month: workloads that stay where they are, at the prices of {', '.join(repriced)}"
+    why = "machines shared with work that moved, or data read from elsewhere"
+    if repriced:
+        why = f"the prices of {', '.join(repriced)}; {why}"
+    return f"{signed_usd(rest)}/month: workloads that stay where they are ({why})"
 
 
 def placement_text(replicas: dict[str, int]) -> str:
@@ -149,6 +156,28 @@ def render_runbook(console: Console, runbook: Runbook) -> None:
                   + (f"; [red]down: {', '.join(down)}[/]" if down else "")
                   + (f"; expected loss (survives_site_loss: false): {', '.join(expected)}" if expected else "")
                   + (f"; [red]RTO missed: {', '.join(missed)}[/]" if missed else ""))
+
+
+_PROGRESS_STYLE = {"done": "green", "failed": "red", "declined": "yellow", "cut off": "red", "running": "cyan",
+                   "deferred": "magenta", "pending": ""}
+
+
+def render_progress(console: Console, rows: list[dict[str, object]]) -> None:
+    """Where each step of a runbook stands (operations/runbook_progress.py)."""
+    table = Table(title="Progress", title_justify="left")
+    table.add_column("step", overflow="fold", min_width=18)
+    table.add_column("status", no_wrap=True)
+    table.add_column("when (UTC)", no_wrap=True)
+    table.add_column("by (how)", overflow="fold")
+    table.add_column("note", overflow="fold")
+    for r in rows:
+        status = str(r["status"])
+        style = _PROGRESS_STYLE.get(status, "")
+        by = f"{r['by']} ({r['how']})" if r["by"] else ""
+        note = "" if r["by"] else str(r["note"] or "")  # an approval's note only repeats who and how
+        table.add_row(escape(str(r["step"])), f"[{style}]{status}[/]" if style else status,
+                      str(r["at"] or "").replace("T", " ")[:19], escape(by), escape(note))
+    console.print(table)
 
 
 def runbook_markdown(runbook: Runbook) -> str:

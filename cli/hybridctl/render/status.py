@@ -34,6 +34,7 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
                   f"{applied['placed_workloads']} workloads")
     else:
         out.print("applied plan: none")
+    render_incident(out, doc.get("failover"))
     table = Table(title="sites", title_justify="left")
     for column in ("site", "kind", "GPUs used/capacity", "deployed step", "applied (UTC)", "drift"):
         table.add_column(column)
@@ -51,9 +52,15 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
         out.print(f"last run: {last['operation']} {last['run_id']} {last['status']} (started {last['started_at']}, "
                   f"finished {last['finished_at'] or '-'}): {last['summary'] or '-'}")
     pending = doc["pending"]
-    if isinstance(pending, dict):
+    if isinstance(pending, dict) and pending.get("held_by"):
+        out.print(f"[yellow]{pending['operation']} in progress[/]: {escape(str(pending['held_by']))} is running it; "
+                  "wait for it to finish (status shows its progress)")
+    elif isinstance(pending, dict):
         out.print(f"[yellow]unfinished {pending['operation']}[/] ({len(pending['run_ids'])} run(s)), resumable: "
                   f"run `{escape(str(pending['resume']))}` with the same options; finished steps are not repeated")
+        ways = pending.get("or") or []
+        if ways:
+            out.print(f"  or undo what it did: `{escape(str(ways[0]))}`; or end it as it is: `{escape(str(ways[1]))}`")
     lock = doc["lock"]
     if isinstance(lock, dict):
         unsure = " (on another host: not checked whether it still runs)" if lock["alive"] is None else ""
@@ -65,6 +72,22 @@ def render_status(out: Console, doc: dict[str, object]) -> None:
             out.print(f"note: {escape(note)}")
         out.print("drift: " + ("[red]found[/]" if checked["found"] else "none found")
                   + (" (some checks failed)" if checked["errors"] else ""))
+
+
+def render_incident(out: Console, incident: object) -> None:
+    """The failovers in effect, the sites they fenced or cut off and since when, and the way back."""
+    if not isinstance(incident, dict):
+        return
+    if "error" in incident:
+        out.print(f"[yellow]failover in effect, but its runbook cannot be read[/]: {escape(str(incident['error']))}")
+        return
+    for failover in incident["failovers"]:
+        out.print(f"[yellow]failover in effect[/]: {escape(failover['runbook'])} ({escape(', '.join(failover['events']))}),"
+                  f" incident {escape(failover['incident'])}, since {escape(str(failover['since'] or '-'))}")
+    for key, what in (("fenced_sites", "fenced"), ("link_down_sites", "link down")):
+        for entry in incident[key]:
+            out.print(f"  {what}: {escape(entry['site'])} since {escape(str(entry['since'] or '-'))}")
+    out.print(f"  once the sites are back: `{escape(str(incident['rollback']))}`")
 
 
 def render_model_versions(out: Console, rows: list[dict[str, object]]) -> None:

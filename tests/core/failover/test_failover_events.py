@@ -86,10 +86,18 @@ class TestAgainstInventory:
         assert caught.value.hint == "did you mean 'dc-a'?"
 
     def test_a_pool_is_not_a_site(self, small) -> None:
-        with pytest.raises(EventSyntaxError, match="no site named 'a-l4'"):
+        with pytest.raises(EventSyntaxError, match=r"a-l4 is a pool \(of site dc-a\), not a site"):
             check_events([Event(EventKind.LINK_DOWN, "a-l4")], small)
 
     def test_spot_reclaim_needs_a_spot_pool(self, small) -> None:
         with pytest.raises(EventSyntaxError, match="a-l4 is reserved capacity, not spot") as caught:
             check_events(parse_events(["spot-reclaim a-l4"]), small)
         assert "pool-lost a-l4" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("kind", ["site-lost", "link-down"])
+def test_a_pools_name_in_a_site_event_suggests_pool_lost(small, kind: str) -> None:  # issue 46, item 8
+    with pytest.raises(EventSyntaxError) as raised:
+        check_events(parse_events([f"{kind} a-l4"]), small)
+    assert "a-l4 is a pool (of site dc-a), not a site" in raised.value.message
+    assert "`pool-lost a-l4`" in (raised.value.hint or "") and f"`{kind} dc-a`" in (raised.value.hint or "")

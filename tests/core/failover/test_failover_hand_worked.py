@@ -104,4 +104,4 @@ class TestMultiSiteStepWithOneSiteUnreachable:
         runbook = self._build(inv, {"aws-a": "site-lost aws-a", "aws-b": "site-lost aws-b"})
         assert runbook.steps == ()
         assert [(d.step_id, d.site, d.reason) for d in runbook.deferred] == [
-            ("cluster-queues/k8s", "aws-a", "site-lost aws-a")]
+            ("cluster-queues/k8s", "aws-a", "site-lost aws-a; once it is back: queues")]

@@ -200,6 +200,10 @@ def event_problem(event: Event, inventory: Inventory) -> tuple[str, str] | None:
     if event.kind in SITE_EVENTS:
         if event.target in sites:
             return None
+        if event.target in pools:  # a pool's name where a site's goes: the event for a pool is another
+            site = next(s.name for s in inventory.sites if any(p.name == event.target for p in s.pools))
+            return (f"'{event}': {event.target} is a pool (of site {site}), not a site",
+                    f"for the pool use `pool-lost {event.target}`; for its whole site `{event.kind.value} {site}`")
         names, what = sorted(sites), "site"
     else:
         pool = pools.get(event.target)

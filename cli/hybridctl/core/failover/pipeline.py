@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybridctl.core.deploy.steps import StepGraphError
+from hybridctl.core.deploy.steps import StepGraph, StepGraphError
 from hybridctl.core.failover.disrupt import Disruption
 from hybridctl.core.failover.events import SITE_EVENTS, Event, EventKind, provider_sites
 from hybridctl.core.failover.impact import impacts
@@ -115,7 +115,8 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
     notes: list[str] = []
     over = budget_violation(result.after)
     if over:
-        notes.append(f"over budget: {over}")
+        advice = _budget_advice(applied, result.after, events)
+        notes.append(f"over budget: {over}" + (f"; to come back under it: {'; '.join(advice)}" if advice else ""))
     for site in sorted(disruption.lost_sites):
         kind = next(s.kind.value for s in inventory.sites if s.name == site)
         if kind == "cloud":
@@ -123,7 +124,8 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
                          "`hybridctl runbook rollback` restores them, or `hybridctl destroy --site` removes them")
     if result.after.solver.status not in ("optimal", "no_demand"):  # no_demand: the events left nothing to place
         notes.append(f"the solver stopped at {result.after.solver.status} (gap {result.after.solver.gap:.2%})")
-    incident, changes = incident_id(applied, events, fingerprint), impacts(inventory, result, run_memo=memo)
+    incident = incident_id(applied, events, fingerprint, base_serial)
+    changes = impacts(inventory, result, run_memo=memo)
     # the failover plan's steps last: the command works out its digest, which they are tagged with, meanwhile
     before_steps, after_steps = steps_for(applied), steps_for(result.after)
     notes += [n for n in after_steps.notes if n not in notes]
@@ -133,6 +135,26 @@ def _failover_runbook(inventory: Inventory, result: Replan, steps_for: StepsFor,
         before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable=unreachable,
         manual=failover_manual_steps(disruption.lost_sites, disruption.down_links, inventory),
         base_serial=base_serial, notes=notes)
+
+
+def _budget_advice(before: Plan, after: Plan, events: Sequence[Event]) -> list[str]:
+    """What to pause, defer or move to come back under the budget after a price event, dearest first, each with
+    what it saves: work that may wait (not fixed) on a repriced pool saves all it costs there; fixed work
+    moved off it saves at most what the event added to it."""
+    from hybridctl.core.failover.events import EventKind
+
+    repriced = {e.target for e in events if e.kind is EventKind.PRICE}
+    old = {(p.workload, p.pool): p.usd_per_month for p in before.placements}
+    advice = []
+    for p in sorted((p for p in after.placements if p.pool in repriced), key=lambda p: (-p.usd_per_month, p.workload)):
+        if p.tier == "fixed":
+            added = p.usd_per_month - old.get((p.workload, p.pool), p.usd_per_month)
+            if added > 0.005:
+                advice.append(f"move {p.workload} (fixed) off {p.pool}: saves up to ${added:,.2f}/month, what the "
+                              f"price event added (`hybridctl failover pool-lost {p.pool}` replans it elsewhere)")
+        else:
+            advice.append(f"pause or defer {p.workload} ({p.tier}) on {p.pool}: saves ${p.usd_per_month:,.2f}/month")
+    return advice
 
 
 def _stamped(result: Replan, digest: str) -> Replan:
@@ -159,19 +181,48 @@ def returning_sites(failovers: Sequence[Runbook], inventory: Inventory | None = 
     return sorted(sites)
 
 
+def step_target(step_id: str) -> str:
+    """What a step acts on, whether it makes or destroys it: a rollback destroys what a failover made."""
+    return step_id.removeprefix("destroy/")
+
+
+def undo(inventory: Inventory, unfinished: Runbook, touched: Sequence[str], run: FailoverRun, *,
+         base_serial: int | None = None) -> Runbook:
+    """The rollback of a failover runbook left unfinished (a step failed, or it was cut off): back to the plan
+    before it, only where the steps it started (`touched`, done or not: a failed cloud step may have changed
+    part of its stack) acted. Nothing else changed, and nothing at a site still lost is touched."""
+    targets = {step_target(t) for t in touched if "/" in t and not t.startswith(("confirm/", "manual/"))}
+    return rollback(inventory, unfinished, unfinished.after, run, returning_sites=(), base_serial=base_serial,
+                    only=targets, undoing=sorted(t for t in touched if step_target(t) in targets))
+
+
+def _only(graph: StepGraph, targets: set[str]) -> StepGraph:
+    kept = {s.id for s in graph if step_target(s.id) in targets}
+    return StepGraph.of(dataclasses.replace(s, depends_on=tuple(d for d in s.depends_on if d in kept))
+                        for s in graph if s.id in kept)
+
+
 def rollback(inventory: Inventory, failover: Runbook, current: Plan, run: FailoverRun, *,
-             returning_sites: Sequence[str], base_serial: int | None = None) -> Runbook:
+             returning_sites: Sequence[str], base_serial: int | None = None,
+             only: set[str] | None = None, undoing: Sequence[str] = ()) -> Runbook:
     """Back from the failover plan (`current`) to the plan that ran before the failover (`run.memo`: a drill's
     holds what the failover's impacts tallied of the two plans)."""
     target = failover.before
     quiet = Disruption((), inventory, frozenset(), frozenset(), (), {})
-    back = Replan(quiet, current, target, {}, 0)
     steps_for = run.steps_for or plain_steps(inventory, run.memo)
     before_steps, after_steps = steps_for(current), steps_for(target)
+    target_graph = after_steps.graph if only is None else _only(after_steps.graph, only)
+    returns = f"returns to the plan that ran before {failover.id} ({', '.join(failover.events)})"
+    if only is not None:
+        returns = (f"undoes what the unfinished {failover.id} changed ({', '.join(undoing) or 'nothing'}) and "
+                   f"{returns}; the sites it fenced stay as they are")
+        # no workload moved: the unfinished runbook's plan never ran, so the undo runs from the plan before to it
+        # (its steps, from the failover plan's, do what is to be undone), and its money and effect are nil
+        current = target
+    back = Replan(quiet, current, target, {}, 0)
     return build_runbook(
         inventory, kind=RunbookKind.ROLLBACK, incident=failover.incident, events=failover.events,
         before=current, after=target, impacts=impacts(inventory, back, returning=True, run_memo=run.memo),
-        before_steps=before_steps.graph, after_steps=after_steps.graph, unreachable={},
+        before_steps=before_steps.graph, after_steps=target_graph, unreachable={},
         verify_sites=sorted(returning_sites), base_serial=base_serial,
-        notes=[f"returns to the plan that ran before {failover.id} ({', '.join(failover.events)})",
-               *after_steps.notes])
+        notes=[returns, *after_steps.notes])

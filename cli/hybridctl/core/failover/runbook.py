@@ -148,10 +148,14 @@ def applied_fingerprint(applied: Plan) -> str:
     return hashlib.sha256(text).hexdigest()
 
 
-def incident_id(applied: Plan, events: Iterable[Event | str], fingerprint: str | None = None) -> str:
+def incident_id(applied: Plan, events: Iterable[Event | str], fingerprint: str | None = None,
+                serial: int | None = None) -> str:
     """One id for the applied plan and the events (`fingerprint`: applied_fingerprint(applied), if known); the
-    events as written (a runbook's) give the same id."""
-    text = canonical_json([fingerprint or applied_fingerprint(applied), [str(e) for e in events]])
+    events as written (a runbook's) give the same id. `serial`: the state serial the failover was computed at
+    (its runbook's base_serial), so that the same site lost again after a rollback is another incident; a
+    rehearsal or a drill has none."""
+    ident: list[object] = [fingerprint or applied_fingerprint(applied), [str(e) for e in events]]
+    text = canonical_json(ident if serial is None else [*ident, serial])
     return "inc-" + hashlib.sha256(text).hexdigest()[:12]
 
 
@@ -191,12 +195,18 @@ def _describe(step: ExecStep, site: Site | None, arrivals: Mapping[str, list[str
     return "release", 0.0, (), step.title
 
 
-def _sites_of(step: ExecStep) -> list[str]:
-    """The sites a step acts on: its own, or for a cluster's queues the cloud sites the cluster admits to."""
+def step_sites(step: ExecStep, inventory: Inventory) -> list[str]:
+    """The sites a step acts on: its own; for a cluster's queues the cloud sites the cluster admits to, or,
+    when it lists none (an on-prem cluster's, or a destroyed cluster's), the sites whose hosts form that
+    cluster: a lost data centre takes its own cluster's API with it."""
     if step.site is not None:
         return [step.site]
     sites = step.params.get("sites")
-    return [str(s) for s in sites] if isinstance(sites, list) else []
+    listed = [str(s) for s in sites] if isinstance(sites, list) else []
+    cluster = step.params.get("cluster")
+    if listed or not isinstance(cluster, str):
+        return listed
+    return [s.name for s in inventory.sites if s.cluster == cluster]
 
 
 def select_steps(before: StepGraph, after: StepGraph) -> list[ExecStep]:
@@ -223,12 +233,17 @@ def build_runbook(inventory: Inventory, *, kind: RunbookKind, incident: str, eve
     arrivals = _arrivals_by_site(impacts)
     used_before = {(p.site, p.pool): p.used_gpus for p in before.pools}
     growing = {p.site for p in after.pools if p.used_gpus > used_before.get((p.site, p.pool), 0)}
+    if kind is RunbookKind.ROLLBACK:
+        # make before break: a cloud site that gives GPUs back releases them only once the queues that take its
+        # work back have admitted it (the release group comes after admission), even if another of its pools grows
+        used_after = {(p.site, p.pool): p.used_gpus for p in after.pools}
+        growing -= {site for (site, pool), used in used_before.items() if used > used_after.get((site, pool), 0)}
     chosen: list[ExecStep] = []
     deferred: list[Deferred] = []
     for step in select_steps(before_steps, after_steps):
-        where = _sites_of(step)
+        where = step_sites(step, inventory)
         if where and all(site in unreachable for site in where):
-            deferred.append(Deferred(step.id, where[0], unreachable[where[0]]))
+            deferred.append(Deferred(step.id, where[0], f"{unreachable[where[0]]}; once it is back: {step.title}"))
         else:
             chosen.append(step)
     chosen_ids = {s.id for s in chosen}
