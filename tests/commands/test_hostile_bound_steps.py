@@ -37,7 +37,7 @@ def unfinished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, P
     """(inventory, state): a failover from aws-a whose cloud step failed; its runbook is the state's unfinished run."""
     inventory, state = applied_state(tmp_path)
     monkeypatch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
-    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state)
+    result = run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", state)
     assert result.code == 1, result.output
     monkeypatch.delenv("HYBRIDCTL_RECORDING_CLOUD_FAIL")
     return inventory, state
@@ -85,7 +85,7 @@ class TestAForgedRunbookIsRefused:
     def test_the_unforged_runbook_resumes(self, unfinished: tuple[Path, Path]) -> None:
         _, state = unfinished
         forge_runbook(state, lambda document: None)  # every id worked out again, nothing changed: still runs
-        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        result = run("runbook", "resume", "--auto-approve", "--manual-steps-done", "--state", state)
         assert result.code == 0, result.output
 
     def test_100_p5_machines_are_refused_before_any_cloud_call(self, unfinished: tuple[Path, Path]) -> None:
@@ -93,7 +93,7 @@ class TestAForgedRunbookIsRefused:
         forged = forge_runbook(state, hundred_p5)
         calls = _calls(state / "recording-cloud")
         before = snapshot(state)
-        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        result = run("runbook", "resume", "--auto-approve", "--manual-steps-done", "--state", state)
         assert_refused(result, f"{forged}.json", "step cloud-pools/aws-b",
                        "params.config.nodePools[0].desiredSize: 100, its after_plan makes 2", "nothing was run",
                        codes=frozenset({4}))
@@ -112,7 +112,7 @@ class TestAForgedRunbookIsRefused:
         _, state = unfinished
         forge_runbook(state, lambda document: edit(_pool_step(document)["params"]))
         calls = _calls(state / "recording-cloud")
-        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        result = run("runbook", "resume", "--auto-approve", "--manual-steps-done", "--state", state)
         assert_refused(result, "step cloud-pools/aws-b", said, codes=frozenset({4}))
         assert _calls(state / "recording-cloud") == calls
 
@@ -131,7 +131,7 @@ class TestAForgedRunbookIsRefused:
                                                 for d in other["params"]["steps"]]
 
         forge_runbook(state, renamed)
-        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        result = run("runbook", "resume", "--auto-approve", "--manual-steps-done", "--state", state)
         assert_refused(result, "step cloud-pools/aws-z: its after_plan makes no such step", codes=frozenset({4}))
 
     def test_a_forged_after_plan_with_its_steps_is_refused(self, unfinished: tuple[Path, Path]) -> None:
@@ -151,7 +151,7 @@ class TestAForgedRunbookIsRefused:
 
         forge_runbook(state, more)
         calls = _calls(state / "recording-cloud")
-        result = run("runbook", "resume", "--auto-approve", "--state", state)
+        result = run("runbook", "resume", "--auto-approve", "--manual-steps-done", "--state", state)
         assert_refused(result, "its after_plan breaks the inventory's rules", "nothing was run", codes=frozenset({4}))
         assert _calls(state / "recording-cloud") == calls
 

@@ -19,7 +19,7 @@ def unfinished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _, state = applied_state(tmp_path_factory.mktemp("times"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HYBRIDCTL_RECORDING_CLOUD_FAIL", "hostile-aws-b")
-        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--state", state).code == 1
+        assert run("failover", "site-lost", "aws-a", "--execute", "--auto-approve", "--manual-steps-done", "--state", state).code == 1
     return state
 
 
@@ -41,7 +41,7 @@ AT: dict[str, tuple[dict[str, Any], str]] = {  # name: (the `at` object's change
 }
 
 
-@pytest.mark.parametrize("command", [("runbook", "show"), ("runbook", "resume", "--auto-approve")])
+@pytest.mark.parametrize("command", [("runbook", "show"), ("runbook", "resume", "--auto-approve", "--manual-steps-done")])
 @pytest.mark.parametrize("name", sorted(AT))
 def test_a_runbooks_time_read_back(unfinished: Path, tmp_path: Path, name: str, command: tuple[str, ...]) -> None:
     state = shutil.copytree(unfinished, tmp_path / "state")

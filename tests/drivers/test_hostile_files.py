@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from hybridctl.drivers.filereader import DOCUMENT_LIMIT, MANIFEST_LIMIT, SCENARIO_LIMIT
+from hybridctl.drivers.state import State, StateStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.examples import BASE
@@ -418,10 +419,21 @@ def test_fuzz_journals(tmp_path_factory: pytest.TempPathFactory, lines: list[byt
 def test_a_runbook_document_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     state = tmp_path / "state"
     (state / "runbooks").mkdir(parents=True)
+    _a_state(state)  # a state (one missing is a mistyped --state): its runbook is the hostile file
     HOSTILE[kind](state / "runbooks" / "active.json")
     with untouched(tmp_path, "state/lock", "state/lock.holder.json"):
         result = cli(tmp_path, "runbook", "rollback", "--dry-run", "--state", state)
     refused(result, state / "runbooks" / "active.json", WORDS[kind], codes={2})
+
+
+def _a_state(root: Path) -> None:
+    """An empty state written as a command writes one, under its lock."""
+    store = StateStore(root)
+    store.lock.acquire(command="test")
+    try:
+        store.write(State())
+    finally:
+        store.lock.release()
 
 
 @FUZZ
@@ -429,6 +441,7 @@ def test_a_runbook_document_that_is_not_a_regular_file(tmp_path: Path, kind: str
 def test_fuzz_runbook_documents(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     state = tmp_path_factory.mktemp("state")
     (state / "runbooks").mkdir()
+    _a_state(state)
     (state / "runbooks" / "active.json").write_bytes(data)
     with untouched(state, "lock", "lock.holder.json"):
         result = cli(state, "runbook", "rollback", "--dry-run", "--state", state)

@@ -79,7 +79,8 @@ def test_apply_fail_over_a_lost_provider_and_roll_back(lab: tuple[Path, Path]) -
     original = applied(state)
     assert any(pool.startswith("eus-") for _, pool in original)
 
-    done = cli("failover", "provider-lost", "azure", "--state", state, "--execute", "--auto-approve", cwd=root)
+    done = cli("failover", "provider-lost", "azure", "--state", state, "--execute", "--auto-approve", "--manual-steps-done",
+               cwd=root)
     assert done.returncode == 0, done.stdout + done.stderr
     after = applied(state)
     assert not any(pool.startswith("eus-") for (workload, pool) in after if workload == "assistant-us")
@@ -87,7 +88,7 @@ def test_apply_fail_over_a_lost_provider_and_roll_back(lab: tuple[Path, Path]) -
     shown = cli("runbook", "show", "--state", state, "--format", "json", cwd=root)
     assert json.loads(shown.stdout)["events"] == ["provider-lost azure"]
 
-    back = cli("runbook", "rollback", "--state", state, "--auto-approve", cwd=root)
+    back = cli("runbook", "rollback", "--state", state, "--auto-approve", "--manual-steps-done", cwd=root)
     assert back.returncode == 0, back.stdout + back.stderr
     assert applied(state) == original
     assert journal_problems(StateStore(state).journal.records()) == []

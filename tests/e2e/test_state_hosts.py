@@ -63,7 +63,8 @@ def test_sigkill_mid_ansible_on_the_shared_state_then_status_cleanup_and_resume(
     shown = run_cli("status", "--state", url, "--no-drift", env=env, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "interrupted" in flat(shown.stdout) and "held by" not in flat(shown.stdout)
-    assert f"hybridctl apply {inventory} --state postgresql://" in flat(shown.stdout)
+    # a complete command: the URL quoted for the shell (its `&` would end the command)
+    assert f"hybridctl apply {inventory} --state 'postgresql://" in flat(shown.stdout)
 
     again = run_cli(*args, env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
